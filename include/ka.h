@@ -1,0 +1,295 @@
+/* libka: portable compute kernels for C.
+ *
+ * One public header. Every call returns a ka_status (0 = KA_OK); on failure a
+ * per-thread detail message is available from ka_last_error(). Handles are
+ * small structs holding a slot index and a generation: a released or stale
+ * handle is reported as KA_ERR_INVALID_HANDLE, never dereferenced.
+ *
+ * Hot path (no heap allocation once a kernel is compiled): ka_kernel_get for a
+ * known configuration, ka_launch, ka_event_wait / ka_wait_all / ka_wait_any,
+ * ka_event_release, ka_event_on_complete.
+ */
+#ifndef KA_H
+#define KA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KA_VERSION_MAJOR 0
+#define KA_VERSION_MINOR 1
+#define KA_VERSION_PATCH 0
+#define KA_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__)
+#define KA_API __attribute__((visibility("default")))
+#else
+#define KA_API
+#endif
+
+/* ---- status codes: one table (X-macro) gives the enum, names and messages */
+#define KA_STATUS_MAP(X)                                                       \
+    X(OK, 0, "success")                                                        \
+    X(ERR_INVALID_ARGUMENT, -1, "invalid argument")                            \
+    X(ERR_INVALID_HANDLE, -2, "invalid or released handle")                    \
+    X(ERR_OUT_OF_MEMORY, -3, "out of host memory")                             \
+    X(ERR_DEVICE_OUT_OF_MEMORY, -4, "out of device memory")                    \
+    X(ERR_NO_DEVICE, -5, "no matching device")                                 \
+    X(ERR_BUILD_FAILED, -6, "kernel source failed to build")                   \
+    X(ERR_KERNEL_NOT_FOUND, -7, "no kernel of that name in the program")       \
+    X(ERR_INVALID_RANGE, -8, "invalid ndrange")                                \
+    X(ERR_INVALID_WORKGROUP, -9, "invalid work-group size")                    \
+    X(ERR_ARG_COUNT, -10, "wrong number of kernel arguments")                  \
+    X(ERR_ARG_TYPE, -11, "kernel argument does not match the signature")       \
+    X(ERR_UNSUPPORTED, -12, "not supported by this device")                    \
+    X(ERR_EVENT_POOL_EXHAUSTED, -13, "no free event slot in the queue's pool") \
+    X(ERR_TIMEOUT, -14, "timed out")                                           \
+    X(ERR_DEVICE, -15, "device or driver error")                               \
+    X(ERR_IN_USE, -16, "object still has live dependents")                     \
+    X(ERR_BACKEND_UNAVAILABLE, -17, "back-end library not available")          \
+    X(ERR_KERNEL_FAILED, -18, "a command on the device failed")                \
+    X(ERR_IO, -19, "file input/output failed")
+
+typedef enum ka_status {
+#define KA__ENUM(name, value, msg) KA_##name = value,
+    KA_STATUS_MAP(KA__ENUM)
+#undef KA__ENUM
+} ka_status;
+
+/* Static strings, never NULL. ka_status_name gives "KA_ERR_TIMEOUT" etc. */
+KA_API const char *ka_strerror(ka_status s);
+KA_API const char *ka_status_name(ka_status s);
+/* The detail of the calling thread's last failure ("" if none); valid until the
+ * thread's next failing libka call. Names the native call and error, e.g.
+ * "clEnqueueNDRangeKernel: CL_INVALID_WORK_GROUP_SIZE", and build logs. */
+KA_API const char *ka_last_error(void);
+
+/* ---- allocator and logger hooks (process-wide) -------------------------- */
+typedef struct ka_allocator {
+    void *(*alloc)(size_t size, void *user);   /* NULL on failure */
+    void (*free)(void *ptr, size_t size, void *user);
+    void *user;
+} ka_allocator;
+/* NULL restores malloc/free. Swap only when no libka object is alive, or with
+ * an allocator whose free accepts blocks from the previous one (e.g. a counter
+ * wrapping malloc). */
+KA_API void ka_set_allocator(const ka_allocator *a);
+
+typedef enum ka_log_level { KA_LOG_ERROR = 0, KA_LOG_WARN, KA_LOG_INFO, KA_LOG_DEBUG } ka_log_level;
+typedef void (*ka_log_fn)(ka_log_level level, const char *msg, void *user);
+/* Silent by default; libka never prints on its own. */
+KA_API void ka_set_logger(ka_log_fn fn, void *user);
+
+/* ---- handles ------------------------------------------------------------ */
+typedef struct ka_device { uint64_t id; } ka_device;
+typedef struct ka_queue { uint64_t id; } ka_queue;
+typedef struct ka_buffer { uint64_t id; } ka_buffer;
+typedef struct ka_program { uint64_t id; } ka_program;
+typedef struct ka_kernel { uint64_t id; } ka_kernel;
+typedef struct ka_event { uint64_t id; } ka_event;
+#define KA_NULL_EVENT ((ka_event){0})
+
+/* ---- devices ------------------------------------------------------------ */
+typedef enum ka_backend { KA_BACKEND_NULL = 0, KA_BACKEND_OPENCL = 1, KA_BACKEND_CUDA = 2 } ka_backend;
+
+#define KA_MAX_SUBGROUP_SIZES 8
+
+typedef struct ka_device_info {
+    ka_backend backend;
+    char selector[32];        /* e.g. "opencl:0", "cuda:0": opens this device */
+    char name[128];
+    char vendor[64];
+    char platform[128];
+    char version[64];         /* OpenCL version string or "CUDA x.y" */
+    char driver_version[64];
+    int opencl_c_major, opencl_c_minor; /* 0 on CUDA */
+    int compute_capability;   /* CUDA: major*10+minor; 0 elsewhere */
+    int is_cpu;
+    uint32_t compute_units;
+    uint32_t max_workgroup_size;
+    uint32_t max_workgroup[3];
+    uint32_t preferred_workgroup_multiple; /* from a probe kernel; warp size on CUDA */
+    uint64_t local_mem_size;
+    uint64_t global_mem_size;
+    uint64_t max_alloc_size;
+    uint32_t max_arg_bytes;   /* CL_DEVICE_MAX_PARAMETER_SIZE / CUDA param space */
+    uint32_t num_subgroup_sizes; /* 0: the device has no sub-groups */
+    uint32_t subgroup_sizes[KA_MAX_SUBGROUP_SIZES];
+    uint32_t subgroup_width;  /* default sub-group size (first of the list), 0 if none */
+    int has_double;
+    int has_atomic_float_add; /* native or emulated float atomic add in the dialect */
+    int has_atomic64;         /* 64-bit integer atomics */
+    int has_subgroup_shuffle;
+    int has_printf;
+} ka_device_info;
+
+/* Number of devices over all back-ends available in this process. */
+KA_API ka_status ka_device_count(uint32_t *count);
+/* Info of device `index` (0..count-1) without opening it. */
+KA_API ka_status ka_device_describe(uint32_t index, ka_device_info *out);
+/* Open by selector: "opencl:N", "cuda:N", "null", "pocl", or a case-insensitive
+ * substring of the device or platform name. NULL or "" reads $KA_DEVICE, else
+ * the first PoCL CPU device, else device 0. Limits are read here, once. */
+KA_API ka_status ka_device_open(const char *selector, ka_device *out);
+/* KA_ERR_IN_USE while queues, buffers or programs of the device are alive. */
+KA_API ka_status ka_device_close(ka_device dev);
+KA_API ka_status ka_device_get_info(ka_device dev, const ka_device_info **out);
+
+/* ---- queues ------------------------------------------------------------- */
+typedef struct ka_queue_config {
+    uint32_t event_capacity;  /* events alive at once; 0 = 1024 */
+    int64_t spin_ns;          /* waits poll this long before sleeping; <0 = default, 0 = off */
+} ka_queue_config;
+
+/* In-order queue. cfg may be NULL. */
+KA_API ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *out);
+/* Finishes outstanding work, then releases. Events of the queue become stale. */
+KA_API ka_status ka_queue_release(ka_queue q);
+KA_API ka_status ka_queue_finish(ka_queue q);
+KA_API ka_status ka_queue_flush(ka_queue q);
+
+/* ---- buffers ------------------------------------------------------------ */
+KA_API ka_status ka_buffer_create(ka_device dev, size_t bytes, ka_buffer *out);
+KA_API ka_status ka_buffer_release(ka_buffer b);
+KA_API ka_status ka_buffer_size(ka_buffer b, size_t *bytes);
+/* Transfers: with ev == NULL the call blocks until done; with ev non-NULL it
+ * is asynchronous and *ev completes when it is done (host memory must stay
+ * valid until then). */
+KA_API ka_status ka_buffer_write(ka_queue q, ka_buffer dst, size_t offset, size_t bytes,
+                                 const void *src, ka_event *ev);
+KA_API ka_status ka_buffer_read(ka_queue q, ka_buffer src, size_t offset, size_t bytes,
+                                void *dst, ka_event *ev);
+KA_API ka_status ka_buffer_copy(ka_queue q, ka_buffer src, size_t src_offset, ka_buffer dst,
+                                size_t dst_offset, size_t bytes, ka_event *ev);
+/* Repeats a pattern of 1, 2, 4, 8, 16, 32, 64 or 128 bytes; offset and bytes
+ * must be multiples of pattern_size. */
+KA_API ka_status ka_buffer_fill(ka_queue q, ka_buffer dst, const void *pattern,
+                                size_t pattern_size, size_t offset, size_t bytes, ka_event *ev);
+
+/* ---- programs and kernels ----------------------------------------------- */
+typedef struct ka_build_options {
+    const char *options;            /* extra compiler options, e.g. "-cl-fast-relaxed-math" */
+    const char *const *defines;     /* "NAME" or "NAME=VALUE" each */
+    uint32_t num_defines;
+} ka_build_options;
+
+/* Builds the source (the dialect's prelude is prepended) for the device. On a
+ * compile error returns KA_ERR_BUILD_FAILED and ka_last_error() holds the log.
+ * opts may be NULL. */
+KA_API ka_status ka_program_build(ka_device dev, const char *source, const ka_build_options *opts,
+                                  ka_program *out);
+/* Releases the program and every kernel got from it. */
+KA_API ka_status ka_program_release(ka_program p);
+/* Number of native builds made for this program so far (variants included). */
+KA_API ka_status ka_program_build_count(ka_program p, uint32_t *count);
+
+/* A kernel configuration. Zero means "not fixed": defaults are settled when a
+ * configuration is first seen by ka_kernel_get and become part of its key. */
+typedef struct ka_kernel_config {
+    uint32_t workgroup[3];    /* static work-group size (compiled in); 0 = dynamic */
+    uint64_t ndrange[3];      /* static ndrange (compiled in); 0 = dynamic */
+    uint32_t subgroup_size;   /* required sub-group size; 0 = the device's width */
+    const char *defines;      /* extra "-D..." options for this variant only */
+} ka_kernel_config;
+
+/* Looks up (or compiles, the first time) kernel `name` of the program under
+ * configuration cfg (NULL = all dynamic). A known (name, configuration) pair
+ * costs a hash and a table probe: no allocation, no device query. Kernels live
+ * as long as their program. */
+KA_API ka_status ka_kernel_get(ka_program p, const char *name, const ka_kernel_config *cfg,
+                               ka_kernel *out);
+
+typedef struct ka_kernel_info {
+    uint32_t num_args;               /* user arguments (the hidden range excluded) */
+    uint32_t max_workgroup_size;     /* for this kernel on its device */
+    uint32_t preferred_workgroup_multiple;
+    uint32_t static_workgroup[3];
+    uint64_t static_ndrange[3];
+    uint32_t subgroup_size;          /* settled default; 0 = no sub-groups */
+    uint64_t local_mem_bytes;        /* statically declared local memory */
+} ka_kernel_info;
+KA_API ka_status ka_kernel_get_info(ka_kernel k, ka_kernel_info *out);
+
+/* ---- launch ------------------------------------------------------------- */
+typedef enum ka_arg_kind {
+    KA_ARG_BUFFER = 1,
+    KA_ARG_SCALAR,   /* by value: value bytes in .u, size in .size (1, 2, 4 or 8) */
+    KA_ARG_LOCAL,    /* dynamic local memory of .size bytes */
+    KA_ARG_BYTES     /* raw bytes (a struct by value): .size bytes at .ptr */
+} ka_arg_kind;
+
+typedef struct ka_arg {
+    uint32_t kind;
+    uint32_t size;
+    union {
+        uint64_t buffer;   /* ka_buffer.id */
+        int8_t i8; uint8_t u8; int16_t i16; uint16_t u16;
+        int32_t i32; uint32_t u32; int64_t i64; uint64_t u64;
+        float f32; double f64;
+        const void *ptr;
+    } u;
+} ka_arg;
+
+static inline ka_arg ka_arg_buffer(ka_buffer b) { ka_arg a = {KA_ARG_BUFFER, 8, {0}}; a.u.buffer = b.id; return a; }
+static inline ka_arg ka_arg_i8(int8_t v) { ka_arg a = {KA_ARG_SCALAR, 1, {0}}; a.u.i8 = v; return a; }
+static inline ka_arg ka_arg_u8(uint8_t v) { ka_arg a = {KA_ARG_SCALAR, 1, {0}}; a.u.u8 = v; return a; }
+static inline ka_arg ka_arg_i16(int16_t v) { ka_arg a = {KA_ARG_SCALAR, 2, {0}}; a.u.i16 = v; return a; }
+static inline ka_arg ka_arg_u16(uint16_t v) { ka_arg a = {KA_ARG_SCALAR, 2, {0}}; a.u.u16 = v; return a; }
+static inline ka_arg ka_arg_i32(int32_t v) { ka_arg a = {KA_ARG_SCALAR, 4, {0}}; a.u.i32 = v; return a; }
+static inline ka_arg ka_arg_u32(uint32_t v) { ka_arg a = {KA_ARG_SCALAR, 4, {0}}; a.u.u32 = v; return a; }
+static inline ka_arg ka_arg_i64(int64_t v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; a.u.i64 = v; return a; }
+static inline ka_arg ka_arg_u64(uint64_t v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; a.u.u64 = v; return a; }
+static inline ka_arg ka_arg_f32(float v) { ka_arg a = {KA_ARG_SCALAR, 4, {0}}; a.u.f32 = v; return a; }
+static inline ka_arg ka_arg_f64(double v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; a.u.f64 = v; return a; }
+static inline ka_arg ka_arg_local(size_t bytes) { ka_arg a = {KA_ARG_LOCAL, (uint32_t)bytes, {0}}; return a; }
+static inline ka_arg ka_arg_bytes(const void *p, size_t n) { ka_arg a = {KA_ARG_BYTES, (uint32_t)n, {0}}; a.u.ptr = p; return a; }
+
+#define KA_MAX_ARGS 64
+
+typedef struct ka_range {
+    uint32_t dims;          /* 1, 2 or 3; anything else is KA_ERR_INVALID_RANGE */
+    uint64_t size[3];       /* logical ndrange; unused dimensions may be 0 (taken as 1) */
+    uint32_t workgroup[3];  /* 0 = the static size, else chosen by libka */
+} ka_range;
+
+/* Enqueues the kernel over the range. Padded lanes of a partial last group
+ * see ka_in_range() false. A range with a zero extent is a no-op (an event,
+ * if asked for, is complete). ev may be NULL. Allocates nothing. Safe to call
+ * from several threads on one kernel. */
+KA_API ka_status ka_launch(ka_queue q, ka_kernel k, const ka_range *range, const ka_arg *args,
+                           uint32_t nargs, ka_event *ev);
+
+/* ---- events and waits --------------------------------------------------- */
+#define KA_WAIT_FOREVER INT64_MAX
+/* KA_OK when complete; KA_ERR_TIMEOUT if not done within timeout_ns (0 = poll);
+ * KA_ERR_KERNEL_FAILED if the command failed; KA_ERR_INVALID_HANDLE if stale. */
+KA_API ka_status ka_event_wait(ka_event ev, int64_t timeout_ns);
+KA_API ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns);
+/* *index gets the position of one completed event. */
+KA_API ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint32_t *index);
+/* The handle becomes stale. A pending command still completes. */
+KA_API ka_status ka_event_release(ka_event ev);
+/* fn(ev_status, user) runs once when the event completes: on the driver's
+ * callback thread, or in this call if already complete. Not run if this call
+ * fails. Releasing the event afterwards is safe. fn must not block or call
+ * wait functions on the same queue. */
+typedef void (*ka_event_fn)(ka_status status, void *user);
+KA_API ka_status ka_event_on_complete(ka_event ev, ka_event_fn fn, void *user);
+/* A file descriptor (eventfd) that becomes readable when an event of the queue
+ * whose notification was requested with ka_event_notify completes. */
+KA_API ka_status ka_queue_fd(ka_queue q, int *fd);
+KA_API ka_status ka_event_notify(ka_event ev);
+
+/* Process-wide default spin before sleeping in waits (ns); 0 turns spinning off. */
+KA_API void ka_set_wait_spin(int64_t spin_ns);
+
+/* ---- version ------------------------------------------------------------ */
+KA_API const char *ka_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KA_H */

@@ -1,0 +1,214 @@
+/* libka kernel dialect: the OpenCL C prelude.
+ * Prepended by libka to every program built for an OpenCL device. The CUDA
+ * prelude (ka_kernel_cuda.h) gives the same names the same meaning.
+ * Build-time defines set by libka for a configuration:
+ *   KA_STATIC_WG0..2     static work-group size (when the configuration fixes it)
+ *   KA_STATIC_ND0..2     static ndrange
+ *   KA_SUBGROUP_SIZE     required sub-group size (0 = the device has none) */
+#ifndef KA_KERNEL_CL_H
+#define KA_KERNEL_CL_H
+#define KA_OPENCL 1
+#define KA_DEVICE_CODE 1
+
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define KA_HAS_DOUBLE 1
+#endif
+#if defined(cl_khr_int64_base_atomics)
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
+#if defined(cl_khr_int64_extended_atomics)
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#endif
+#if defined(cl_khr_int64_base_atomics) && defined(cl_khr_int64_extended_atomics)
+#define KA_HAS_ATOMIC64 1
+#endif
+#if defined(cl_khr_subgroups) || defined(cl_intel_subgroups) || (defined(__opencl_c_subgroups) && __OPENCL_C_VERSION__ >= 300)
+#if defined(cl_khr_subgroups)
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+#define KA_HAS_SUBGROUPS 1
+#endif
+#if defined(cl_khr_subgroup_shuffle)
+#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable
+#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle_relative : enable
+#define KA_HAS_SUBGROUP_SHUFFLE 1
+#endif
+
+/* ---- qualifiers -------------------------------------------------------- */
+typedef ulong4 ka_nd_t; /* hidden argument: logical ndrange (x,y,z), dims (w) */
+
+#if defined(KA_STATIC_WG0)
+#define KA__WG_ATTR __attribute__((reqd_work_group_size(KA_STATIC_WG0, KA_STATIC_WG1, KA_STATIC_WG2)))
+#else
+#define KA__WG_ATTR
+#endif
+/* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first. */
+#define KA_KERNEL(name, ...) __kernel KA__WG_ATTR void name(const ka_nd_t ka__nd, __VA_ARGS__)
+#define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR void name(const ka_nd_t ka__nd)
+#define KA_GLOBAL __global
+#define KA_LOCAL __local
+#define KA_CONSTANT __constant
+#define KA_CONST const __restrict
+#define KA_RESTRICT restrict
+#define KA_LOCAL_ARG(T) __local T *
+#define KA_DEVICE_FN static inline
+#define KA_INLINE inline
+
+/* ---- indices ----------------------------------------------------------- */
+typedef ulong ka_size_t;
+#define ka_global_id(d) ((ka_size_t)get_global_id(d))
+#define ka_local_id(d) ((ka_size_t)get_local_id(d))
+#define ka_group_id(d) ((ka_size_t)get_group_id(d))
+#define ka_num_groups(d) ((ka_size_t)get_num_groups(d))
+#if defined(KA_STATIC_WG0)
+#define ka_group_size(d) ((ka_size_t)((d) == 0 ? KA_STATIC_WG0 : (d) == 1 ? KA_STATIC_WG1 : (d) == 2 ? KA_STATIC_WG2 : 1))
+#else
+#define ka_group_size(d) ((ka_size_t)get_local_size(d))
+#endif
+#if defined(KA_STATIC_ND0)
+#define ka_ndrange(d) ((ka_size_t)((d) == 0 ? KA_STATIC_ND0 : (d) == 1 ? KA_STATIC_ND1 : (d) == 2 ? KA_STATIC_ND2 : 1))
+#else
+#define ka_ndrange(d) ((ka_size_t)((d) == 0 ? ka__nd.x : (d) == 1 ? ka__nd.y : (d) == 2 ? ka__nd.z : 1))
+#endif
+#define ka_ndims() ((uint)ka__nd.w)
+#define ka_in_range() (ka_global_id(0) < ka_ndrange(0) && ka_global_id(1) < ka_ndrange(1) && ka_global_id(2) < ka_ndrange(2))
+/* Row-major linear index: dimension 0 varies fastest (i0 + n0*(i1 + n1*i2)). */
+#define ka_global_linear_id() (ka_global_id(0) + ka_ndrange(0) * (ka_global_id(1) + ka_ndrange(1) * ka_global_id(2)))
+#define ka_local_linear_id() (ka_local_id(0) + ka_group_size(0) * (ka_local_id(1) + ka_group_size(1) * ka_local_id(2)))
+#define ka_group_linear_id() (ka_group_id(0) + ka_num_groups(0) * (ka_group_id(1) + ka_num_groups(1) * ka_group_id(2)))
+#define ka_group_linear_size() (ka_group_size(0) * ka_group_size(1) * ka_group_size(2))
+#define ka_ndrange_linear() (ka_ndrange(0) * ka_ndrange(1) * ka_ndrange(2))
+
+/* ---- synchronization --------------------------------------------------- */
+#define ka_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+#define ka_barrier_local() barrier(CLK_LOCAL_MEM_FENCE)
+#define ka_barrier_global() barrier(CLK_GLOBAL_MEM_FENCE)
+#define ka_fence() mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+
+/* ---- atomics (return the old value) ------------------------------------ */
+#define KA__OVL __attribute__((overloadable)) static inline
+#define KA__ATOMIC32(T, AS)                                                                      \
+    KA__OVL T ka_atomic_add(volatile AS T *p, T v) { return atomic_add(p, v); }                  \
+    KA__OVL T ka_atomic_sub(volatile AS T *p, T v) { return atomic_sub(p, v); }                  \
+    KA__OVL T ka_atomic_min(volatile AS T *p, T v) { return atomic_min(p, v); }                  \
+    KA__OVL T ka_atomic_max(volatile AS T *p, T v) { return atomic_max(p, v); }                  \
+    KA__OVL T ka_atomic_and(volatile AS T *p, T v) { return atomic_and(p, v); }                  \
+    KA__OVL T ka_atomic_or(volatile AS T *p, T v) { return atomic_or(p, v); }                    \
+    KA__OVL T ka_atomic_xor(volatile AS T *p, T v) { return atomic_xor(p, v); }                  \
+    KA__OVL T ka_atomic_xchg(volatile AS T *p, T v) { return atomic_xchg(p, v); }                \
+    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return atomic_cmpxchg(p, cmp, v); }
+KA__ATOMIC32(int, __global)
+KA__ATOMIC32(uint, __global)
+KA__ATOMIC32(int, __local)
+KA__ATOMIC32(uint, __local)
+#ifdef KA_HAS_ATOMIC64
+#define KA__ATOMIC64(T, AS)                                                                      \
+    KA__OVL T ka_atomic_add(volatile AS T *p, T v) { return atom_add(p, v); }                    \
+    KA__OVL T ka_atomic_sub(volatile AS T *p, T v) { return atom_sub(p, v); }                    \
+    KA__OVL T ka_atomic_min(volatile AS T *p, T v) { return atom_min(p, v); }                    \
+    KA__OVL T ka_atomic_max(volatile AS T *p, T v) { return atom_max(p, v); }                    \
+    KA__OVL T ka_atomic_and(volatile AS T *p, T v) { return atom_and(p, v); }                    \
+    KA__OVL T ka_atomic_or(volatile AS T *p, T v) { return atom_or(p, v); }                      \
+    KA__OVL T ka_atomic_xor(volatile AS T *p, T v) { return atom_xor(p, v); }                    \
+    KA__OVL T ka_atomic_xchg(volatile AS T *p, T v) { return atom_xchg(p, v); }                  \
+    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return atom_cmpxchg(p, cmp, v); }
+KA__ATOMIC64(long, __global)
+KA__ATOMIC64(ulong, __global)
+KA__ATOMIC64(long, __local)
+KA__ATOMIC64(ulong, __local)
+#endif
+/* Float add: OpenCL C 1.2 has none, so a compare-exchange loop on the bits. */
+#define KA__ATOMICF(AS)                                                                          \
+    KA__OVL float ka_atomic_add(volatile AS float *p, float v) {                                 \
+        volatile AS uint *u = (volatile AS uint *)p;                                             \
+        uint old = *u, assumed;                                                                  \
+        do {                                                                                     \
+            assumed = old;                                                                       \
+            old = atomic_cmpxchg(u, assumed, as_uint(as_float(assumed) + v));                    \
+        } while (old != assumed);                                                                \
+        return as_float(old);                                                                    \
+    }                                                                                            \
+    KA__OVL float ka_atomic_xchg(volatile AS float *p, float v) { return atomic_xchg(p, v); }
+KA__ATOMICF(__global)
+KA__ATOMICF(__local)
+
+/* ---- sub-groups -------------------------------------------------------- */
+#ifdef KA_HAS_SUBGROUPS
+#define ka_subgroup_size() ((uint)get_sub_group_size())
+#define ka_subgroup_max_size() ((uint)get_max_sub_group_size())
+#define ka_subgroup_id() ((uint)get_sub_group_id())
+#define ka_subgroup_local_id() ((uint)get_sub_group_local_id())
+#define ka_num_subgroups() ((uint)get_num_sub_groups())
+#define ka_subgroup_barrier() sub_group_barrier(CLK_LOCAL_MEM_FENCE)
+#define ka_subgroup_broadcast(x, lane) sub_group_broadcast((x), (lane))
+#define ka_subgroup_reduce_add(x) sub_group_reduce_add(x)
+#define ka_subgroup_reduce_min(x) sub_group_reduce_min(x)
+#define ka_subgroup_reduce_max(x) sub_group_reduce_max(x)
+#define ka_subgroup_any(p) sub_group_any(p)
+#define ka_subgroup_all(p) sub_group_all(p)
+#if defined(KA_HAS_SUBGROUP_SHUFFLE)
+#define ka_subgroup_shuffle(x, lane) sub_group_shuffle((x), (lane))
+#define ka_subgroup_shuffle_xor(x, mask) sub_group_shuffle_xor((x), (mask))
+#define ka_subgroup_shuffle_down(x, delta) sub_group_shuffle_down((x), (delta))
+#define ka_subgroup_shuffle_up(x, delta) sub_group_shuffle_up((x), (delta))
+#elif defined(cl_intel_subgroups)
+#define KA_HAS_SUBGROUP_SHUFFLE 1
+#define ka_subgroup_shuffle(x, lane) intel_sub_group_shuffle((x), (lane))
+#define ka_subgroup_shuffle_xor(x, mask) intel_sub_group_shuffle_xor((x), (mask))
+#define ka_subgroup_shuffle_down(x, delta) intel_sub_group_shuffle_down((x), (x), (delta))
+#define ka_subgroup_shuffle_up(x, delta) intel_sub_group_shuffle_up((x), (x), (delta))
+#endif
+#endif
+
+/* ---- math and conversions ---------------------------------------------- */
+/* The OpenCL built-ins (sqrt, exp, sin, fma, fmin, ...) are the dialect's.
+ * Conversions with rounding: ka_convert_<int type>_<mode>(x), mode one of
+ * rte (nearest even), rtz (toward zero), rtp (up), rtn (down), saturating. */
+#define KA__CONV(T)                                                       \
+    KA__OVL T ka_convert_##T##_rte(float x) { return convert_##T##_sat_rte(x); } \
+    KA__OVL T ka_convert_##T##_rtz(float x) { return convert_##T##_sat_rtz(x); } \
+    KA__OVL T ka_convert_##T##_rtp(float x) { return convert_##T##_sat_rtp(x); } \
+    KA__OVL T ka_convert_##T##_rtn(float x) { return convert_##T##_sat_rtn(x); }
+KA__CONV(char)
+KA__CONV(uchar)
+KA__CONV(short)
+KA__CONV(ushort)
+KA__CONV(int)
+KA__CONV(uint)
+KA__CONV(long)
+KA__CONV(ulong)
+#ifdef KA_HAS_DOUBLE
+#define KA__CONVD(T)                                                      \
+    KA__OVL T ka_convert_##T##_rte(double x) { return convert_##T##_sat_rte(x); } \
+    KA__OVL T ka_convert_##T##_rtz(double x) { return convert_##T##_sat_rtz(x); } \
+    KA__OVL T ka_convert_##T##_rtp(double x) { return convert_##T##_sat_rtp(x); } \
+    KA__OVL T ka_convert_##T##_rtn(double x) { return convert_##T##_sat_rtn(x); }
+KA__CONVD(char)
+KA__CONVD(uchar)
+KA__CONVD(short)
+KA__CONVD(ushort)
+KA__CONVD(int)
+KA__CONVD(uint)
+KA__CONVD(long)
+KA__CONVD(ulong)
+#endif
+
+/* Portable scalar type names (same spelling in CUDA's prelude). */
+typedef char ka_i8;
+typedef uchar ka_u8;
+typedef short ka_i16;
+typedef ushort ka_u16;
+typedef int ka_i32;
+typedef uint ka_u32;
+typedef long ka_i64;
+typedef ulong ka_u64;
+typedef float ka_f32;
+#ifdef KA_HAS_DOUBLE
+typedef double ka_f64;
+#endif
+
+#define KA_PRINTF(...) printf(__VA_ARGS__)
+
+#endif
+/* ---- user source follows ---- */

@@ -1,0 +1,128 @@
+/* The null back-end: runs nothing, completes everything at once. Selected by
+ * "null"; lets tests exercise the core (validation, handles, events,
+ * allocation paths) without a driver. Kernels are found by scanning the
+ * source for KA_KERNEL(name, ...) and counting its parameters. */
+#include "ka_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static ka_status n_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
+    (void)out;
+    (void)cap;
+    *n = 0;
+    return KA_OK;
+}
+
+static ka_status n_device_open(ka__device *d, uint32_t index) {
+    (void)index;
+    ka_device_info *i = &d->info;
+    memset(i, 0, sizeof *i);
+    i->backend = KA_BACKEND_NULL;
+    snprintf(i->selector, sizeof i->selector, "null");
+    snprintf(i->name, sizeof i->name, "null device");
+    snprintf(i->platform, sizeof i->platform, "libka null back-end");
+    snprintf(i->version, sizeof i->version, "none");
+    i->compute_units = 1;
+    i->max_workgroup_size = 1024;
+    i->max_workgroup[0] = i->max_workgroup[1] = i->max_workgroup[2] = 1024;
+    i->preferred_workgroup_multiple = 1;
+    i->local_mem_size = 65536;
+    i->global_mem_size = i->max_alloc_size = (uint64_t)1 << 30;
+    i->max_arg_bytes = 1024;
+    return KA_OK;
+}
+
+static void n_device_close(ka__device *d) { (void)d; }
+static ka_status n_ok_q(ka__queue *q) { (void)q; return KA_OK; }
+static void n_void_q(ka__queue *q) { (void)q; }
+
+static ka_status n_buffer_create(ka__buffer *b) {
+    b->native = ka__calloc(1, b->bytes);
+    return b->native ? KA_OK : ka__fail(KA_ERR_DEVICE_OUT_OF_MEMORY, "null: out of memory for %zu bytes", b->bytes);
+}
+static void n_buffer_release(ka__buffer *b) { ka__free(b->native, b->bytes); }
+
+static ka_status n_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
+    (void)q;
+    memcpy((char *)b->native + off, src, n);
+    if (ev) *ev = NULL;
+    return KA_OK;
+}
+static ka_status n_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
+    (void)q;
+    memcpy(dst, (char *)b->native + off, n);
+    if (ev) *ev = NULL;
+    return KA_OK;
+}
+static ka_status n_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
+    (void)q;
+    memcpy((char *)d->native + dof, (char *)s->native + so, n);
+    if (ev) *ev = NULL;
+    return KA_OK;
+}
+static ka_status n_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev) {
+    (void)q;
+    for (size_t i = 0; i < n; i += psz) memcpy((char *)b->native + off + i, pat, psz);
+    if (ev) *ev = NULL;
+    return KA_OK;
+}
+
+static ka_status n_build(ka__program *p, ka__variant *v, const char *options) {
+    (void)options;
+    if (strstr(p->source, "#error"))
+        return ka__fail(KA_ERR_BUILD_FAILED, "null: build failed\nbuild log:\nsource contains #error");
+    v->native = p; /* any non-NULL value */
+    return KA_OK;
+}
+static void n_prog_release(ka__program *p, ka__variant *v) { (void)p; (void)v; }
+
+/* Counts the parameters after the name in KA_KERNEL(name, ...). */
+static ka_status n_kernel_create(ka__kernel *k) {
+    const char *s = k->prog->source;
+    size_t nl = strlen(k->name);
+    for (const char *p = s; (p = strstr(p, "KA_KERNEL(")); p++) {
+        const char *q = p + 10;
+        while (*q == ' ') q++;
+        if (strncmp(q, k->name, nl) || (q[nl] != ',' && q[nl] != ')' && q[nl] != ' ')) continue;
+        uint32_t n = 0;
+        int depth = 1;
+        for (q += nl; *q && depth; q++) {
+            if (*q == '(') depth++;
+            else if (*q == ')') depth--;
+            else if (*q == ',' && depth == 1) n++;
+        }
+        k->nargs = n;
+        k->sig = ka__calloc(n ? n : 1, sizeof *k->sig);
+        if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+        k->native = k;
+        k->max_wg = 1024;
+        k->pref_multiple = 1;
+        return KA_OK;
+    }
+    return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program", k->name);
+}
+static void n_kernel_release(ka__kernel *k) { (void)k; }
+
+static ka_status n_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                          void **ev) {
+    (void)q; (void)k; (void)l; (void)args; (void)nargs;
+    if (ev) *ev = NULL;
+    return KA_OK;
+}
+static int n_query(void *ev, ka_status *st) { (void)ev; (void)st; return 1; }
+static ka_status n_callback(void *ev, ka__native_cb cb, void *ctx) { (void)ev; cb(ctx, KA_OK); return KA_OK; }
+static ka_status n_wait(void *ev) { (void)ev; return KA_OK; }
+static void n_release(void *ev) { (void)ev; }
+
+const ka_backend_ops ka__null_ops = {
+    .version = 1, .name = "null", .kind = KA_BACKEND_NULL,
+    .enumerate = n_enumerate, .device_open = n_device_open, .device_close = n_device_close,
+    .queue_create = n_ok_q, .queue_release = n_void_q, .queue_finish = n_ok_q, .queue_flush = n_ok_q,
+    .buffer_create = n_buffer_create, .buffer_release = n_buffer_release,
+    .buffer_write = n_write, .buffer_read = n_read, .buffer_copy = n_copy, .buffer_fill = n_fill,
+    .program_build = n_build, .program_release = n_prog_release,
+    .kernel_create = n_kernel_create, .kernel_release = n_kernel_release,
+    .launch = n_launch, .event_query = n_query, .event_callback = n_callback, .event_wait = n_wait,
+    .event_release = n_release,
+};

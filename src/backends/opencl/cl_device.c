@@ -1,0 +1,177 @@
+/* OpenCL devices: enumeration, limits read once, the probe kernel. */
+#include "cl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+cl_int ka__cl_devices(cl_platform_id *plats_out, cl_device_id *devs, uint32_t cap, uint32_t *n) {
+    cl_platform_id plats[16];
+    cl_uint np = 0;
+    *n = 0;
+    cl_int err = clGetPlatformIDs(16, plats, &np);
+    if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0)) return CL_SUCCESS;
+    if (err != CL_SUCCESS) return err;
+    if (np > 16) np = 16;
+    for (cl_uint p = 0; p < np; p++) {
+        cl_device_id ds[16];
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS) continue;
+        if (nd > 16) nd = 16;
+        for (cl_uint i = 0; i < nd; i++) {
+            if (*n < cap) {
+                plats_out[*n] = plats[p];
+                devs[*n] = ds[i];
+            }
+            (*n)++;
+        }
+    }
+    return CL_SUCCESS;
+}
+
+/* Reads a string property, truncated to size (OpenCL refuses a short buffer). */
+static void str_info(cl_device_id d, cl_device_info what, char *buf, size_t size) {
+    char tmp[8192];
+    buf[0] = 0;
+    size_t n = 0;
+    if (clGetDeviceInfo(d, what, 0, NULL, &n) != CL_SUCCESS || n > sizeof tmp) return;
+    if (clGetDeviceInfo(d, what, n, tmp, NULL) != CL_SUCCESS) return;
+    tmp[n ? n - 1 : 0] = 0;
+    snprintf(buf, size, "%s", tmp);
+}
+
+static bool has_ext(const char *exts, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = exts; (p = strstr(p, name)); p += n)
+        if ((p == exts || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return true;
+    return false;
+}
+
+void ka__cl_fill_info(cl_platform_id plat, cl_device_id d, uint32_t index, ka_device_info *info) {
+    memset(info, 0, sizeof *info);
+    info->backend = KA_BACKEND_OPENCL;
+    snprintf(info->selector, sizeof info->selector, "opencl:%u", index);
+    str_info(d, CL_DEVICE_NAME, info->name, sizeof info->name);
+    str_info(d, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+    str_info(d, CL_DEVICE_VERSION, info->version, sizeof info->version);
+    str_info(d, CL_DRIVER_VERSION, info->driver_version, sizeof info->driver_version);
+    char pname[1024];
+    if (clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS) pname[0] = 0;
+    pname[sizeof pname - 1] = 0;
+    snprintf(info->platform, sizeof info->platform, "%s", pname);
+    char cver[64];
+    str_info(d, CL_DEVICE_OPENCL_C_VERSION, cver, sizeof cver);
+    sscanf(cver, "OpenCL C %d.%d", &info->opencl_c_major, &info->opencl_c_minor);
+    cl_device_type type = 0;
+    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    info->is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+    cl_uint u = 0;
+    size_t sz = 0;
+    cl_ulong ul = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof u, &u, NULL) == CL_SUCCESS) info->compute_units = u;
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof sz, &sz, NULL) == CL_SUCCESS)
+        info->max_workgroup_size = sz > UINT32_MAX ? UINT32_MAX : (uint32_t)sz;
+    size_t dims[3] = {0, 0, 0};
+    cl_uint ndims = 0;
+    clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof ndims, &ndims, NULL);
+    if (ndims >= 3 && clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, NULL) == CL_SUCCESS)
+        for (int i = 0; i < 3; i++) info->max_workgroup[i] = dims[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)dims[i];
+    if (clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) info->local_mem_size = ul;
+    if (clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) info->global_mem_size = ul;
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) info->max_alloc_size = ul;
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_PARAMETER_SIZE, sizeof sz, &sz, NULL) == CL_SUCCESS)
+        info->max_arg_bytes = (uint32_t)sz;
+    char exts[8192];
+    str_info(d, CL_DEVICE_EXTENSIONS, exts, sizeof exts); /* truncation only loses the tail's extensions */
+    info->has_double = has_ext(exts, "cl_khr_fp64");
+    info->has_atomic64 = has_ext(exts, "cl_khr_int64_base_atomics") && has_ext(exts, "cl_khr_int64_extended_atomics");
+    info->has_atomic_float_add = 2; /* emulated with compare-exchange in the prelude */
+    info->has_printf = 1;
+    info->has_subgroup_shuffle = has_ext(exts, "cl_khr_subgroup_shuffle") || has_ext(exts, "cl_intel_subgroups");
+    if (has_ext(exts, "cl_intel_required_subgroup_size")) {
+        size_t sizes[KA_MAX_SUBGROUP_SIZES], got = 0;
+        if (clGetDeviceInfo(d, CL_DEVICE_SUB_GROUP_SIZES_INTEL, sizeof sizes, sizes, &got) == CL_SUCCESS)
+            for (size_t i = 0; i < got / sizeof(size_t) && i < KA_MAX_SUBGROUP_SIZES; i++)
+                info->subgroup_sizes[info->num_subgroup_sizes++] = (uint32_t)sizes[i];
+    }
+}
+
+/* Builds a one-line kernel to read what OpenCL reports only per kernel: the
+ * preferred work-group multiple and, without cl_intel_required_subgroup_size,
+ * the sub-group size. */
+static void probe(cl_dev *cd, ka_device_info *info) {
+    static const char src[] = "__kernel void ka__probe(__global int *p) { p[get_global_id(0)] = 0; }";
+    const char *s = src;
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(cd->context, 1, &s, NULL, &err);
+    if (err != CL_SUCCESS) return;
+    if (clBuildProgram(p, 1, &cd->device, cd->std_option, NULL, NULL) == CL_SUCCESS) {
+        cl_kernel k = clCreateKernel(p, "ka__probe", &err);
+        if (err == CL_SUCCESS) {
+            size_t m = 0;
+            if (clGetKernelWorkGroupInfo(k, cd->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof m, &m,
+                                         NULL) == CL_SUCCESS)
+                info->preferred_workgroup_multiple = (uint32_t)m;
+            cl_uint maxsg = 0;
+            if (cd->cl_version >= 21 && !info->num_subgroup_sizes &&
+                clGetDeviceInfo(cd->device, CL_DEVICE_MAX_NUM_SUB_GROUPS, sizeof maxsg, &maxsg, NULL) == CL_SUCCESS &&
+                maxsg > 0) {
+                size_t local = info->max_workgroup_size ? info->max_workgroup_size : 64, sg = 0;
+                if (local > 256) local = 256;
+                if (clGetKernelSubGroupInfo(k, cd->device, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, sizeof local,
+                                            &local, sizeof sg, &sg, NULL) == CL_SUCCESS &&
+                    sg > 0)
+                    info->subgroup_sizes[info->num_subgroup_sizes++] = (uint32_t)sg;
+            }
+            clReleaseKernel(k);
+        }
+    }
+    clReleaseProgram(p);
+}
+
+ka_status ka__cl_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
+    cl_platform_id plats[64];
+    cl_device_id devs[64];
+    uint32_t total = 0;
+    cl_int err = ka__cl_devices(plats, devs, 64, &total);
+    if (err != CL_SUCCESS) return ka__cl_fail("clGetPlatformIDs", err);
+    if (total > 64) total = 64;
+    for (uint32_t i = 0; i < total && i < cap; i++) ka__cl_fill_info(plats[i], devs[i], i, &out[i]);
+    *n = total;
+    return KA_OK;
+}
+
+ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
+    cl_platform_id plats[64];
+    cl_device_id devs[64];
+    uint32_t total = 0;
+    cl_int err = ka__cl_devices(plats, devs, 64, &total);
+    if (err != CL_SUCCESS) return ka__cl_fail("clGetPlatformIDs", err);
+    if (index >= total || index >= 64) return ka__fail(KA_ERR_NO_DEVICE, "opencl:%u: no such device", index);
+    cl_dev *cd = ka__calloc(1, sizeof *cd);
+    if (!cd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
+    cd->platform = plats[index];
+    cd->device = devs[index];
+    ka__cl_fill_info(cd->platform, cd->device, index, &d->info);
+    int maj = 1, min = 2;
+    sscanf(d->info.version, "OpenCL %d.%d", &maj, &min);
+    cd->cl_version = maj * 10 + min;
+    snprintf(cd->std_option, sizeof cd->std_option, "-cl-std=CL%s", cd->cl_version >= 30 ? "3.0" : "1.2");
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform, 0};
+    cd->context = clCreateContext(props, 1, &cd->device, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+        ka__free(cd, sizeof *cd);
+        return ka__cl_fail("clCreateContext", err);
+    }
+    probe(cd, &d->info);
+    d->info.subgroup_width = d->info.num_subgroup_sizes ? d->info.subgroup_sizes[0] : 0;
+    d->native = cd;
+    return KA_OK;
+}
+
+void ka__cl_device_close(ka__device *d) {
+    cl_dev *cd = d->native;
+    clReleaseContext(cd->context);
+    ka__free(cd, sizeof *cd);
+}
+

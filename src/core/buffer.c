@@ -1,0 +1,148 @@
+/* Buffers and transfers. */
+#include "ka_internal.h"
+
+#include <string.h>
+
+ka__queue *ka__queue_of(ka_queue q);
+
+ka_status ka_buffer_create(ka_device dev, size_t bytes, ka_buffer *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_create: out is NULL");
+    out->id = 0;
+    ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_create: invalid or released device");
+    if (bytes == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_create: size is 0");
+    if (d->info.max_alloc_size && bytes > d->info.max_alloc_size)
+        return ka__fail(KA_ERR_DEVICE_OUT_OF_MEMORY, "ka_buffer_create: %zu bytes exceeds the device's largest allocation (%llu)",
+                        bytes, (unsigned long long)d->info.max_alloc_size);
+    ka__buffer *b = ka__calloc(1, sizeof *b);
+    if (!b) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: out of memory");
+    b->dev = d;
+    b->bytes = bytes;
+    ka_status st = d->ops->buffer_create(b);
+    if (st != KA_OK) {
+        ka__free(b, sizeof *b);
+        return st;
+    }
+    b->id = ka__handle_new(KA__T_BUFFER, b);
+    if (!b->id) {
+        d->ops->buffer_release(b);
+        ka__free(b, sizeof *b);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: out of memory for a handle");
+    }
+    atomic_fetch_add(&d->live, 1);
+    out->id = b->id;
+    return KA_OK;
+}
+
+ka_status ka_buffer_release(ka_buffer buf) {
+    ka__buffer *b = ka__resolve(buf.id, KA__T_BUFFER);
+    if (!b) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_release: invalid or released buffer");
+    ka__handle_free(b->id);
+    b->dev->ops->buffer_release(b);
+    atomic_fetch_sub(&b->dev->live, 1);
+    ka__free(b, sizeof *b);
+    return KA_OK;
+}
+
+ka_status ka_buffer_size(ka_buffer buf, size_t *bytes) {
+    ka__buffer *b = ka__resolve(buf.id, KA__T_BUFFER);
+    if (!b) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_size: invalid or released buffer");
+    if (!bytes) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_size: bytes is NULL");
+    *bytes = b->bytes;
+    return KA_OK;
+}
+
+/* Shared checks of a transfer; resolves queue and buffer. */
+static ka_status prep(const char *fn, ka_queue queue, ka_buffer buf, size_t off, size_t n, ka__queue **q,
+                      ka__buffer **b) {
+    *q = ka__queue_of(queue);
+    if (!*q) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released queue", fn);
+    *b = ka__resolve(buf.id, KA__T_BUFFER);
+    if (!*b) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released buffer", fn);
+    if ((*b)->dev != (*q)->dev) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: buffer and queue are on different devices", fn);
+    if (off > (*b)->bytes || n > (*b)->bytes - off)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: range [%zu, %zu) outside the buffer's %zu bytes", fn, off, off + n,
+                        (*b)->bytes);
+    return KA_OK;
+}
+
+/* Event plumbing around one asynchronous command. */
+typedef struct pending {
+    ka__event *e;
+    void *native;
+} pending;
+
+static ka_status begin(ka__queue *q, ka_event *ev, pending *p) {
+    p->e = NULL;
+    p->native = NULL;
+    if (ev) {
+        ev->id = 0;
+        return ka__event_acquire(q, &p->e);
+    }
+    return KA_OK;
+}
+
+static ka_status end(ka_status st, ka_event *ev, pending *p) {
+    if (!p->e) return st;
+    if (st != KA_OK) {
+        ka__event_abandon(p->e);
+        return st;
+    }
+    ka__event_bind(p->e, p->native);
+    ev->id = p->e->id;
+    return KA_OK;
+}
+
+/* An empty transfer is a no-op whose event (if any) is already complete. */
+#define KA__TRANSFER(fn, q, ev, call)                              \
+    do {                                                           \
+        pending p;                                                 \
+        ka_status st_ = begin(q, ev, &p);                          \
+        if (st_ != KA_OK) return st_;                              \
+        st_ = n ? (call) : KA_OK;                                  \
+        return end(st_, ev, &p);                                   \
+    } while (0)
+
+ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n, const void *src, ka_event *ev) {
+    ka__queue *q;
+    ka__buffer *b;
+    ka_status st = prep("ka_buffer_write", queue, dst, offset, n, &q, &b);
+    if (st != KA_OK) return st;
+    if (!src && n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_write: src is NULL");
+    KA__TRANSFER("ka_buffer_write", q, ev, q->dev->ops->buffer_write(q, b, offset, n, src, ev ? &p.native : NULL));
+}
+
+ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n, void *dst, ka_event *ev) {
+    ka__queue *q;
+    ka__buffer *b;
+    ka_status st = prep("ka_buffer_read", queue, src, offset, n, &q, &b);
+    if (st != KA_OK) return st;
+    if (!dst && n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_read: dst is NULL");
+    KA__TRANSFER("ka_buffer_read", q, ev, q->dev->ops->buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL));
+}
+
+ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst, size_t dof, size_t n, ka_event *ev) {
+    ka__queue *q;
+    ka__buffer *s, *d;
+    ka_status st = prep("ka_buffer_copy", queue, src, so, n, &q, &s);
+    if (st != KA_OK) return st;
+    st = prep("ka_buffer_copy", queue, dst, dof, n, &q, &d);
+    if (st != KA_OK) return st;
+    if (s == d && so < dof + n && dof < so + n)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_copy: source and destination ranges overlap");
+    KA__TRANSFER("ka_buffer_copy", q, ev, q->dev->ops->buffer_copy(q, s, so, d, dof, n, ev ? &p.native : NULL));
+}
+
+ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, size_t psz, size_t offset, size_t n,
+                         ka_event *ev) {
+    ka__queue *q;
+    ka__buffer *b;
+    ka_status st = prep("ka_buffer_fill", queue, dst, offset, n, &q, &b);
+    if (st != KA_OK) return st;
+    if (!pattern) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: pattern is NULL");
+    if (psz == 0 || psz > 128 || (psz & (psz - 1)))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: pattern size %zu is not 1, 2, 4, ..., 128", psz);
+    if (offset % psz || n % psz)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: offset and size must be multiples of the pattern size");
+    KA__TRANSFER("ka_buffer_fill", q, ev, q->dev->ops->buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL));
+}

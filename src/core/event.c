@@ -1,0 +1,398 @@
+/* Event pool and waits.
+ *
+ * Each queue owns a fixed array of event slots made when the queue is made;
+ * a launch pops one from a lock-free stack, a release pushes it back, and the
+ * handle's generation changes on release, so a stale handle is detected.
+ *
+ * Threading: the driver's completion callback (on a driver thread) only does
+ * atomic stores, a futex wake, an eventfd write, the user's callback and a
+ * lock-free push; it takes no lock that a user thread could hold. */
+#include "ka_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#define KA__DEFAULT_SPIN_NS 10000
+
+static _Atomic int64_t default_spin_ns = -1;
+/* ka_wait_any sleeps on this counter, bumped by every completion while a
+ * wait_any is in progress. */
+static _Atomic uint32_t any_seq;
+static _Atomic uint32_t any_waiters;
+
+void ka_set_wait_spin(int64_t spin_ns) { atomic_store(&default_spin_ns, spin_ns < 0 ? -1 : spin_ns); }
+
+int64_t ka__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns) {
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns != INT64_MAX) {
+        if (timeout_ns <= 0) return;
+        ts.tv_sec = timeout_ns / 1000000000;
+        ts.tv_nsec = timeout_ns % 1000000000;
+        tp = &ts;
+    }
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *addr) {
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* ---- pool -------------------------------------------------------------- */
+static void push_free(ka__queue *q, ka__event *e) {
+    uint32_t idx = (uint32_t)(e - q->events) + 1;
+    uint64_t head = atomic_load_explicit(&q->free_head, memory_order_relaxed);
+    do {
+        e->next = (uint32_t)head;
+    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head,
+                                                    ((head >> 32) + 1) << 32 | idx,
+                                                    memory_order_release, memory_order_relaxed));
+}
+
+ka_status ka__events_init(ka__queue *q, uint32_t n) {
+    q->events = ka__calloc(n, sizeof(ka__event));
+    if (!q->events) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for %u events", n);
+    q->nevents = n;
+    atomic_init(&q->free_head, 0);
+    for (uint32_t i = 0; i < n; i++) {
+        ka__event *e = &q->events[i];
+        e->q = q;
+        e->id = ka__handle_new(KA__T_EVENT, e);
+        if (!e->id) {
+            q->nevents = i;
+            ka__events_fini(q);
+            return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for event handles");
+        }
+    }
+    for (uint32_t i = n; i-- > 0;) push_free(q, &q->events[i]);
+    return KA_OK;
+}
+
+void ka__events_fini(ka__queue *q) {
+    if (!q->events) return;
+    for (uint32_t i = 0; i < q->nevents; i++) {
+        ka__event *e = &q->events[i];
+        if (e->native) q->dev->ops->event_release(e->native);
+        if (e->stale_native) q->dev->ops->event_release(e->stale_native);
+        ka__handle_free(e->id);
+    }
+    ka__free(q->events, sizeof(ka__event) * (q->nevents ? q->nevents : 1));
+    q->events = NULL;
+}
+
+ka_status ka__event_acquire(ka__queue *q, ka__event **out) {
+    uint64_t head = atomic_load_explicit(&q->free_head, memory_order_acquire);
+    ka__event *e;
+    do {
+        uint32_t idx = (uint32_t)head;
+        if (KA_UNLIKELY(idx == 0))
+            return ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED,
+                            "the queue's %u event slots are all in use: release events after waiting, or raise "
+                            "ka_queue_config.event_capacity", q->nevents);
+        e = &q->events[idx - 1];
+    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head,
+                                                    ((head >> 32) + 1) << 32 | e->next,
+                                                    memory_order_acquire, memory_order_acquire));
+    if (e->stale_native) {
+        q->dev->ops->event_release(e->stale_native);
+        e->stale_native = NULL;
+    }
+    e->native = NULL;
+    e->fn = NULL;
+    e->fn_user = NULL;
+    atomic_store_explicit(&e->status, KA_OK, memory_order_relaxed);
+    atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
+    atomic_store_explicit(&e->cb_armed, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->user_cb, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->notify, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->state, KA__EV_PENDING, memory_order_release);
+    *out = e;
+    return KA_OK;
+}
+
+static void unref(ka__event *e) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+    /* The native event may be the one whose callback is running now: release
+     * it when the slot is next used, not from inside its own callback. */
+    e->stale_native = e->native;
+    e->native = NULL;
+    atomic_store_explicit(&e->state, KA__EV_FREE, memory_order_release);
+    push_free(e->q, e);
+}
+
+/* Returns an acquired slot unused (the enqueue failed). */
+void ka__event_abandon(ka__event *e) { unref(e); }
+
+static void notify_fd(ka__event *e) {
+    if (atomic_exchange(&e->notify, 2) == 1 && e->q->efd >= 0) {
+        uint64_t one = 1;
+        ssize_t r = write(e->q->efd, &one, sizeof one);
+        (void)r; /* EAGAIN only at counter overflow; the fd stays readable */
+    }
+}
+
+static void fire_user(ka__event *e, ka_status st) {
+    if (atomic_exchange(&e->user_cb, 2) == 1) e->fn(st, e->fn_user);
+}
+
+/* Marks the event done (once); wakes sleepers. */
+static void mark_done(ka__event *e, ka_status st) {
+    uint32_t expect = KA__EV_PENDING;
+    atomic_store_explicit(&e->status, st, memory_order_relaxed);
+    if (atomic_compare_exchange_strong_explicit(&e->state, &expect, KA__EV_DONE, memory_order_acq_rel,
+                                                memory_order_relaxed)) {
+        futex_wake_all(&e->state);
+        if (atomic_load(&any_waiters)) {
+            atomic_fetch_add(&any_seq, 1);
+            futex_wake_all(&any_seq);
+        }
+    }
+}
+
+void ka__event_bind(ka__event *e, void *native) {
+    e->native = native;
+    if (!native) mark_done(e, KA_OK);
+}
+
+/* The driver's completion callback. */
+void ka__event_native_done(void *ctx, ka_status st) {
+    ka__event *e = ctx;
+    ka__queue *q = e->q;
+    mark_done(e, st);
+    st = (ka_status)atomic_load(&e->status);
+    fire_user(e, st);
+    notify_fd(e);
+    unref(e);
+    atomic_fetch_sub_explicit(&q->callbacks_pending, 1, memory_order_release);
+}
+
+static ka_status arm_callback(ka__event *e) {
+    if (atomic_exchange(&e->cb_armed, 1)) return KA_OK;
+    ka__queue *q = e->q;
+    atomic_fetch_add(&e->refs, 1);
+    atomic_fetch_add(&q->callbacks_pending, 1);
+    ka_status st = q->dev->ops->event_callback(e->native, ka__event_native_done, e);
+    if (st != KA_OK) {
+        atomic_fetch_sub(&q->callbacks_pending, 1);
+        atomic_store(&e->cb_armed, 0);
+        unref(e);
+    }
+    return st;
+}
+
+void ka__queue_wait_callbacks(ka__queue *q) {
+    while (atomic_load_explicit(&q->callbacks_pending, memory_order_acquire)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- waits ------------------------------------------------------------- */
+static ka__event *lookup(ka_event ev) {
+    ka__event *e = ka__resolve(ev.id, KA__T_EVENT);
+    if (KA_UNLIKELY(!e || atomic_load_explicit(&e->state, memory_order_acquire) == KA__EV_FREE)) return NULL;
+    return e;
+}
+
+static ka_status done_status(ka__event *e) {
+    ka_status st = (ka_status)atomic_load_explicit(&e->status, memory_order_acquire);
+    if (st != KA_OK)
+        return ka__fail(st, "event: the command failed on the device (%s)", ka_status_name(st));
+    return KA_OK;
+}
+
+/* Asks the driver; marks done if so. true when done. */
+static bool poll_once(ka__event *e) {
+    if (atomic_load_explicit(&e->state, memory_order_acquire) == KA__EV_DONE) return true;
+    ka_status st = KA_OK;
+    int r = e->q->dev->ops->event_query(e->native, &st);
+    if (r == 0) return false;
+    mark_done(e, r > 0 ? KA_OK : st);
+    return true;
+}
+
+static int64_t spin_of(ka__queue *q) {
+    int64_t s = atomic_load_explicit(&default_spin_ns, memory_order_relaxed);
+    if (q->spin_ns >= 0) return q->spin_ns;
+    return s >= 0 ? s : KA__DEFAULT_SPIN_NS;
+}
+
+static int64_t deadline_of(int64_t timeout_ns) {
+    if (timeout_ns == KA_WAIT_FOREVER) return INT64_MAX;
+    if (timeout_ns <= 0) return 0;
+    int64_t now = ka__now_ns();
+    return timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
+}
+
+static ka_status wait_one(ka__event *e, int64_t deadline) {
+    if (poll_once(e)) return done_status(e);
+    if (deadline == 0) return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: not complete");
+    ka__queue *q = e->q;
+    /* Commands need not start before a flush; a wait is a flush point. */
+    q->dev->ops->queue_flush(q);
+    int64_t spin = spin_of(q);
+    if (spin > 0) {
+        int64_t now = ka__now_ns(), until = now + spin < deadline ? now + spin : deadline;
+        while (now < until) {
+            for (int i = 0; i < 16; i++) cpu_relax();
+            if (poll_once(e)) return done_status(e);
+            now = ka__now_ns();
+        }
+    }
+    if (arm_callback(e) != KA_OK) {
+        /* No callback: the driver's own blocking wait for an unbounded wait,
+         * else short sleeps between polls. */
+        if (deadline == INT64_MAX) {
+            ka_status st = q->dev->ops->event_wait(e->native);
+            mark_done(e, st);
+            return done_status(e);
+        }
+        while (!poll_once(e)) {
+            if (ka__now_ns() >= deadline) return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: timed out");
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+        return done_status(e);
+    }
+    while (atomic_load_explicit(&e->state, memory_order_acquire) == KA__EV_PENDING) {
+        int64_t left = deadline == INT64_MAX ? INT64_MAX : deadline - ka__now_ns();
+        if (left <= 0) return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: timed out");
+        futex_wait(&e->state, KA__EV_PENDING, left);
+    }
+    return done_status(e);
+}
+
+ka_status ka_event_wait(ka_event ev, int64_t timeout_ns) {
+    ka__event *e = lookup(ev);
+    if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_wait: invalid, released or stale event");
+    return wait_one(e, deadline_of(timeout_ns));
+}
+
+ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
+    if (n && !evs) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_wait_all: events is NULL");
+    for (uint32_t i = 0; i < n; i++)
+        if (!lookup(evs[i])) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_all: event %u is invalid or stale", i);
+    int64_t deadline = deadline_of(timeout_ns);
+    ka_status first = KA_OK;
+    for (uint32_t i = 0; i < n; i++) {
+        ka_status st = wait_one(lookup(evs[i]), deadline);
+        if (st == KA_ERR_TIMEOUT) return st;
+        if (st != KA_OK && first == KA_OK) first = st;
+    }
+    return first == KA_OK ? KA_OK : ka__fail(first, "ka_wait_all: a command failed on the device");
+}
+
+ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint32_t *index) {
+    if (!n || !evs || !index) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_wait_any: needs events, a count and index");
+    ka__event *es[KA_MAX_ARGS];
+    if (n > KA_MAX_ARGS) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_wait_any: at most %d events", KA_MAX_ARGS);
+    for (uint32_t i = 0; i < n; i++)
+        if (!(es[i] = lookup(evs[i]))) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_any: event %u is invalid or stale", i);
+    int64_t deadline = deadline_of(timeout_ns);
+    int64_t spin_until = -1;
+    bool armed = false;
+    ka_status st = KA_ERR_TIMEOUT;
+    for (;;) {
+        uint32_t seq = atomic_load(&any_seq);
+        uint32_t hit = n;
+        for (uint32_t i = 0; i < n && hit == n; i++)
+            if (poll_once(es[i])) hit = i;
+        if (hit < n) {
+            *index = hit;
+            st = KA_OK;
+            break;
+        }
+        int64_t now = ka__now_ns();
+        if (now >= deadline) break;
+        if (spin_until < 0) {
+            for (uint32_t i = 0; i < n; i++) es[i]->q->dev->ops->queue_flush(es[i]->q);
+            spin_until = now + spin_of(es[0]->q);
+        }
+        if (now < spin_until) {
+            for (int i = 0; i < 16; i++) cpu_relax();
+            continue;
+        }
+        if (!armed) {
+            atomic_fetch_add(&any_waiters, 1);
+            for (uint32_t i = 0; i < n; i++) arm_callback(es[i]);
+            armed = true;
+            continue; /* re-check before sleeping: a completion may predate the count */
+        }
+        /* Sleep in slices of at most 1 ms: an event whose callback could not be
+         * armed is still polled. */
+        int64_t left = deadline - now;
+        futex_wait(&any_seq, seq, left < 1000000 ? left : 1000000);
+    }
+    if (armed) atomic_fetch_sub(&any_waiters, 1);
+    if (st == KA_OK) return done_status(es[*index]);
+    return ka__fail(KA_ERR_TIMEOUT, "ka_wait_any: none complete");
+}
+
+ka_status ka_event_release(ka_event ev) {
+    ka__event *e = lookup(ev);
+    if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_release: invalid, released or stale event");
+    e->id = ka__handle_renew(e->id);
+    unref(e);
+    return KA_OK;
+}
+
+ka_status ka_event_on_complete(ka_event ev, ka_event_fn fn, void *user) {
+    ka__event *e = lookup(ev);
+    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_on_complete: invalid, released or stale event");
+    if (!fn) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_on_complete: fn is NULL");
+    if (atomic_load(&e->user_cb) != 0)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_on_complete: the event already has a callback");
+    e->fn = fn;
+    e->fn_user = user;
+    atomic_store(&e->user_cb, 1);
+    uint32_t expect;
+    if (poll_once(e)) {
+        fire_user(e, (ka_status)atomic_load(&e->status));
+        return KA_OK;
+    }
+    e->q->dev->ops->queue_flush(e->q);
+    ka_status st = arm_callback(e);
+    if (st != KA_OK) {
+        /* Take the callback back unless the completion raced us and ran it. */
+        expect = 1;
+        if (atomic_compare_exchange_strong(&e->user_cb, &expect, 0)) return st;
+    }
+    return KA_OK;
+}
+
+ka_status ka_event_notify(ka_event ev) {
+    ka__event *e = lookup(ev);
+    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_notify: invalid, released or stale event");
+    if (e->q->efd < 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_notify: call ka_queue_fd on the queue first");
+    uint32_t expect = 0;
+    if (!atomic_compare_exchange_strong(&e->notify, &expect, 1)) return KA_OK;
+    if (poll_once(e)) {
+        notify_fd(e);
+        return KA_OK;
+    }
+    e->q->dev->ops->queue_flush(e->q);
+    ka_status st = arm_callback(e);
+    if (st != KA_OK) {
+        expect = 1;
+        if (atomic_compare_exchange_strong(&e->notify, &expect, 0)) return st;
+    }
+    return KA_OK;
+}

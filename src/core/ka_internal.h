@@ -1,0 +1,259 @@
+/* Core types shared by the core and the back-ends. Not installed. */
+#ifndef KA_INTERNAL_H
+#define KA_INTERNAL_H
+
+#include "ka.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdarg.h>
+
+#if defined(__GNUC__)
+#define KA_LIKELY(x) __builtin_expect(!!(x), 1)
+#define KA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KA_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define KA_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define KA_LIKELY(x) (x)
+#define KA_UNLIKELY(x) (x)
+#define KA_PRINTF(a, b)
+#define KA_HIDDEN
+#endif
+
+/* ---- errors (error.c) -------------------------------------------------- */
+/* Records the per-thread detail and returns s, so `return ka__fail(...)`. */
+ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
+/* Appends text (e.g. a build log) to the current detail, truncating. */
+void ka__append_detail(const char *text);
+void ka__log(ka_log_level lvl, const char *fmt, ...) KA_PRINTF(2, 3);
+
+/* ---- allocation (alloc.c): every libka allocation goes through these ---- */
+void *ka__alloc(size_t size);
+void *ka__calloc(size_t n, size_t size);
+void ka__free(void *p, size_t size);
+char *ka__strdup(const char *s);
+void ka__strfree(char *s);
+
+/* ---- handles (handle.c) ------------------------------------------------ */
+enum ka__type {
+    KA__T_FREE = 0, KA__T_DEVICE, KA__T_QUEUE, KA__T_BUFFER, KA__T_PROGRAM, KA__T_KERNEL, KA__T_EVENT
+};
+typedef struct ka__slot {
+    _Atomic uint32_t gen;
+    _Atomic uint32_t type;
+    void *_Atomic obj;
+    uint32_t next_free;
+} ka__slot;
+
+#define KA__CHUNK_BITS 8u
+#define KA__CHUNK_SIZE (1u << KA__CHUNK_BITS)
+#define KA__MAX_CHUNKS 4096u
+extern ka__slot *_Atomic ka__chunks[KA__MAX_CHUNKS];
+
+/* New handle for obj; 0 on allocation failure. */
+uint64_t ka__handle_new(enum ka__type type, void *obj);
+/* Makes every outstanding id of the slot stale and frees the slot. */
+void ka__handle_free(uint64_t id);
+/* Makes the current id stale but keeps the slot bound to obj; returns new id. */
+uint64_t ka__handle_renew(uint64_t id);
+
+static inline ka__slot *ka__slot_of(uint64_t id) {
+    uint32_t idx = (uint32_t)id;
+    if (KA_UNLIKELY(idx == 0 || idx >= KA__MAX_CHUNKS * KA__CHUNK_SIZE)) return NULL;
+    ka__slot *c = atomic_load_explicit(&ka__chunks[idx >> KA__CHUNK_BITS], memory_order_acquire);
+    return c ? &c[idx & (KA__CHUNK_SIZE - 1)] : NULL;
+}
+/* The object behind a live handle of that type, else NULL. */
+static inline void *ka__resolve(uint64_t id, enum ka__type type) {
+    ka__slot *s = ka__slot_of(id);
+    if (KA_UNLIKELY(!s)) return NULL;
+    if (KA_UNLIKELY(atomic_load_explicit(&s->gen, memory_order_acquire) != (uint32_t)(id >> 32))) return NULL;
+    if (KA_UNLIKELY(atomic_load_explicit(&s->type, memory_order_relaxed) != (uint32_t)type)) return NULL;
+    return atomic_load_explicit(&s->obj, memory_order_relaxed);
+}
+
+/* ---- objects ----------------------------------------------------------- */
+typedef struct ka__device ka__device;
+typedef struct ka__queue ka__queue;
+typedef struct ka__buffer ka__buffer;
+typedef struct ka__program ka__program;
+typedef struct ka__variant ka__variant;
+typedef struct ka__kernel ka__kernel;
+typedef struct ka__event ka__event;
+typedef struct ka_backend_ops ka_backend_ops;
+
+struct ka__device {
+    uint64_t id;
+    const ka_backend_ops *ops;
+    ka_device_info info;
+    void *native;              /* back-end's device state */
+    _Atomic uint32_t live;     /* queues, buffers, programs alive */
+};
+
+/* Argument signature entry, read once per kernel. */
+enum ka__sig { KA__SIG_UNKNOWN = 0, KA__SIG_BUFFER, KA__SIG_SCALAR, KA__SIG_LOCAL };
+typedef struct ka__argsig {
+    uint8_t kind;      /* enum ka__sig */
+    uint32_t size;     /* expected value size, 0 = not known */
+    char name[32];
+} ka__argsig;
+
+/* Normalized configuration: the compiled-kernel table's key (with the name). */
+typedef struct ka__config_key {
+    uint32_t wg[3];
+    uint32_t sg;
+    uint64_t nd[3];
+    uint64_t defines_hash;     /* hash of cfg->defines, 0 if none */
+} ka__config_key;
+
+struct ka__variant {           /* one native build of a program */
+    ka__variant *next;
+    uint32_t wg[3];
+    uint32_t sg;
+    uint64_t nd[3];
+    uint64_t defines_hash;
+    char *defines;
+    void *native;              /* cl_program / CUmodule */
+};
+
+struct ka__kernel {
+    uint64_t id;
+    ka__program *prog;
+    ka__variant *var;
+    char *name;
+    uint64_t hash;
+    ka__config_key key;
+    void *native;              /* cl_kernel / CUfunction */
+    uint32_t nargs;            /* user arguments */
+    ka__argsig *sig;
+    uint32_t max_wg;
+    uint32_t pref_multiple;
+    uint64_t local_mem;
+    uint32_t auto_wg[3][3];    /* default work-group by dims-1 */
+    pthread_mutex_t lock;      /* set-args + enqueue is not thread-safe in OpenCL */
+    uint64_t last_nd[4];       /* hidden argument last set on native (under lock) */
+    void *bk;                  /* back-end extra state */
+};
+
+struct ka__program {
+    uint64_t id;
+    ka__device *dev;
+    char *source;              /* user source, without prelude */
+    char *options;             /* base compiler options (with defines) */
+    ka__variant *variants;
+    uint32_t builds;
+    pthread_mutex_t lock;      /* kernel table and variants */
+    ka__kernel **table;        /* open addressing, power-of-two capacity */
+    uint32_t cap, count;
+};
+
+struct ka__buffer {
+    uint64_t id;
+    ka__device *dev;
+    size_t bytes;
+    void *native;              /* cl_mem / CUdeviceptr */
+};
+
+enum ka__ev_state { KA__EV_FREE = 0, KA__EV_PENDING, KA__EV_DONE };
+
+struct ka__event {
+    uint64_t id;               /* current handle (renewed on release) */
+    ka__queue *q;
+    void *native;              /* native event, NULL for a no-op launch */
+    void *stale_native;        /* released when the slot is next used */
+    _Atomic uint32_t state;    /* futex word */
+    _Atomic int32_t status;    /* ka_status once done */
+    _Atomic uint32_t refs;
+    _Atomic uint32_t cb_armed; /* driver callback registered for this use */
+    _Atomic uint32_t user_cb;  /* 0 none, 1 armed, 2 fired */
+    _Atomic uint32_t notify;   /* 1: write the queue's eventfd on completion */
+    ka_event_fn fn;
+    void *fn_user;
+    uint32_t next;             /* free-list link (index+1) */
+};
+
+struct ka__queue {
+    uint64_t id;
+    ka__device *dev;
+    void *native;
+    int64_t spin_ns;
+    int efd;                   /* eventfd, -1 until asked for */
+    ka__event *events;
+    uint32_t nevents;
+    _Atomic uint64_t free_head; /* tag<<32 | index+1 */
+    _Atomic uint32_t callbacks_pending;
+};
+
+/* ---- back-end ops table ------------------------------------------------ */
+/* A launch as the back-end sees it: validated, padded, on the stack. */
+typedef struct ka__launch {
+    uint32_t dims;
+    size_t global[3];
+    size_t local[3];
+    uint64_t nd[4];            /* logical range + dims: the hidden argument */
+} ka__launch;
+
+typedef void (*ka__native_cb)(void *ctx, ka_status st);
+
+struct ka_backend_ops {
+    uint32_t version;
+    const char *name;
+    ka_backend kind;
+    /* Devices this back-end offers; fills up to cap infos, sets *n to the total. */
+    ka_status (*enumerate)(ka_device_info *out, uint32_t cap, uint32_t *n);
+    ka_status (*device_open)(ka__device *d, uint32_t local_index);
+    void (*device_close)(ka__device *d);
+    ka_status (*queue_create)(ka__queue *q);
+    void (*queue_release)(ka__queue *q);
+    ka_status (*queue_finish)(ka__queue *q);
+    ka_status (*queue_flush)(ka__queue *q);
+    ka_status (*buffer_create)(ka__buffer *b);
+    void (*buffer_release)(ka__buffer *b);
+    ka_status (*buffer_write)(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
+    ka_status (*buffer_read)(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
+    ka_status (*buffer_copy)(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
+    ka_status (*buffer_fill)(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+    /* Builds source (prelude included by the back-end) with options. */
+    ka_status (*program_build)(ka__program *p, ka__variant *v, const char *options);
+    void (*program_release)(ka__program *p, ka__variant *v);
+    /* Creates k->native and fills nargs, sig, max_wg, pref_multiple, local_mem. */
+    ka_status (*kernel_create)(ka__kernel *k);
+    void (*kernel_release)(ka__kernel *k);
+    /* Sets arguments and enqueues; *ev gets a native event when ev != NULL. */
+    ka_status (*launch)(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args,
+                        uint32_t nargs, void **ev);
+    /* 1 done, 0 pending, <0: failed (status in *st). */
+    int (*event_query)(void *ev, ka_status *st);
+    /* Registers cb(ctx) to run once the event completes (any thread). */
+    ka_status (*event_callback)(void *ev, ka__native_cb cb, void *ctx);
+    ka_status (*event_wait)(void *ev);
+    void (*event_release)(void *ev);
+};
+
+extern const ka_backend_ops ka__opencl_ops;
+extern const ka_backend_ops ka__null_ops;
+#ifdef KA_HAVE_CUDA
+extern const ka_backend_ops ka__cuda_ops;
+#endif
+
+/* ---- core helpers ------------------------------------------------------ */
+void ka__event_native_done(void *ctx, ka_status st);
+ka_status ka__event_acquire(ka__queue *q, ka__event **out);
+void ka__event_bind(ka__event *e, void *native);
+void ka__event_abandon(ka__event *e);
+void ka__event_complete_now(ka__event *e, ka_status st);
+ka_status ka__events_init(ka__queue *q, uint32_t n);
+void ka__events_fini(ka__queue *q);
+void ka__queue_wait_callbacks(ka__queue *q);
+/* Publishes an event to the caller (ev may be NULL: then the native one is released). */
+ka_status ka__event_out(ka__queue *q, void *native, ka_event *ev);
+
+int64_t ka__now_ns(void);
+uint64_t ka__hash(const void *p, size_t n, uint64_t seed);
+
+/* Embedded kernel dialect preludes (generated from include/ka_kernel_*.h). */
+extern const char ka__prelude_opencl[];
+extern const char ka__prelude_cuda[];
+
+#endif

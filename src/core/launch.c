@@ -1,0 +1,155 @@
+/* ka_launch: validation, work-group choice, padding, then one back-end call.
+ * Everything lives on the stack: no allocation, no device query. */
+#include "ka_internal.h"
+
+#include <string.h>
+
+ka__queue *ka__queue_of(ka_queue q);
+
+static const char *kind_name(uint32_t k) {
+    switch (k) {
+    case KA_ARG_BUFFER: return "buffer";
+    case KA_ARG_SCALAR: return "scalar";
+    case KA_ARG_LOCAL: return "local memory";
+    case KA_ARG_BYTES: return "bytes";
+    default: return "unknown kind";
+    }
+}
+
+static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t nargs) {
+    if (KA_UNLIKELY(nargs != k->nargs))
+        return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
+    if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
+    for (uint32_t i = 0; i < nargs; i++) {
+        const ka_arg *a = &args[i];
+        const ka__argsig *s = &k->sig[i];
+        bool ok;
+        switch (a->kind) {
+        case KA_ARG_BUFFER: ok = s->kind == KA__SIG_BUFFER || (s->kind == KA__SIG_UNKNOWN && (!s->size || s->size == 8)); break;
+        case KA_ARG_LOCAL: ok = s->kind == KA__SIG_LOCAL || s->kind == KA__SIG_UNKNOWN; break;
+        case KA_ARG_SCALAR:
+            ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) &&
+                 (a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8);
+            break;
+        case KA_ARG_BYTES:
+            ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) && a->u.ptr;
+            break;
+        default: ok = false;
+        }
+        if (KA_UNLIKELY(!ok))
+            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s%s%u bytes",
+                            k->name, i, s->name, kind_name(a->kind), a->size,
+                            s->kind == KA__SIG_BUFFER ? "a buffer" : s->kind == KA__SIG_LOCAL ? "local memory" : "a value",
+                            s->size ? " of " : " of any size", s->size);
+    }
+    return KA_OK;
+}
+
+static inline uint32_t pow2ceil(uint64_t n) {
+    uint32_t p = 1;
+    while (p < n) p <<= 1;
+    return p;
+}
+
+static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const ka__launch *l, size_t local[3]) {
+    const uint32_t *given = r->workgroup;
+    uint32_t dims = l->dims;
+    bool any = false;
+    for (uint32_t d = 0; d < dims; d++) any |= given[d] != 0;
+    if (k->key.wg[0]) { /* static */
+        for (uint32_t d = 0; d < 3; d++) {
+            uint32_t g = d < dims ? given[d] : 0;
+            if (any && g != k->key.wg[d] && !(d >= dims && g == 0))
+                return ka__fail(KA_ERR_INVALID_WORKGROUP,
+                                "ka_launch: kernel '%s' has a static work-group (%u,%u,%u); the launch asked for (%u,%u,%u)",
+                                k->name, k->key.wg[0], k->key.wg[1], k->key.wg[2], given[0], given[1], given[2]);
+            if (d >= dims && k->key.wg[d] != 1)
+                return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: kernel '%s' has a static %u-D work-group, the range is %u-D",
+                                k->name, k->key.wg[2] != 1 ? 3 : 2, dims);
+            local[d] = k->key.wg[d];
+        }
+        return KA_OK;
+    }
+    if (any) {
+        uint64_t prod = 1;
+        const ka_device_info *di = &k->prog->dev->info;
+        for (uint32_t d = 0; d < 3; d++) {
+            uint32_t g = d < dims ? given[d] : 1;
+            if (g == 0)
+                return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: workgroup[%u] is 0 (give all of them, or none)", d);
+            if (di->max_workgroup[d] && g > di->max_workgroup[d])
+                return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: workgroup[%u] = %u exceeds the device's %u", d, g,
+                                di->max_workgroup[d]);
+            prod *= g;
+            local[d] = g;
+        }
+        if (prod > k->max_wg)
+            return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: work-group of %llu items exceeds kernel '%s''s limit of %u",
+                            (unsigned long long)prod, k->name, k->max_wg);
+        return KA_OK;
+    }
+    /* Chosen: the kernel's default for this dimensionality, shrunk to the
+     * next power of two of a small range so a 7-item launch is not padded to
+     * 256 (powers of two bound the local sizes a driver compiles for). */
+    const uint32_t *w = k->auto_wg[dims - 1];
+    for (uint32_t d = 0; d < 3; d++) {
+        uint64_t n = l->nd[d];
+        local[d] = n < w[d] ? pow2ceil(n) : w[d];
+    }
+    return KA_OK;
+}
+
+ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const ka_arg *args, uint32_t nargs,
+                    ka_event *ev) {
+    if (ev) ev->id = 0;
+    ka__queue *q = ka__queue_of(queue);
+    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released queue");
+    ka__kernel *k = ka__resolve(kernel.id, KA__T_KERNEL);
+    if (KA_UNLIKELY(!k)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released kernel");
+    if (KA_UNLIKELY(!r)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: range is NULL");
+    if (KA_UNLIKELY(k->prog->dev != q->dev))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel and queue are on different devices");
+    if (KA_UNLIKELY(r->dims < 1 || r->dims > 3))
+        return ka__fail(KA_ERR_INVALID_RANGE, "ka_launch: a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
+                        r->dims);
+    ka_status st = check_args(k, args, nargs);
+    if (KA_UNLIKELY(st != KA_OK)) return st;
+
+    ka__launch l;
+    l.dims = r->dims;
+    bool empty = false;
+    for (uint32_t d = 0; d < 3; d++) {
+        uint64_t n = d < r->dims ? r->size[d] : 1;
+        empty |= n == 0;
+        l.nd[d] = n;
+    }
+    l.nd[3] = r->dims;
+    if (KA_UNLIKELY(k->key.nd[0]) && !empty)
+        for (uint32_t d = 0; d < 3; d++)
+            if (l.nd[d] != k->key.nd[d])
+                return ka__fail(KA_ERR_INVALID_RANGE,
+                                "ka_launch: kernel '%s' has a static ndrange (%llu,%llu,%llu); the launch asked for (%llu,%llu,%llu)",
+                                k->name, (unsigned long long)k->key.nd[0], (unsigned long long)k->key.nd[1],
+                                (unsigned long long)k->key.nd[2], (unsigned long long)l.nd[0],
+                                (unsigned long long)l.nd[1], (unsigned long long)l.nd[2]);
+    for (uint32_t d = 0; d < 3 && !empty; d++) l.nd[d] = l.nd[d] ? l.nd[d] : 1;
+    if (!empty) {
+        st = choose_workgroup(k, r, &l, l.local);
+        if (KA_UNLIKELY(st != KA_OK)) return st;
+        for (uint32_t d = 0; d < 3; d++) l.global[d] = (size_t)((l.nd[d] + l.local[d] - 1) / l.local[d] * l.local[d]);
+    }
+
+    ka__event *e = NULL;
+    if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
+    void *native = NULL;
+    if (!empty) st = q->dev->ops->launch(q, k, &l, args, nargs, e ? &native : NULL);
+    if (e) {
+        if (st != KA_OK) {
+            ka__event_abandon(e);
+            return st;
+        }
+        ka__event_bind(e, native);
+        ev->id = e->id;
+    }
+    return st;
+}

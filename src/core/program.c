@@ -1,0 +1,317 @@
+/* Programs, their build variants, and the compiled-kernel table.
+ *
+ * A program keeps its source; each distinct configuration that changes the
+ * compiled code (static work-group or ndrange, sub-group size, defines) is a
+ * variant, one native build. Kernels sit in an open-addressing table keyed by
+ * a hash of (name, normalized configuration): a lookup of a known pair hashes
+ * a small struct on the stack and allocates nothing. */
+#include "ka_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+
+uint64_t ka__hash(const void *p, size_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, n, seed); }
+
+/* Options for the default variant: user options plus -D defines. */
+static char *compose_options(const ka_build_options *o) {
+    size_t len = 1;
+    if (o && o->options) len += strlen(o->options) + 1;
+    for (uint32_t i = 0; o && i < o->num_defines; i++) len += strlen(o->defines[i]) + 4;
+    char *s = ka__alloc(len);
+    if (!s) return NULL;
+    s[0] = 0;
+    if (o && o->options) strcat(strcat(s, o->options), " ");
+    for (uint32_t i = 0; o && i < o->num_defines; i++) strcat(strcat(strcat(s, "-D"), o->defines[i]), " ");
+    return s;
+}
+
+static void variant_free(ka__program *p, ka__variant *v) {
+    if (v->native) p->dev->ops->program_release(p, v);
+    ka__strfree(v->defines);
+    ka__free(v, sizeof *v);
+}
+
+static ka__variant *variant_find(ka__program *p, const ka__config_key *key, const char *defines) {
+    for (ka__variant *v = p->variants; v; v = v->next)
+        if (!memcmp(v->wg, key->wg, sizeof v->wg) && !memcmp(v->nd, key->nd, sizeof v->nd) && v->sg == key->sg &&
+            v->defines_hash == key->defines_hash && !strcmp(v->defines ? v->defines : "", defines ? defines : ""))
+            return v;
+    return NULL;
+}
+
+static ka_status variant_build(ka__program *p, const ka__config_key *key, const char *defines, ka__variant **out) {
+    ka__variant *v = ka__calloc(1, sizeof *v);
+    if (!v) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    memcpy(v->wg, key->wg, sizeof v->wg);
+    memcpy(v->nd, key->nd, sizeof v->nd);
+    v->sg = key->sg;
+    v->defines_hash = key->defines_hash;
+    if (defines && *defines && !(v->defines = ka__strdup(defines))) {
+        ka__free(v, sizeof *v);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    }
+    char extra[512];
+    int n = snprintf(extra, sizeof extra, " -DKA_SUBGROUP_SIZE=%u", key->sg);
+    if (key->wg[0])
+        n += snprintf(extra + n, sizeof extra - (size_t)n, " -DKA_STATIC_WG0=%u -DKA_STATIC_WG1=%u -DKA_STATIC_WG2=%u",
+                      key->wg[0], key->wg[1], key->wg[2]);
+    if (key->nd[0])
+        snprintf(extra + n, sizeof extra - (size_t)n, " -DKA_STATIC_ND0=%llu -DKA_STATIC_ND1=%llu -DKA_STATIC_ND2=%llu",
+                 (unsigned long long)key->nd[0], (unsigned long long)key->nd[1], (unsigned long long)key->nd[2]);
+    size_t len = strlen(p->options) + strlen(extra) + (v->defines ? strlen(v->defines) : 0) + 2;
+    char *opts = ka__alloc(len);
+    if (!opts) {
+        variant_free(p, v);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    }
+    snprintf(opts, len, "%s%s %s", p->options, extra, v->defines ? v->defines : "");
+    ka_status st = p->dev->ops->program_build(p, v, opts);
+    ka__free(opts, len);
+    if (st != KA_OK) {
+        variant_free(p, v);
+        return st;
+    }
+    p->builds++;
+    v->next = p->variants;
+    p->variants = v;
+    *out = v;
+    return KA_OK;
+}
+
+static ka_status normalize(const ka__device *d, const ka_kernel_config *cfg, ka__config_key *key) {
+    memset(key, 0, sizeof *key); /* padding too: the key is hashed as bytes */
+    key->sg = d->info.subgroup_width;
+    if (!cfg) return KA_OK;
+    if (cfg->workgroup[0] | cfg->workgroup[1] | cfg->workgroup[2]) {
+        uint64_t prod = 1;
+        for (int i = 0; i < 3; i++) {
+            key->wg[i] = cfg->workgroup[i] ? cfg->workgroup[i] : 1;
+            prod *= key->wg[i];
+            if (d->info.max_workgroup[i] && key->wg[i] > d->info.max_workgroup[i])
+                return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_kernel_get: static workgroup[%d] = %u exceeds the device's %u",
+                                i, key->wg[i], d->info.max_workgroup[i]);
+        }
+        if (d->info.max_workgroup_size && prod > d->info.max_workgroup_size)
+            return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_kernel_get: static work-group of %llu items exceeds the device's %u",
+                            (unsigned long long)prod, d->info.max_workgroup_size);
+    }
+    if (cfg->ndrange[0] | cfg->ndrange[1] | cfg->ndrange[2])
+        for (int i = 0; i < 3; i++) key->nd[i] = cfg->ndrange[i] ? cfg->ndrange[i] : 1;
+    if (cfg->subgroup_size) {
+        bool ok = false;
+        for (uint32_t i = 0; i < d->info.num_subgroup_sizes; i++) ok |= d->info.subgroup_sizes[i] == cfg->subgroup_size;
+        if (!ok) {
+            char list[96] = "none";
+            int n = 0;
+            for (uint32_t i = 0; i < d->info.num_subgroup_sizes && n < 80; i++)
+                n += snprintf(list + n, sizeof list - (size_t)n, "%s%u", i ? ", " : "", d->info.subgroup_sizes[i]);
+            return ka__fail(KA_ERR_UNSUPPORTED, "ka_kernel_get: sub-group size %u not supported by %s (sizes: %s)",
+                            cfg->subgroup_size, d->info.name, list);
+        }
+        key->sg = cfg->subgroup_size;
+    }
+    if (cfg->defines && *cfg->defines) key->defines_hash = ka__hash(cfg->defines, strlen(cfg->defines), 1) | 1;
+    return KA_OK;
+}
+
+ka_status ka_program_build(ka_device dev, const char *source, const ka_build_options *opts, ka_program *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: out is NULL");
+    out->id = 0;
+    ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_build: invalid or released device");
+    if (!source) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: source is NULL");
+    for (uint32_t i = 0; opts && i < opts->num_defines; i++)
+        if (!opts->defines || !opts->defines[i] || !*opts->defines[i])
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: define %u is NULL or empty", i);
+    ka__program *p = ka__calloc(1, sizeof *p);
+    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    p->dev = d;
+    ka_status st = KA_ERR_OUT_OF_MEMORY;
+    if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts))) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        goto fail;
+    }
+    ka__config_key key;
+    normalize(d, NULL, &key);
+    ka__variant *v;
+    if ((st = variant_build(p, &key, NULL, &v)) != KA_OK) goto fail;
+    pthread_mutex_init(&p->lock, NULL);
+    p->id = ka__handle_new(KA__T_PROGRAM, p);
+    if (!p->id) {
+        pthread_mutex_destroy(&p->lock);
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory for a handle");
+        goto fail;
+    }
+    atomic_fetch_add(&d->live, 1);
+    out->id = p->id;
+    return KA_OK;
+fail:
+    while (p->variants) {
+        ka__variant *n = p->variants->next;
+        variant_free(p, p->variants);
+        p->variants = n;
+    }
+    ka__strfree(p->source);
+    ka__strfree(p->options);
+    ka__free(p, sizeof *p);
+    return st;
+}
+
+static void kernel_free(ka__kernel *k) {
+    if (k->native) k->prog->dev->ops->kernel_release(k);
+    if (k->id) ka__handle_free(k->id);
+    pthread_mutex_destroy(&k->lock);
+    ka__free(k->sig, sizeof(ka__argsig) * (k->nargs ? k->nargs : 1));
+    ka__strfree(k->name);
+    ka__free(k, sizeof *k);
+}
+
+ka_status ka_program_release(ka_program prog) {
+    ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
+    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_release: invalid or released program");
+    ka__handle_free(p->id);
+    for (uint32_t i = 0; i < p->cap; i++)
+        if (p->table[i]) kernel_free(p->table[i]);
+    ka__free(p->table, sizeof(ka__kernel *) * p->cap);
+    while (p->variants) {
+        ka__variant *n = p->variants->next;
+        variant_free(p, p->variants);
+        p->variants = n;
+    }
+    atomic_fetch_sub(&p->dev->live, 1);
+    pthread_mutex_destroy(&p->lock);
+    ka__strfree(p->source);
+    ka__strfree(p->options);
+    ka__free(p, sizeof *p);
+    return KA_OK;
+}
+
+ka_status ka_program_build_count(ka_program prog, uint32_t *count) {
+    ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
+    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_build_count: invalid or released program");
+    if (!count) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build_count: count is NULL");
+    pthread_mutex_lock(&p->lock);
+    *count = p->builds;
+    pthread_mutex_unlock(&p->lock);
+    return KA_OK;
+}
+
+/* Default work-groups per dimensionality, within the kernel's and device's limits. */
+static void choose_auto(ka__kernel *k) {
+    const ka_device_info *di = &k->prog->dev->info;
+    static const uint32_t pref[3][3] = {{256, 1, 1}, {16, 16, 1}, {8, 8, 4}};
+    for (int d = 0; d < 3; d++) {
+        uint32_t *w = k->auto_wg[d];
+        for (int i = 0; i < 3; i++) {
+            w[i] = pref[d][i];
+            if (di->max_workgroup[i] && w[i] > di->max_workgroup[i]) w[i] = di->max_workgroup[i];
+        }
+        while ((uint64_t)w[0] * w[1] * w[2] > k->max_wg) {
+            int big = w[0] >= w[1] && w[0] >= w[2] ? 0 : w[1] >= w[2] ? 1 : 2;
+            if (w[big] == 1) break;
+            w[big] /= 2;
+        }
+    }
+}
+
+static ka_status table_insert(ka__program *p, ka__kernel *k) {
+    if ((p->count + 1) * 2 > p->cap) {
+        uint32_t ncap = p->cap ? p->cap * 2 : 16;
+        ka__kernel **nt = ka__calloc(ncap, sizeof *nt);
+        if (!nt) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+        for (uint32_t i = 0; i < p->cap; i++) {
+            ka__kernel *e = p->table[i];
+            if (!e) continue;
+            uint32_t j = (uint32_t)e->hash & (ncap - 1);
+            while (nt[j]) j = (j + 1) & (ncap - 1);
+            nt[j] = e;
+        }
+        ka__free(p->table, sizeof(ka__kernel *) * p->cap);
+        p->table = nt;
+        p->cap = ncap;
+    }
+    uint32_t j = (uint32_t)k->hash & (p->cap - 1);
+    while (p->table[j]) j = (j + 1) & (p->cap - 1);
+    p->table[j] = k;
+    p->count++;
+    return KA_OK;
+}
+
+static ka_status kernel_make(ka__program *p, const char *name, const ka__config_key *key, uint64_t h,
+                             const char *defines, ka__kernel **out) {
+    ka__variant *v = variant_find(p, key, defines);
+    ka_status st;
+    if (!v && (st = variant_build(p, key, defines, &v)) != KA_OK) return st;
+    ka__kernel *k = ka__calloc(1, sizeof *k);
+    if (!k) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    pthread_mutex_init(&k->lock, NULL);
+    k->prog = p;
+    k->var = v;
+    k->hash = h;
+    k->key = *key;
+    if (!(k->name = ka__strdup(name))) {
+        kernel_free(k);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    }
+    if ((st = p->dev->ops->kernel_create(k)) != KA_OK) {
+        kernel_free(k);
+        return st;
+    }
+    choose_auto(k);
+    if (!(k->id = ka__handle_new(KA__T_KERNEL, k))) {
+        kernel_free(k);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory for a handle");
+    }
+    if ((st = table_insert(p, k)) != KA_OK) {
+        kernel_free(k);
+        return st;
+    }
+    *out = k;
+    return KA_OK;
+}
+
+ka_status ka_kernel_get(ka_program prog, const char *name, const ka_kernel_config *cfg, ka_kernel *out) {
+    if (KA_UNLIKELY(!out || !name || !*name))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: name and out are required");
+    out->id = 0;
+    ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
+    if (KA_UNLIKELY(!p)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_kernel_get: invalid or released program");
+    ka__config_key key;
+    ka_status st = normalize(p->dev, cfg, &key);
+    if (st != KA_OK) return st;
+    size_t nlen = strlen(name);
+    uint64_t h = ka__hash(&key, sizeof key, ka__hash(name, nlen, 0));
+    const char *defines = cfg && cfg->defines && *cfg->defines ? cfg->defines : NULL;
+    pthread_mutex_lock(&p->lock);
+    for (uint32_t j = (uint32_t)h & (p->cap - 1), n = 0; p->cap && n < p->cap; j = (j + 1) & (p->cap - 1), n++) {
+        ka__kernel *k = p->table[j];
+        if (!k) break;
+        if (k->hash == h && !memcmp(&k->key, &key, sizeof key) && !strcmp(k->name, name) &&
+            !strcmp(k->var->defines ? k->var->defines : "", defines ? defines : "")) {
+            out->id = k->id;
+            pthread_mutex_unlock(&p->lock);
+            return KA_OK;
+        }
+    }
+    ka__kernel *k = NULL;
+    st = kernel_make(p, name, &key, h, defines, &k);
+    if (st == KA_OK) out->id = k->id;
+    pthread_mutex_unlock(&p->lock);
+    return st;
+}
+
+ka_status ka_kernel_get_info(ka_kernel kernel, ka_kernel_info *out) {
+    ka__kernel *k = ka__resolve(kernel.id, KA__T_KERNEL);
+    if (!k) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_kernel_get_info: invalid or released kernel");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get_info: out is NULL");
+    memset(out, 0, sizeof *out);
+    out->num_args = k->nargs;
+    out->max_workgroup_size = k->max_wg;
+    out->preferred_workgroup_multiple = k->pref_multiple;
+    memcpy(out->static_workgroup, k->key.wg, sizeof out->static_workgroup);
+    memcpy(out->static_ndrange, k->key.nd, sizeof out->static_ndrange);
+    out->subgroup_size = k->key.sg;
+    out->local_mem_bytes = k->local_mem;
+    return KA_OK;
+}

@@ -1,0 +1,80 @@
+/* Queues. */
+#include "ka_internal.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+ka__queue *ka__queue_of(ka_queue q) { return ka__resolve(q.id, KA__T_QUEUE); }
+
+ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_create: out is NULL");
+    out->id = 0;
+    ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_create: invalid or released device");
+    uint32_t cap = cfg && cfg->event_capacity ? cfg->event_capacity : 1024;
+    if (cap > (1u << 20)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_create: event_capacity %u > 2^20", cap);
+    ka__queue *q = ka__calloc(1, sizeof *q);
+    if (!q) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
+    q->dev = d;
+    q->efd = -1;
+    q->spin_ns = cfg ? cfg->spin_ns : -1;
+    ka_status st = d->ops->queue_create(q);
+    if (st != KA_OK) goto fail_q;
+    st = ka__events_init(q, cap);
+    if (st != KA_OK) goto fail_native;
+    q->id = ka__handle_new(KA__T_QUEUE, q);
+    if (!q->id) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for a handle");
+        goto fail_events;
+    }
+    atomic_fetch_add(&d->live, 1);
+    out->id = q->id;
+    return KA_OK;
+fail_events:
+    ka__events_fini(q);
+fail_native:
+    d->ops->queue_release(q);
+fail_q:
+    ka__free(q, sizeof *q);
+    return st;
+}
+
+ka_status ka_queue_release(ka_queue queue) {
+    ka__queue *q = ka__queue_of(queue);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_release: invalid or released queue");
+    ka__handle_free(q->id);
+    ka_status st = q->dev->ops->queue_finish(q);
+    ka__queue_wait_callbacks(q);
+    ka__events_fini(q);
+    q->dev->ops->queue_release(q);
+    if (q->efd >= 0) close(q->efd);
+    atomic_fetch_sub(&q->dev->live, 1);
+    ka__free(q, sizeof *q);
+    return st;
+}
+
+ka_status ka_queue_finish(ka_queue queue) {
+    ka__queue *q = ka__queue_of(queue);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_finish: invalid or released queue");
+    return q->dev->ops->queue_finish(q);
+}
+
+ka_status ka_queue_flush(ka_queue queue) {
+    ka__queue *q = ka__queue_of(queue);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_flush: invalid or released queue");
+    return q->dev->ops->queue_flush(q);
+}
+
+ka_status ka_queue_fd(ka_queue queue, int *fd) {
+    ka__queue *q = ka__queue_of(queue);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_fd: invalid or released queue");
+    if (!fd) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_fd: fd is NULL");
+    if (q->efd < 0) {
+        int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (e < 0) return ka__fail(KA_ERR_IO, "ka_queue_fd: eventfd failed");
+        int expect = -1;
+        if (!__atomic_compare_exchange_n(&q->efd, &expect, e, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) close(e);
+    }
+    *fd = q->efd;
+    return KA_OK;
+}

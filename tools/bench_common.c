@@ -1,0 +1,53 @@
+#include "bench_common.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t bench_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n) {
+    double *t = malloc(sizeof *t * (size_t)n);
+    memcpy(t, v, sizeof *t * (size_t)n);
+    qsort(t, (size_t)n, sizeof *t, cmp);
+    double m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    free(t);
+    return m;
+}
+double bench_min(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+double bench_max(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+static _Atomic uint64_t allocs;
+static void *count_alloc(size_t n, void *u) {
+    (void)u;
+    atomic_fetch_add(&allocs, 1);
+    return malloc(n);
+}
+static void count_free(void *p, size_t n, void *u) {
+    (void)n;
+    (void)u;
+    free(p);
+}
+void bench_count_allocs(int on) {
+    static const ka_allocator a = {count_alloc, count_free, NULL};
+    ka_set_allocator(on ? &a : NULL);
+}
+uint64_t bench_allocs(void) { return atomic_load(&allocs); }

@@ -1,0 +1,18 @@
+/* Shared helpers of the `ka bench` commands. */
+#ifndef KA_BENCH_COMMON_H
+#define KA_BENCH_COMMON_H
+#include <ka.h>
+#include <stddef.h>
+#include <stdint.h>
+
+int64_t bench_now_ns(void);
+double bench_median(double *v, int n);
+double bench_min(const double *v, int n);
+double bench_max(const double *v, int n);
+/* Allocation counter installed through ka_set_allocator. */
+void bench_count_allocs(int on);
+uint64_t bench_allocs(void);
+
+int bench_launch_main(int argc, char **argv);
+int bench_wait_main(int argc, char **argv);
+#endif
