@@ -283,6 +283,14 @@ KA_API ka_status ka_event_on_complete(ka_event ev, ka_event_fn fn, void *user);
 KA_API ka_status ka_queue_fd(ka_queue q, int *fd);
 KA_API ka_status ka_event_notify(ka_event ev);
 
+/* Counters of how waits on a queue's events ended (for tests and tuning). */
+typedef struct ka_queue_stats {
+    uint64_t waits_polled;   /* waits that saw completion while polling or spinning */
+    uint64_t waits_slept;    /* waits that armed the completion callback and slept */
+    uint64_t callbacks;      /* driver completion callbacks run */
+} ka_queue_stats;
+KA_API ka_status ka_queue_get_stats(ka_queue q, ka_queue_stats *out);
+
 /* Process-wide default spin before sleeping in waits (ns); 0 turns spinning off. */
 KA_API void ka_set_wait_spin(int64_t spin_ns);
 

@@ -9,13 +9,18 @@
 
 #include "bench_common.h"
 
-typedef struct raw {
+typedef struct raw raw;
+typedef struct kactx kactx;
+double bench_raw_loop(raw *r, int nargs, int iters, int wait, size_t n, size_t local);
+double bench_ka_loop(kactx *c, int nargs, int iters, int wait);
+
+struct raw {
     cl_context ctx;
     cl_command_queue q;
     cl_program prog;
     cl_kernel k;
     cl_mem buf;
-} raw;
+};
 
 /* Kernel with nargs user arguments: a buffer, then floats. */
 static char *kernel_source(int nargs, int raw_form) {
@@ -56,7 +61,13 @@ static int raw_init(raw *r, cl_device_id dev, int nargs, size_t n) {
     r->prog = clCreateProgramWithSource(r->ctx, 1, &s, NULL, &err);
     free(src);
     if (err) return err;
-    if ((err = clBuildProgram(r->prog, 1, &dev, "", NULL, NULL))) return err;
+    /* The options libka builds with, so both sides run the same code. */
+    char ver[64] = "", opts[96];
+    int maj = 1, min = 2;
+    clGetDeviceInfo(dev, CL_DEVICE_OPENCL_C_VERSION, sizeof ver, ver, NULL);
+    sscanf(ver, "OpenCL C %d.%d", &maj, &min);
+    snprintf(opts, sizeof opts, "-cl-std=CL%d.%d -cl-kernel-arg-info", maj, min);
+    if ((err = clBuildProgram(r->prog, 1, &dev, opts, NULL, NULL))) return err;
     r->k = clCreateKernel(r->prog, "k", &err);
     if (err) return err;
     r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 64 * sizeof(float), NULL, &err);
@@ -74,7 +85,7 @@ static void raw_fini(raw *r) {
 }
 
 /* ns per iteration of the raw loop. */
-static double raw_loop(raw *r, int nargs, int iters, int wait, size_t n, size_t local) {
+__attribute__((noinline)) double bench_raw_loop(raw *r, int nargs, int iters, int wait, size_t n, size_t local) {
     float vals[64];
     for (int i = 0; i < 64; i++) vals[i] = (float)i;
     int64_t t0 = bench_now_ns();
@@ -95,14 +106,14 @@ static double raw_loop(raw *r, int nargs, int iters, int wait, size_t n, size_t 
     return (double)(t1 - t0) / iters;
 }
 
-typedef struct kactx {
+struct kactx {
     ka_queue q;
     ka_kernel k;
     ka_arg args[64];
     ka_range range;
-} kactx;
+};
 
-static double ka_loop(kactx *c, int nargs, int iters, int wait) {
+__attribute__((noinline)) double bench_ka_loop(kactx *c, int nargs, int iters, int wait) {
     int64_t t0 = bench_now_ns();
     for (int it = 0; it < iters; it++) {
         if (wait) {
@@ -210,8 +221,8 @@ int bench_launch_main(int argc, char **argv) {
             }
         }
         /* Warm up: the first launch of a local size compiles the work-group function. */
-        if (run_ka) ka_loop(&c, nargs, 50, 1);
-        if (run_raw) raw_loop(&rw, nargs, 50, 1, n, local);
+        if (run_ka) bench_ka_loop(&c, nargs, 50, 1);
+        if (run_raw) bench_raw_loop(&rw, nargs, 50, 1, n, local);
         double *rl = calloc((size_t)reps, sizeof(double)), *kl = calloc((size_t)reps, sizeof(double));
         double *rwv = calloc((size_t)reps, sizeof(double)), *kw = calloc((size_t)reps, sizeof(double));
         uint64_t allocs = 0, launches = 0;
@@ -222,14 +233,14 @@ int bench_launch_main(int argc, char **argv) {
                 if (ka_turn && run_ka) {
                     bench_count_allocs(1);
                     uint64_t a0 = bench_allocs();
-                    if (do_launch) kl[rep] = ka_loop(&c, nargs, iters, 0);
-                    if (do_wait) kw[rep] = ka_loop(&c, nargs, iters, 1);
+                    if (do_launch) kl[rep] = bench_ka_loop(&c, nargs, iters, 0);
+                    if (do_wait) kw[rep] = bench_ka_loop(&c, nargs, iters, 1);
                     allocs += bench_allocs() - a0;
                     launches += (uint64_t)iters * (uint64_t)(do_launch + do_wait);
                     bench_count_allocs(0);
                 } else if (!ka_turn && run_raw) {
-                    if (do_launch) rl[rep] = raw_loop(&rw, nargs, iters, 0, n, local);
-                    if (do_wait) rwv[rep] = raw_loop(&rw, nargs, iters, 1, n, local);
+                    if (do_launch) rl[rep] = bench_raw_loop(&rw, nargs, iters, 0, n, local);
+                    if (do_wait) rwv[rep] = bench_raw_loop(&rw, nargs, iters, 1, n, local);
                 }
             }
         }

@@ -176,6 +176,7 @@ void ka__event_bind(ka__event *e, void *native) {
 void ka__event_native_done(void *ctx, ka_status st) {
     ka__event *e = ctx;
     ka__queue *q = e->q;
+    atomic_fetch_add_explicit(&q->callbacks, 1, memory_order_relaxed);
     mark_done(e, st);
     st = (ka_status)atomic_load(&e->status);
     fire_user(e, st);
@@ -242,8 +243,13 @@ static int64_t deadline_of(int64_t timeout_ns) {
     return timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
 }
 
+static ka_status polled(ka__event *e) {
+    atomic_fetch_add_explicit(&e->q->waits_polled, 1, memory_order_relaxed);
+    return done_status(e);
+}
+
 static ka_status wait_one(ka__event *e, int64_t deadline) {
-    if (poll_once(e)) return done_status(e);
+    if (poll_once(e)) return polled(e);
     if (deadline == 0) return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: not complete");
     ka__queue *q = e->q;
     /* Commands need not start before a flush; a wait is a flush point. */
@@ -253,10 +259,11 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
         int64_t now = ka__now_ns(), until = now + spin < deadline ? now + spin : deadline;
         while (now < until) {
             for (int i = 0; i < 16; i++) cpu_relax();
-            if (poll_once(e)) return done_status(e);
+            if (poll_once(e)) return polled(e);
             now = ka__now_ns();
         }
     }
+    atomic_fetch_add_explicit(&q->waits_slept, 1, memory_order_relaxed);
     if (arm_callback(e) != KA_OK) {
         /* No callback: the driver's own blocking wait for an unbounded wait,
          * else short sleeps between polls. */

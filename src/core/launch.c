@@ -139,6 +139,9 @@ ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const k
         for (uint32_t d = 0; d < 3; d++) l.global[d] = (size_t)((l.nd[d] + l.local[d] - 1) / l.local[d] * l.local[d]);
     }
 
+#ifdef KA_INJECT_LAUNCH_ALLOC /* only in the zero-allocation tests' self-test build */
+    ka__free(ka__alloc(16), 16);
+#endif
     ka__event *e = NULL;
     if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
     void *native = NULL;

@@ -78,3 +78,13 @@ ka_status ka_queue_fd(ka_queue queue, int *fd) {
     *fd = q->efd;
     return KA_OK;
 }
+
+ka_status ka_queue_get_stats(ka_queue queue, ka_queue_stats *out) {
+    ka__queue *q = ka__queue_of(queue);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_stats: invalid or released queue");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_get_stats: out is NULL");
+    out->waits_polled = atomic_load(&q->waits_polled);
+    out->waits_slept = atomic_load(&q->waits_slept);
+    out->callbacks = atomic_load(&q->callbacks);
+    return KA_OK;
+}

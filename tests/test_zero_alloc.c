@@ -1,0 +1,351 @@
+/* Issue 3: once a kernel is compiled, lookups, launches and waits make no
+ * allocation in libka. A counting allocator is installed through
+ * ka_set_allocator before anything is made; each test warms up, then counts
+ * libka's allocations and frees across 10,000 iterations and asserts zero.
+ *
+ * Built twice: test_zero_alloc against libka, and test_zero_alloc_selftest
+ * against a libka with one allocation injected into ka_launch, which must
+ * FAIL (ctest WILL_FAIL): the test of the test. */
+#include "test_util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define N 10000
+
+static _Atomic uint64_t allocs, frees;
+static _Atomic int counting;
+
+static void *count_alloc(size_t n, void *u) {
+    (void)u;
+    if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
+    return malloc(n);
+}
+static void count_free(void *p, size_t n, void *u) {
+    (void)n;
+    (void)u;
+    if (atomic_load(&counting)) atomic_fetch_add(&frees, 1);
+    free(p);
+}
+
+static void count_begin(void) {
+    atomic_store(&allocs, 0);
+    atomic_store(&frees, 0);
+    atomic_store(&counting, 1);
+}
+#define COUNT_END_ZERO(what)                                                                        \
+    do {                                                                                            \
+        atomic_store(&counting, 0);                                                                 \
+        uint64_t a_ = atomic_load(&allocs), f_ = atomic_load(&frees);                               \
+        if (a_ || f_) fail_msg("%s: %llu allocations and %llu frees in libka over %d iterations", what, \
+                               (unsigned long long)a_, (unsigned long long)f_, N);                  \
+    } while (0)
+
+static const char *src =
+    "KA_KERNEL(inc, KA_GLOBAL int *p) { if (ka_in_range()) p[ka_global_id(0)] += 1; }\n"
+    "KA_KERNEL(spin, KA_GLOBAL float *p, uint iters) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    float x = p[ka_global_id(0)];\n"
+    "    for (uint i = 0; i < iters; i++) x = x * 0.999f + 0.5f;\n"
+    "    p[ka_global_id(0)] = x;\n"
+    "}\n"
+    "KA_KERNEL(inc3, KA_GLOBAL int *p) {\n"
+    "    if (ka_in_range()) p[ka_global_linear_id()] += 1;\n"
+    "}\n"
+    "KA_KERNEL(many, KA_GLOBAL int *p, %s) {\n"
+    "    if (ka_global_id(0) == 0) p[0] += 1;\n"
+    "}\n";
+
+typedef struct fix {
+    ka_device dev;
+    ka_queue q, q_nospin;
+    ka_program prog;
+    ka_kernel inc, spin, inc3, many;
+    ka_buffer buf, fbuf;
+} fix;
+static fix F;
+
+static int setup(void **state) {
+    (void)state;
+    static const ka_allocator a = {count_alloc, count_free, NULL};
+    ka_set_allocator(&a);
+    /* 39 extra int arguments: the 40-argument kernel. */
+    char args39[39 * 12], full[4096];
+    int n = 0;
+    for (int i = 1; i <= 39; i++) n += snprintf(args39 + n, sizeof args39 - (size_t)n, "%sint a%d", i > 1 ? ", " : "", i);
+    snprintf(full, sizeof full, src, args39);
+    if (ka_device_open(NULL, &F.dev) || ka_queue_create(F.dev, NULL, &F.q) ||
+        ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 0}, &F.q_nospin) ||
+        ka_program_build(F.dev, full, NULL, &F.prog) || ka_kernel_get(F.prog, "inc", NULL, &F.inc) ||
+        ka_kernel_get(F.prog, "spin", NULL, &F.spin) || ka_kernel_get(F.prog, "inc3", NULL, &F.inc3) ||
+        ka_kernel_get(F.prog, "many", NULL, &F.many) || ka_buffer_create(F.dev, 1 << 20, &F.buf) ||
+        ka_buffer_create(F.dev, 1 << 20, &F.fbuf)) {
+        fprintf(stderr, "setup: %s\n", ka_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    ka_buffer_release(F.buf);
+    ka_buffer_release(F.fbuf);
+    ka_program_release(F.prog);
+    ka_queue_release(F.q);
+    ka_queue_release(F.q_nospin);
+    ka_device_close(F.dev);
+    return 0;
+}
+
+static void zero(ka_queue q, ka_buffer b) {
+    int z = 0;
+    KA_OK_OR_FAIL(ka_buffer_fill(q, b, &z, sizeof z, 0, 1 << 20, NULL));
+}
+
+static void expect_all(ka_queue q, ka_buffer b, size_t n, int want) {
+    int *h = malloc(n * sizeof *h);
+    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, n * sizeof *h, h, NULL));
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != want) fail_msg("element %zu is %d, expected %d", i, h[i], want);
+    free(h);
+}
+
+static void zero_alloc_lookup(void **state) {
+    (void)state;
+    ka_kernel k;
+    ka_kernel_config cfg = {.workgroup = {16}};
+    KA_OK_OR_FAIL(ka_kernel_get(F.prog, "inc", &cfg, &k)); /* compiles the variant once */
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        ka_kernel k1, k2;
+        if (ka_kernel_get(F.prog, "inc", NULL, &k1) || ka_kernel_get(F.prog, "inc", &cfg, &k2) || k1.id != F.inc.id ||
+            k2.id != k.id)
+            fail_msg("lookup %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("kernel lookup");
+}
+
+static void zero_alloc_launch(void **state) {
+    (void)state;
+    zero(F.q, F.buf);
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 1, .size = {100}}; /* a partial group */
+    KA_OK_OR_FAIL(ka_launch(F.q, F.inc, &r, args, 1, NULL)); /* warm-up: local size compiled */
+    KA_OK_OR_FAIL(ka_queue_finish(F.q));
+    count_begin();
+    for (int i = 0; i < N; i++)
+        if (ka_launch(F.q, F.inc, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
+    COUNT_END_ZERO("launch");
+    KA_OK_OR_FAIL(ka_queue_finish(F.q));
+    expect_all(F.q, F.buf, 100, N + 1);
+}
+
+static void zero_alloc_launch_wait_short(void **state) {
+    (void)state;
+    zero(F.q, F.buf);
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 1, .size = {64}};
+    ka_event ev;
+    KA_OK_OR_FAIL(ka_launch(F.q, F.inc, &r, args, 1, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        if (ka_launch(F.q, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("launch + wait (short kernel)");
+    expect_all(F.q, F.buf, 64, N + 1);
+}
+
+/* With spinning off, every wait that does not find the kernel done at its
+ * first look sleeps on the completion callback. */
+static void zero_alloc_launch_wait_callback(void **state) {
+    (void)state;
+    zero(F.q_nospin, F.buf);
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 1, .size = {64}};
+    ka_queue_stats s0, s1;
+    ka_event ev;
+    KA_OK_OR_FAIL(ka_launch(F.q_nospin, F.inc, &r, args, 1, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    KA_OK_OR_FAIL(ka_queue_get_stats(F.q_nospin, &s0));
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        if (ka_launch(F.q_nospin, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("launch + wait through the completion callback");
+    KA_OK_OR_FAIL(ka_queue_get_stats(F.q_nospin, &s1));
+    print_message("callback path taken in %llu of %d waits\n", (unsigned long long)(s1.waits_slept - s0.waits_slept), N);
+    assert_true(s1.waits_slept - s0.waits_slept > 0);
+    expect_all(F.q_nospin, F.buf, 64, N + 1);
+}
+
+/* A kernel of 50 ms or more: the wait must sleep on the callback. */
+static void zero_alloc_launch_wait_long(void **state) {
+    (void)state;
+    ka_range r = {.dims = 1, .size = {256}};
+    uint32_t iters = 1u << 16;
+    ka_arg args[] = {ka_arg_buffer(F.fbuf), ka_arg_u32(iters)};
+    /* Calibrate: grow the loop until one launch takes 50 ms. */
+    for (;;) {
+        args[1] = ka_arg_u32(iters);
+        ka_event ev;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        KA_OK_OR_FAIL(ka_launch(F.q, F.spin, &r, args, 2, &ev));
+        KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms >= 50 || iters >= (1u << 30)) break;
+        iters *= 2;
+    }
+    const int reps = 10;
+    ka_queue_stats s0, s1;
+    KA_OK_OR_FAIL(ka_queue_get_stats(F.q, &s0));
+    count_begin();
+    for (int i = 0; i < reps; i++) {
+        ka_event ev;
+        if (ka_launch(F.q, F.spin, &r, args, 2, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("launch + wait of a 50 ms kernel");
+    KA_OK_OR_FAIL(ka_queue_get_stats(F.q, &s1));
+    assert_int_equal(s1.waits_slept - s0.waits_slept, reps);
+    assert_true(s1.callbacks - s0.callbacks >= (uint64_t)reps);
+}
+
+static void zero_alloc_40_args(void **state) {
+    (void)state;
+    zero(F.q, F.buf);
+    ka_arg args[40];
+    args[0] = ka_arg_buffer(F.buf);
+    for (int i = 1; i < 40; i++) args[i] = ka_arg_i32(i);
+    ka_range r = {.dims = 1, .size = {8}};
+    KA_OK_OR_FAIL(ka_launch(F.q, F.many, &r, args, 40, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(F.q));
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        ka_event ev;
+        if (ka_launch(F.q, F.many, &r, args, 40, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("40-argument launch + wait");
+    expect_all(F.q, F.buf, 1, N + 1);
+}
+
+static void zero_alloc_3d_partial(void **state) {
+    (void)state;
+    zero(F.q, F.buf);
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 3, .size = {5, 7, 3}, .workgroup = {4, 4, 2}};
+    KA_OK_OR_FAIL(ka_launch(F.q, F.inc3, &r, args, 1, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(F.q));
+    count_begin();
+    for (int i = 0; i < N; i++)
+        if (ka_launch(F.q, F.inc3, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
+    COUNT_END_ZERO("3-D launch with partial groups");
+    KA_OK_OR_FAIL(ka_queue_finish(F.q));
+    expect_all(F.q, F.buf, 5 * 7 * 3, N + 1);
+}
+
+static void zero_alloc_wait_many(void **state) {
+    (void)state;
+    zero(F.q, F.buf);
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 1, .size = {64}};
+    enum { M = 8 };
+    ka_event evs[M];
+    const int loops = N / M;
+    count_begin();
+    for (int i = 0; i < loops; i++) {
+        for (int j = 0; j < M; j++)
+            if (ka_launch(F.q, F.inc, &r, args, 1, &evs[j])) fail_msg("launch: %s", ka_last_error());
+        uint32_t idx;
+        if (ka_wait_any(evs, M, KA_WAIT_FOREVER, &idx) || idx >= M) fail_msg("wait_any: %s", ka_last_error());
+        if (ka_wait_all(evs, M, KA_WAIT_FOREVER)) fail_msg("wait_all: %s", ka_last_error());
+        for (int j = 0; j < M; j++) ka_event_release(evs[j]);
+    }
+    COUNT_END_ZERO("ka_wait_any + ka_wait_all over 8 events");
+    expect_all(F.q, F.buf, 64, loops * M);
+}
+
+typedef struct worker {
+    ka_queue q;
+    ka_buffer b;
+    int failed;
+} worker;
+
+static void *work(void *p) {
+    worker *w = p;
+    ka_arg args[] = {ka_arg_buffer(w->b)};
+    ka_range r = {.dims = 1, .size = {64}};
+    for (int i = 0; i < N / 4; i++) {
+        ka_event ev;
+        if (ka_launch(w->q, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev)) {
+            w->failed = 1;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void zero_alloc_4_threads(void **state) {
+    (void)state;
+    worker w[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        /* two threads share the fixture's queue, two have their own */
+        if (i < 2) w[i].q = F.q;
+        else KA_OK_OR_FAIL(ka_queue_create(F.dev, NULL, &w[i].q));
+        KA_OK_OR_FAIL(ka_buffer_create(F.dev, 64 * sizeof(int), &w[i].b));
+        int z = 0;
+        KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].b, &z, sizeof z, 0, 64 * sizeof(int), NULL));
+    }
+    count_begin();
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, &w[i]);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    COUNT_END_ZERO("launch + wait from 4 threads at once");
+    for (int i = 0; i < 4; i++) {
+        assert_false(w[i].failed);
+        expect_all(w[i].q, w[i].b, 64, N / 4);
+        ka_buffer_release(w[i].b);
+        if (i >= 2) ka_queue_release(w[i].q);
+    }
+}
+
+/* The harness itself counts: a call that does allocate is seen. */
+static void harness_sees_allocations(void **state) {
+    (void)state;
+    count_begin();
+    ka_buffer b;
+    KA_OK_OR_FAIL(ka_buffer_create(F.dev, 64, &b));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    atomic_store(&counting, 0);
+    assert_true(atomic_load(&allocs) > 0);
+    assert_int_equal(atomic_load(&allocs), atomic_load(&frees));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(harness_sees_allocations),
+        cmocka_unit_test(zero_alloc_lookup),
+        cmocka_unit_test(zero_alloc_launch),
+        cmocka_unit_test(zero_alloc_launch_wait_short),
+        cmocka_unit_test(zero_alloc_launch_wait_callback),
+        cmocka_unit_test(zero_alloc_launch_wait_long),
+        cmocka_unit_test(zero_alloc_40_args),
+        cmocka_unit_test(zero_alloc_3d_partial),
+        cmocka_unit_test(zero_alloc_wait_many),
+        cmocka_unit_test(zero_alloc_4_threads),
+    };
+#ifdef KA_INJECT_LAUNCH_ALLOC
+    cmocka_set_test_filter("zero_alloc_launch");
+#endif
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
