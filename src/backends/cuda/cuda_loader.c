@@ -25,12 +25,13 @@ static void *open_first(const char *const *names, size_t n) {
 }
 
 /* dlsym through a union: ISO C has no object-to-function pointer cast. */
-static int sym(void *lib, const char *name, void *slot, int required, char *why, size_t whylen) {
+static int sym(void *lib, const char *libname, const char *name, void *slot, int required, char *why,
+               size_t whylen) {
     union { void *obj; void (*fn)(void); } u;
     u.obj = dlsym(lib, name);
     memcpy(slot, &u.fn, sizeof u.fn);
     if (!u.obj && required) {
-        snprintf(why, whylen, "%s lacks %s (driver too old?)", "the library", name);
+        snprintf(why, whylen, "%s lacks %s (too old?)", libname, name);
         return -1;
     }
     return 0;
@@ -44,8 +45,8 @@ static void load_cu(void) {
         return;
     }
     int bad = 0;
-#define KA__REQ(name) bad |= sym(lib, KA__STR(name), &ka__cu.name, 1, cu_why, sizeof cu_why);
-#define KA__OPT(name) sym(lib, KA__STR(name), &ka__cu.name, 0, cu_why, sizeof cu_why);
+#define KA__REQ(name) bad |= sym(lib, "libcuda", KA__STR(name), &ka__cu.name, 1, cu_why, sizeof cu_why);
+#define KA__OPT(name) sym(lib, "libcuda", KA__STR(name), &ka__cu.name, 0, cu_why, sizeof cu_why);
     KA__CU_REQUIRED(KA__REQ)
     KA__CU_OPTIONAL(KA__OPT)
 #undef KA__REQ
@@ -64,7 +65,12 @@ static void load_cu(void) {
 }
 
 static void load_nvrtc(void) {
-    static const char *const names[] = {
+    int drv = 0;
+    char first[32];
+    ka__cu.cuDriverGetVersion(&drv);
+    snprintf(first, sizeof first, "libnvrtc.so.%d", drv / 1000);
+    const char *const names[] = {
+        first, /* NVRTC of the driver's major version: its cubins surely load */
         "libnvrtc.so.13",
         "libnvrtc.so.12",
         "libnvrtc.so",
@@ -79,8 +85,8 @@ static void load_nvrtc(void) {
         return;
     }
     int bad = 0;
-#define KA__REQ(name) bad |= sym(lib, KA__STR(name), &ka__nvrtc.name, 1, nvrtc_why, sizeof nvrtc_why);
-#define KA__OPT(name) sym(lib, KA__STR(name), &ka__nvrtc.name, 0, nvrtc_why, sizeof nvrtc_why);
+#define KA__REQ(name) bad |= sym(lib, "libnvrtc", KA__STR(name), &ka__nvrtc.name, 1, nvrtc_why, sizeof nvrtc_why);
+#define KA__OPT(name) sym(lib, "libnvrtc", KA__STR(name), &ka__nvrtc.name, 0, nvrtc_why, sizeof nvrtc_why);
     KA__NVRTC_REQUIRED(KA__REQ)
     KA__NVRTC_OPTIONAL(KA__OPT)
 #undef KA__REQ
@@ -93,13 +99,14 @@ static void load_nvrtc(void) {
     nvrtc_state = KA_OK;
 }
 
-ka_status ka__cuda_load(void) {
+ka_status ka__cuda_load(bool record) {
     pthread_once(&cu_once, load_cu);
-    if (cu_state != KA_OK) return ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "CUDA: %s", cu_why);
-    return KA_OK;
+    if (cu_state == KA_OK) return KA_OK;
+    return record ? ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "CUDA: %s", cu_why) : KA_ERR_BACKEND_UNAVAILABLE;
 }
 
 ka_status ka__nvrtc_load(void) {
+    if (ka__cuda_load(true) != KA_OK) return KA_ERR_BACKEND_UNAVAILABLE;
     pthread_once(&nvrtc_once, load_nvrtc);
     if (nvrtc_state != KA_OK) return ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "NVRTC: %s", nvrtc_why);
     return KA_OK;

@@ -22,7 +22,7 @@
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                      \
     X(cuEventSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync)                    \
     X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD16Async)         \
-    X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)         \
+    X(cuMemsetD32Async) X(cuMemsetD2D32Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)         \
     X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)
 
 /* Optional driver entry points (NULL when the driver is older). */
@@ -51,9 +51,11 @@ extern ka__cu_api ka__cu;
 extern ka__nvrtc_api ka__nvrtc;
 
 /* Loads libcuda once (thread-safe) and calls cuInit(0). KA_OK, or
- * KA_ERR_BACKEND_UNAVAILABLE with the reason in the detail. */
-ka_status ka__cuda_load(void);
-/* Loads NVRTC once, after ka__cuda_load. Same contract. */
+ * KA_ERR_BACKEND_UNAVAILABLE, with the reason in the detail when `record`
+ * (enumeration passes false: a machine without CUDA is not an error). */
+ka_status ka__cuda_load(bool record);
+/* Loads NVRTC once, after ka__cuda_load succeeded; records the reason on failure.
+ * The library matching the driver's major version is tried first. */
 ka_status ka__nvrtc_load(void);
 
 /* ---- errors (cuda_errors.c) -------------------------------------------- */

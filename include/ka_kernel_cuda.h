@@ -1,0 +1,283 @@
+/* libka kernel dialect: the CUDA prelude.
+ * Compiled by NVRTC (C++17) in front of every program built for a CUDA device;
+ * gives the names of ka_kernel_cl.h the same meaning. NVRTC has no standard
+ * headers, so nothing is included. Build-time defines set by libka:
+ *   KA_STATIC_WG0..2     static work-group size (adds __launch_bounds__)
+ *   KA_STATIC_ND0..2     static ndrange
+ *   KA_SUBGROUP_SIZE     required sub-group size (always 32 here: a warp)
+ * Differences from OpenCL C worth knowing:
+ *   - KA_LOCAL is __shared__, a storage class: it declares local arrays
+ *     (KA_LOCAL float tile[256];) but cannot qualify a pointer parameter; a
+ *     device function takes a plain pointer to local memory in CUDA.
+ *   - KA_CONSTANT is const: it qualifies pointer parameters; a program-scope
+ *     table needs __device__ (or __constant__) in CUDA.
+ *   - Sub-group (warp) functions must be reached by every live lane of the
+ *     warp, as OpenCL requires (uniform control flow). */
+#ifndef KA_KERNEL_CUDA_H
+#define KA_KERNEL_CUDA_H
+#define KA_CUDA 1
+#define KA_DEVICE_CODE 1
+#define KA_HAS_DOUBLE 1
+#define KA_HAS_ATOMIC64 1
+#define KA_HAS_SUBGROUPS 1
+#define KA_HAS_SUBGROUP_SHUFFLE 1
+
+/* ---- OpenCL's type names ----------------------------------------------- */
+/* OpenCL long/ulong are 64-bit, as long is on 64-bit Linux (LP64). */
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+
+typedef signed char ka_i8;
+typedef unsigned char ka_u8;
+typedef short ka_i16;
+typedef unsigned short ka_u16;
+typedef int ka_i32;
+typedef unsigned int ka_u32;
+typedef long ka_i64;
+typedef unsigned long ka_u64;
+typedef float ka_f32;
+typedef double ka_f64;
+
+/* ---- qualifiers -------------------------------------------------------- */
+/* Hidden first argument: logical ndrange (x, y, z) and dims (w); 32 bytes. */
+struct ka_nd_t {
+    unsigned long long x, y, z, w;
+};
+
+#if defined(KA_STATIC_WG0)
+#ifndef KA_STATIC_WG1
+#define KA_STATIC_WG1 1
+#endif
+#ifndef KA_STATIC_WG2
+#define KA_STATIC_WG2 1
+#endif
+#define KA__WG_ATTR __launch_bounds__((KA_STATIC_WG0) * (KA_STATIC_WG1) * (KA_STATIC_WG2))
+#else
+#define KA__WG_ATTR
+#endif
+#if defined(KA_STATIC_ND0)
+#ifndef KA_STATIC_ND1
+#define KA_STATIC_ND1 1
+#endif
+#ifndef KA_STATIC_ND2
+#define KA_STATIC_ND2 1
+#endif
+#endif
+
+/* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first. */
+#define KA_KERNEL(name, ...) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd, __VA_ARGS__)
+#define KA_KERNEL_NOARGS(name) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd)
+#define KA_GLOBAL
+#define KA_LOCAL __shared__
+#define KA_CONSTANT const
+#define KA_CONST const __restrict__
+#define KA_RESTRICT __restrict__
+#define KA_DEVICE_FN static __device__ inline
+#define KA_INLINE __device__ inline
+#define KA__FN static __device__ __forceinline__
+
+/* Dynamic local memory. KA_LOCAL_ARG(T) p is a kernel parameter holding a
+ * byte offset into the block's dynamic shared memory: libka passes each
+ * KA_ARG_LOCAL's offset (16-byte aligned) and launches with their total.
+ * Use it as a T*: p[i], p + i, or pass it where a T* is expected. */
+extern __shared__ __align__(16) unsigned char ka__dyn_local[];
+template <typename T> struct ka_local_ptr {
+    unsigned long long off;
+    __device__ __forceinline__ T *get() const { return reinterpret_cast<T *>(ka__dyn_local + off); }
+    __device__ __forceinline__ operator T *() const { return get(); }
+    template <typename I> __device__ __forceinline__ T &operator[](I i) const { return get()[i]; }
+};
+#define KA_LOCAL_ARG(T) ka_local_ptr<T>
+
+/* ---- indices ----------------------------------------------------------- */
+typedef unsigned long ka_size_t;
+KA__FN ka_size_t ka_local_id(unsigned d) { return d == 0 ? threadIdx.x : d == 1 ? threadIdx.y : d == 2 ? threadIdx.z : 0; }
+KA__FN ka_size_t ka_group_id(unsigned d) { return d == 0 ? blockIdx.x : d == 1 ? blockIdx.y : d == 2 ? blockIdx.z : 0; }
+KA__FN ka_size_t ka_num_groups(unsigned d) { return d == 0 ? gridDim.x : d == 1 ? gridDim.y : d == 2 ? gridDim.z : 1; }
+#if defined(KA_STATIC_WG0)
+KA__FN ka_size_t ka_group_size(unsigned d) {
+    return d == 0 ? (KA_STATIC_WG0) : d == 1 ? (KA_STATIC_WG1) : d == 2 ? (KA_STATIC_WG2) : 1;
+}
+#define KA__GROUP_LINEAR_SIZE ((unsigned)((KA_STATIC_WG0) * (KA_STATIC_WG1) * (KA_STATIC_WG2)))
+#else
+KA__FN ka_size_t ka_group_size(unsigned d) { return d == 0 ? blockDim.x : d == 1 ? blockDim.y : d == 2 ? blockDim.z : 1; }
+#define KA__GROUP_LINEAR_SIZE (blockDim.x * blockDim.y * blockDim.z)
+#endif
+KA__FN ka_size_t ka_global_id(unsigned d) { return ka_group_id(d) * ka_group_size(d) + ka_local_id(d); }
+#if defined(KA_STATIC_ND0)
+#define ka_ndrange(d) ((ka_size_t)((d) == 0 ? (KA_STATIC_ND0) : (d) == 1 ? (KA_STATIC_ND1) : (d) == 2 ? (KA_STATIC_ND2) : 1))
+#else
+#define ka_ndrange(d) ((ka_size_t)((d) == 0 ? ka__nd.x : (d) == 1 ? ka__nd.y : (d) == 2 ? ka__nd.z : 1))
+#endif
+#define ka_ndims() ((uint)ka__nd.w)
+#define ka_in_range() (ka_global_id(0) < ka_ndrange(0) && ka_global_id(1) < ka_ndrange(1) && ka_global_id(2) < ka_ndrange(2))
+/* Row-major linear index: dimension 0 varies fastest (i0 + n0*(i1 + n1*i2)). */
+#define ka_global_linear_id() (ka_global_id(0) + ka_ndrange(0) * (ka_global_id(1) + ka_ndrange(1) * ka_global_id(2)))
+#define ka_local_linear_id() (ka_local_id(0) + ka_group_size(0) * (ka_local_id(1) + ka_group_size(1) * ka_local_id(2)))
+#define ka_group_linear_id() (ka_group_id(0) + ka_num_groups(0) * (ka_group_id(1) + ka_num_groups(1) * ka_group_id(2)))
+#define ka_group_linear_size() (ka_group_size(0) * ka_group_size(1) * ka_group_size(2))
+#define ka_ndrange_linear() (ka_ndrange(0) * ka_ndrange(1) * ka_ndrange(2))
+
+/* ---- synchronization --------------------------------------------------- */
+/* __syncthreads orders both shared and global accesses within the block. */
+#define ka_barrier() __syncthreads()
+#define ka_barrier_local() __syncthreads()
+#define ka_barrier_global() __syncthreads()
+#define ka_fence() __threadfence()
+
+/* ---- atomics (return the old value) ------------------------------------ */
+/* Overloads for int, uint, long, ulong, long long, unsigned long long, and
+ * add/xchg on float; on global or local (shared) memory alike. */
+#define KA__ATOMIC(T, U, SU)                                                                                  \
+    KA__FN T ka_atomic_add(volatile T *p, T v) { return (T)atomicAdd((U *)p, (U)v); }                         \
+    KA__FN T ka_atomic_sub(volatile T *p, T v) { return (T)atomicAdd((U *)p, (U)0 - (U)v); }                  \
+    KA__FN T ka_atomic_min(volatile T *p, T v) { return (T)atomicMin((SU *)p, (SU)v); }                       \
+    KA__FN T ka_atomic_max(volatile T *p, T v) { return (T)atomicMax((SU *)p, (SU)v); }                       \
+    KA__FN T ka_atomic_and(volatile T *p, T v) { return (T)atomicAnd((U *)p, (U)v); }                         \
+    KA__FN T ka_atomic_or(volatile T *p, T v) { return (T)atomicOr((U *)p, (U)v); }                           \
+    KA__FN T ka_atomic_xor(volatile T *p, T v) { return (T)atomicXor((U *)p, (U)v); }                         \
+    KA__FN T ka_atomic_xchg(volatile T *p, T v) { return (T)atomicExch((U *)p, (U)v); }                       \
+    KA__FN T ka_atomic_cmpxchg(volatile T *p, T cmp, T v) { return (T)atomicCAS((U *)p, (U)cmp, (U)v); }
+/* (type, unsigned type for add/bitwise/xchg/cas, type whose order min/max use) */
+KA__ATOMIC(int, unsigned int, int)
+KA__ATOMIC(unsigned int, unsigned int, unsigned int)
+KA__ATOMIC(long, unsigned long long, long long)
+KA__ATOMIC(unsigned long, unsigned long long, unsigned long long)
+KA__ATOMIC(long long, unsigned long long, long long)
+KA__ATOMIC(unsigned long long, unsigned long long, unsigned long long)
+#undef KA__ATOMIC
+KA__FN float ka_atomic_add(volatile float *p, float v) { return atomicAdd((float *)p, v); }
+KA__FN float ka_atomic_xchg(volatile float *p, float v) { return atomicExch((float *)p, v); }
+
+/* ---- sub-groups: warps of 32 -------------------------------------------- */
+/* Lanes are numbered by the local linear id, as CUDA forms warps. The last
+ * warp of a block whose size is not a multiple of 32 is partial: its size and
+ * the shuffle mask count only the lanes that exist. */
+KA__FN uint ka__local_linear(void) { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+#define ka_subgroup_max_size() 32u
+#define ka_subgroup_id() (ka__local_linear() >> 5)
+#define ka_subgroup_local_id() (ka__local_linear() & 31u)
+#define ka_num_subgroups() ((KA__GROUP_LINEAR_SIZE + 31u) >> 5)
+KA__FN uint ka_subgroup_size(void) {
+    uint left = KA__GROUP_LINEAR_SIZE - (ka__local_linear() & ~31u);
+    return left < 32u ? left : 32u;
+}
+KA__FN unsigned ka__sg_mask(void) {
+#if defined(KA_STATIC_WG0)
+    if (KA__GROUP_LINEAR_SIZE % 32u == 0) return 0xffffffffu;
+#endif
+    uint n = ka_subgroup_size();
+    return n >= 32u ? 0xffffffffu : (1u << n) - 1u;
+}
+#define ka_subgroup_barrier() __syncwarp(ka__sg_mask())
+template <typename T> KA__FN T ka_subgroup_broadcast(T x, uint lane) { return __shfl_sync(ka__sg_mask(), x, (int)lane); }
+template <typename T> KA__FN T ka_subgroup_shuffle(T x, uint lane) { return __shfl_sync(ka__sg_mask(), x, (int)lane); }
+template <typename T> KA__FN T ka_subgroup_shuffle_xor(T x, uint mask) { return __shfl_xor_sync(ka__sg_mask(), x, (int)mask); }
+template <typename T> KA__FN T ka_subgroup_shuffle_down(T x, uint delta) { return __shfl_down_sync(ka__sg_mask(), x, delta); }
+template <typename T> KA__FN T ka_subgroup_shuffle_up(T x, uint delta) { return __shfl_up_sync(ka__sg_mask(), x, delta); }
+KA__FN int ka_subgroup_any(int p) { return __any_sync(ka__sg_mask(), p); }
+KA__FN int ka_subgroup_all(int p) { return __all_sync(ka__sg_mask(), p); }
+
+struct ka__op_add { template <typename T> __device__ T operator()(T a, T b) const { return a + b; } };
+struct ka__op_min { template <typename T> __device__ T operator()(T a, T b) const { return b < a ? b : a; } };
+struct ka__op_max { template <typename T> __device__ T operator()(T a, T b) const { return a < b ? b : a; } };
+/* Full warp: butterfly, every lane ends with the result. Partial warp: a tree
+ * toward lane 0 that skips missing lanes, then a broadcast. */
+template <typename T, typename Op> KA__FN T ka__reduce(T x, Op op) {
+    uint n = ka_subgroup_size();
+    if (n == 32u) {
+        for (int o = 16; o > 0; o >>= 1) x = op(x, __shfl_xor_sync(0xffffffffu, x, o));
+        return x;
+    }
+    unsigned mask = (1u << n) - 1u;
+    uint lane = ka_subgroup_local_id();
+    for (uint o = 16; o > 0; o >>= 1) {
+        T y = __shfl_down_sync(mask, x, o);
+        if (lane + o < n) x = op(x, y);
+    }
+    return __shfl_sync(mask, x, 0);
+}
+template <typename T> KA__FN T ka_subgroup_reduce_add(T x) { return ka__reduce(x, ka__op_add()); }
+template <typename T> KA__FN T ka_subgroup_reduce_min(T x) { return ka__reduce(x, ka__op_min()); }
+template <typename T> KA__FN T ka_subgroup_reduce_max(T x) { return ka__reduce(x, ka__op_max()); }
+
+/* ---- math and conversions ---------------------------------------------- */
+/* CUDA's device math spells sqrt, exp, sin, fma, fmin, ... as OpenCL does,
+ * with float overloads. A few OpenCL built-ins CUDA lacks: */
+KA__FN float mad(float a, float b, float c) { return a * b + c; }
+KA__FN double mad(double a, double b, double c) { return a * b + c; }
+#define KA__CLAMP(T) KA__FN T clamp(T x, T lo, T hi) { return x < lo ? lo : (hi < x ? hi : x); }
+KA__CLAMP(float)
+KA__CLAMP(double)
+KA__CLAMP(int)
+KA__CLAMP(uint)
+KA__CLAMP(long)
+KA__CLAMP(ulong)
+#undef KA__CLAMP
+KA__FN float mix(float a, float b, float t) { return a + (b - a) * t; }
+KA__FN double mix(double a, double b, double t) { return a + (b - a) * t; }
+KA__FN float native_exp(float x) { return __expf(x); }
+KA__FN float native_log(float x) { return __logf(x); }
+KA__FN float native_log2(float x) { return __log2f(x); }
+KA__FN float native_sin(float x) { return __sinf(x); }
+KA__FN float native_cos(float x) { return __cosf(x); }
+KA__FN float native_tan(float x) { return __tanf(x); }
+KA__FN float native_powr(float x, float y) { return __powf(x, y); }
+KA__FN float native_divide(float x, float y) { return __fdividef(x, y); }
+KA__FN float native_recip(float x) { return __fdividef(1.0f, x); }
+KA__FN float native_sqrt(float x) { return sqrtf(x); }
+KA__FN float native_rsqrt(float x) { return rsqrtf(x); }
+KA__FN uint popcount(uint x) { return (uint)__popc(x); }
+KA__FN int popcount(int x) { return __popc((unsigned)x); }
+KA__FN ulong popcount(ulong x) { return (ulong)__popcll(x); }
+KA__FN long popcount(long x) { return __popcll((unsigned long long)x); }
+KA__FN uint clz(uint x) { return (uint)__clz((int)x); }
+KA__FN int clz(int x) { return __clz(x); }
+KA__FN ulong clz(ulong x) { return (ulong)__clzll((long long)x); }
+KA__FN long clz(long x) { return __clzll(x); }
+
+/* Bit reinterpretation (OpenCL's as_<type>). */
+KA__FN uint as_uint(float x) { return __float_as_uint(x); }
+KA__FN int as_int(float x) { return __float_as_int(x); }
+KA__FN float as_float(uint x) { return __uint_as_float(x); }
+KA__FN float as_float(int x) { return __int_as_float(x); }
+KA__FN ulong as_ulong(double x) { return (ulong)__double_as_longlong(x); }
+KA__FN long as_long(double x) { return (long)__double_as_longlong(x); }
+KA__FN double as_double(ulong x) { return __longlong_as_double((long long)x); }
+KA__FN double as_double(long x) { return __longlong_as_double(x); }
+
+/* ka_convert_<int type>_<mode>(x), mode rte (nearest even), rtz (toward zero),
+ * rtp (up), rtn (down); saturating, NaN gives 0 (as OpenCL's _sat). PTX's
+ * float-to-integer conversions already saturate 32- and 64-bit results and
+ * map NaN to 0; narrower types clamp the 32-bit result. */
+#define KA__CONV_NARROW(T, LO, HI, F, SUF)                                                                    \
+    KA__FN T ka_convert_##T##_rte(F x) { return (T)clamp(__##SUF##2int_rn(x), LO, HI); }                      \
+    KA__FN T ka_convert_##T##_rtz(F x) { return (T)clamp(__##SUF##2int_rz(x), LO, HI); }                      \
+    KA__FN T ka_convert_##T##_rtp(F x) { return (T)clamp(__##SUF##2int_ru(x), LO, HI); }                      \
+    KA__FN T ka_convert_##T##_rtn(F x) { return (T)clamp(__##SUF##2int_rd(x), LO, HI); }
+#define KA__CONV_WIDE(T, F, SUF, TO)                                                                          \
+    KA__FN T ka_convert_##T##_rte(F x) { return (T)__##SUF##2##TO##_rn(x); }                                  \
+    KA__FN T ka_convert_##T##_rtz(F x) { return (T)__##SUF##2##TO##_rz(x); }                                  \
+    KA__FN T ka_convert_##T##_rtp(F x) { return (T)__##SUF##2##TO##_ru(x); }                                  \
+    KA__FN T ka_convert_##T##_rtn(F x) { return (T)__##SUF##2##TO##_rd(x); }
+#define KA__CONV_ALL(F, SUF)                                                                                  \
+    KA__CONV_NARROW(char, -128, 127, F, SUF)                                                                  \
+    KA__CONV_NARROW(uchar, 0, 255, F, SUF)                                                                    \
+    KA__CONV_NARROW(short, -32768, 32767, F, SUF)                                                             \
+    KA__CONV_NARROW(ushort, 0, 65535, F, SUF)                                                                 \
+    KA__CONV_WIDE(int, F, SUF, int)                                                                           \
+    KA__CONV_WIDE(uint, F, SUF, uint)                                                                         \
+    KA__CONV_WIDE(long, F, SUF, ll)                                                                           \
+    KA__CONV_WIDE(ulong, F, SUF, ull)
+KA__CONV_ALL(float, float)
+KA__CONV_ALL(double, double)
+#undef KA__CONV_ALL
+#undef KA__CONV_WIDE
+#undef KA__CONV_NARROW
+
+#define KA_PRINTF(...) printf(__VA_ARGS__)
+
+#endif
+/* ---- user source follows ---- */

@@ -1,0 +1,180 @@
+/* The CUDA back-end's ops table: queues and the launch path.
+ *
+ * A queue is a non-blocking CUstream plus a pool of CUevents and a callback
+ * helper thread (cuda_events.c). The launch builds cuLaunchKernel's
+ * parameter array on the stack: the hidden range first, then one pointer per
+ * argument (buffers and local-memory offsets in a stack array of 64-bit
+ * values). Dynamic local memory: each KA_ARG_LOCAL gets a 16-byte aligned
+ * offset into the block's dynamic shared memory, passed as the argument (the
+ * prelude's ka_local_ptr<T> adds it to the extern __shared__ base), and the
+ * total is the launch's sharedMemBytes. */
+#include "cuda_internal.h"
+
+#include <string.h>
+
+#ifdef KA_HAVE_CUDA
+
+/* Native events per queue beyond the core's slot count: a released event can
+ * still be held by the callback helper for a moment. */
+#define KA__CUDA_EVENT_MARGIN 64
+#define KA__CUDA_DEFAULT_EVENTS 1024
+
+static ka_status cuda_queue_create(ka__queue *kq) {
+    ka__cudev *d = kq->dev->native;
+    ka_status st = ka__cuda_bind(d);
+    if (st != KA_OK) return st;
+    ka__cuq *q = ka__calloc(1, sizeof *q);
+    if (!q) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
+    q->d = d;
+    CUresult r = ka__cu.cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) {
+        ka__free(q, sizeof *q);
+        return ka__cu_fail(r, "cuStreamCreate");
+    }
+    /* The core's slot count when it is known here, else its default. */
+    uint32_t slots = kq->nevents ? kq->nevents : KA__CUDA_DEFAULT_EVENTS;
+    if ((st = ka__cuda_events_init(q, slots + KA__CUDA_EVENT_MARGIN)) != KA_OK) {
+        ka__cu.cuStreamDestroy(q->stream);
+        ka__free(q, sizeof *q);
+        return st;
+    }
+    kq->native = q;
+    return KA_OK;
+}
+
+static void cuda_queue_release(ka__queue *kq) {
+    ka__cuq *q = kq->native;
+    if (!q) return;
+    if (ka__cuda_bind(q->d) == KA_OK) ka__cu.cuStreamSynchronize(q->stream);
+    ka__cuda_events_fini(q);
+    ka__cu.cuStreamDestroy(q->stream);
+    ka__free(q, sizeof *q);
+    kq->native = NULL;
+}
+
+static ka_status cuda_queue_finish(ka__queue *kq) {
+    ka__cuq *q = kq->native;
+    CUresult r = ka__cu.cuStreamSynchronize(q->stream);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuStreamSynchronize");
+}
+
+/* Commands start as soon as they are enqueued. */
+static ka_status cuda_queue_flush(ka__queue *kq) {
+    (void)kq;
+    return KA_OK;
+}
+
+/* Raises the function's dynamic shared-memory limit to at least `bytes`. The
+ * limit only grows, so a launch that read a large enough value needs no lock. */
+static ka_status raise_dyn_smem(ka__kernel *k, ka__cukern *ck, uint32_t bytes) {
+    ka__cudev *d = k->prog->dev->native;
+    if (k->local_mem + bytes > d->smem_optin)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT,
+                        "ka_launch: kernel '%s' needs %u bytes of local memory arguments + %llu static, over the device's %u",
+                        k->name, bytes, (unsigned long long)k->local_mem, d->smem_optin);
+    ka_status st = KA_OK;
+    pthread_mutex_lock(&k->lock);
+    if (atomic_load_explicit(&ck->dyn_smem, memory_order_relaxed) < bytes) {
+        CUresult r = ka__cu.cuFuncSetAttribute(ck->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
+        if (r == CUDA_SUCCESS) atomic_store_explicit(&ck->dyn_smem, bytes, memory_order_release);
+        else st = ka__cu_fail(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    }
+    pthread_mutex_unlock(&k->lock);
+    return st;
+}
+
+static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                             void **ev) {
+    ka__cuq *q = kq->native;
+    ka__cukern *ck = k->bk;
+    void *params[KA_MAX_ARGS + 1];
+    uint64_t vals[KA_MAX_ARGS];
+    uint32_t shmem = 0;
+    if (KA_UNLIKELY(nargs > KA_MAX_ARGS)) return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: more than %d arguments", KA_MAX_ARGS);
+    params[0] = (void *)l->nd;
+    for (uint32_t i = 0; i < nargs; i++) {
+        const ka_arg *a = &args[i];
+        switch (a->kind) {
+        case KA_ARG_BUFFER: {
+            ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
+            if (KA_UNLIKELY(!b)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: argument %u: invalid or released buffer", i);
+            if (KA_UNLIKELY(b->dev != kq->dev))
+                return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: argument %u: buffer of another device", i);
+            vals[i] = (uint64_t)(uintptr_t)b->native;
+            params[i + 1] = &vals[i];
+            break;
+        }
+        case KA_ARG_LOCAL:
+            if (KA_UNLIKELY(k->sig[i].size && k->sig[i].size != 8))
+                return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u is a %u-byte value, not KA_LOCAL_ARG",
+                                k->name, i, k->sig[i].size);
+            shmem = (shmem + 15u) & ~15u;
+            vals[i] = shmem;
+            params[i + 1] = &vals[i];
+            if (KA_UNLIKELY(a->size > UINT32_MAX - 16 - shmem))
+                return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: argument %u: local memory size overflows", i);
+            shmem += a->size;
+            break;
+        case KA_ARG_BYTES: params[i + 1] = (void *)a->u.ptr; break;
+        default: params[i + 1] = (void *)&a->u; break; /* scalar: the value's bytes lead the union */
+        }
+    }
+    unsigned gx = (unsigned)(l->global[0] / l->local[0]);
+    size_t gy = l->global[1] / l->local[1], gz = l->global[2] / l->local[2];
+    if (KA_UNLIKELY(l->global[0] / l->local[0] > 0x7fffffffu || gy > 65535 || gz > 65535))
+        return ka__fail(KA_ERR_INVALID_RANGE,
+                        "ka_launch: %zu x %zu x %zu work-groups exceed CUDA's grid limit (2^31-1 x 65535 x 65535)",
+                        l->global[0] / l->local[0], gy, gz);
+    if (KA_UNLIKELY(shmem > atomic_load_explicit(&ck->dyn_smem, memory_order_acquire))) {
+        ka_status st = raise_dyn_smem(k, ck, shmem);
+        if (st != KA_OK) return st;
+    }
+    ka_status st = ka__cuda_bind(q->d);
+    if (KA_UNLIKELY(st != KA_OK)) return st;
+    ka__cuev *e = NULL;
+    if (ev && KA_UNLIKELY(!(e = ka__cuda_event_pop(q)))) return KA_ERR_EVENT_POOL_EXHAUSTED;
+    CUresult r = ka__cu.cuLaunchKernel(ck->fn, gx, (unsigned)gy, (unsigned)gz, (unsigned)l->local[0],
+                                       (unsigned)l->local[1], (unsigned)l->local[2], shmem, q->stream, params, NULL);
+    if (KA_UNLIKELY(r != CUDA_SUCCESS)) {
+        if (e) ka__cuda_event_unpop(e);
+        return ka__cu_fail(r, "cuLaunchKernel");
+    }
+    if (e) {
+        if (KA_UNLIKELY((st = ka__cuda_event_record(e)) != KA_OK)) {
+            ka__cuda_event_unpop(e);
+            return st;
+        }
+        *ev = e;
+    }
+    return KA_OK;
+}
+
+const ka_backend_ops ka__cuda_ops = {
+    .version = 1,
+    .name = "cuda",
+    .kind = KA_BACKEND_CUDA,
+    .enumerate = ka__cuda_enumerate,
+    .device_open = ka__cuda_device_open,
+    .device_close = ka__cuda_device_close,
+    .queue_create = cuda_queue_create,
+    .queue_release = cuda_queue_release,
+    .queue_finish = cuda_queue_finish,
+    .queue_flush = cuda_queue_flush,
+    .buffer_create = ka__cuda_buffer_create,
+    .buffer_release = ka__cuda_buffer_release,
+    .buffer_write = ka__cuda_buffer_write,
+    .buffer_read = ka__cuda_buffer_read,
+    .buffer_copy = ka__cuda_buffer_copy,
+    .buffer_fill = ka__cuda_buffer_fill,
+    .program_build = ka__cuda_program_build,
+    .program_release = ka__cuda_program_release,
+    .kernel_create = ka__cuda_kernel_create,
+    .kernel_release = ka__cuda_kernel_release,
+    .launch = cuda_launch,
+    .event_query = ka__cuda_event_query,
+    .event_callback = ka__cuda_event_callback,
+    .event_wait = ka__cuda_event_wait,
+    .event_release = ka__cuda_event_release,
+};
+
+#endif

@@ -1,0 +1,212 @@
+/* Native events: a per-queue pool of CUevents, and completion callbacks.
+ *
+ * Pool. queue_create makes every CUevent the queue can need (the core's slot
+ * count plus a margin: a slot holds at most one native event at a time, and a
+ * released one can be held a moment longer by the callback helper), with
+ * CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC. A command pops one from a
+ * lock-free stack and records it; event_release pushes it back once the
+ * callback helper no longer holds it. Nothing is allocated per command.
+ *
+ * Callbacks. One helper thread per queue, started with the queue. event_callback
+ * runs cb inline when the event is already complete; otherwise it links the
+ * event into the queue's armed list and signals the helper, which blocks in
+ * cuEventSynchronize on the oldest armed event (blocking sync: it sleeps, it
+ * does not spin), then fires every armed event the driver reports complete.
+ * Why not cuLaunchHostFunc: a host function must be enqueued when the callback
+ * is asked for, i.e. behind later commands, and it stalls the stream until it
+ * has run, which costs every later command on the queue tens of microseconds;
+ * the core asks for a callback on every wait that outlasts its spin. */
+#include "cuda_internal.h"
+
+#include <string.h>
+
+static void push_free(ka__cuq *q, ka__cuev *e) {
+    uint32_t idx = (uint32_t)(e - q->evs) + 1;
+    uint64_t head = atomic_load_explicit(&q->free_head, memory_order_relaxed);
+    do {
+        e->next_free = (uint32_t)head;
+    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | idx,
+                                                    memory_order_release, memory_order_relaxed));
+}
+
+static void unref(ka__cuev *e) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) push_free(e->q, e);
+}
+
+ka__cuev *ka__cuda_event_pop(ka__cuq *q) {
+    uint64_t head = atomic_load_explicit(&q->free_head, memory_order_acquire);
+    ka__cuev *e;
+    do {
+        uint32_t idx = (uint32_t)head;
+        if (KA_UNLIKELY(idx == 0)) {
+            ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED, "CUDA queue: all %u native events are in use", q->nev);
+            return NULL;
+        }
+        e = &q->evs[idx - 1];
+    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | e->next_free,
+                                                    memory_order_acquire, memory_order_acquire));
+    atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
+    return e;
+}
+
+void ka__cuda_event_unpop(ka__cuev *e) { unref(e); }
+
+ka_status ka__cuda_event_record(ka__cuev *e) {
+    e->seq = atomic_fetch_add_explicit(&e->q->seq, 1, memory_order_relaxed);
+    CUresult r = ka__cu.cuEventRecord(e->ev, e->q->stream);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventRecord");
+}
+
+ka_status ka__cuda_event_out(ka__cuq *q, void **ev) {
+    ka__cuev *e = ka__cuda_event_pop(q);
+    if (!e) return KA_ERR_EVENT_POOL_EXHAUSTED;
+    ka_status st = ka__cuda_event_record(e);
+    if (st != KA_OK) {
+        unref(e);
+        return st;
+    }
+    *ev = e;
+    return KA_OK;
+}
+
+int ka__cuda_event_query(void *ev, ka_status *st) {
+    ka__cuev *e = ev;
+    CUresult r = ka__cu.cuEventQuery(e->ev);
+    if (KA_LIKELY(r == CUDA_ERROR_NOT_READY)) return 0;
+    if (r == CUDA_SUCCESS) return 1;
+    *st = ka__cu_fail(r, "cuEventQuery");
+    return -1;
+}
+
+ka_status ka__cuda_event_wait(void *ev) {
+    ka__cuev *e = ev;
+    CUresult r = ka__cu.cuEventSynchronize(e->ev);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventSynchronize");
+}
+
+void ka__cuda_event_release(void *ev) { unref(ev); }
+
+ka_status ka__cuda_event_callback(void *ev, ka__native_cb cb, void *ctx) {
+    ka__cuev *e = ev;
+    ka__cuq *q = e->q;
+    CUresult r = ka__cu.cuEventQuery(e->ev);
+    if (r != CUDA_ERROR_NOT_READY) { /* complete, or failed: no need for the helper */
+        cb(ctx, r == CUDA_SUCCESS ? KA_OK : ka__cu_status(r));
+        return KA_OK;
+    }
+    pthread_mutex_lock(&q->lock);
+    if (e->cb) {
+        pthread_mutex_unlock(&q->lock);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "CUDA event: a completion callback is already registered");
+    }
+    if (!q->thread_started || q->stop) {
+        pthread_mutex_unlock(&q->lock);
+        return ka__fail(KA_ERR_UNSUPPORTED, "CUDA queue: no callback thread");
+    }
+    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+    e->cb = cb;
+    e->cb_ctx = ctx;
+    e->armed_next = q->armed;
+    q->armed = e;
+    pthread_cond_signal(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+    return KA_OK;
+}
+
+/* The callback helper. Sleeps on the condition while nothing is armed. */
+static void *helper_main(void *arg) {
+    ka__cuq *q = arg;
+    ka__cu.cuCtxSetCurrent(q->d->ctx);
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        while (!q->armed && !q->stop) pthread_cond_wait(&q->cond, &q->lock);
+        if (!q->armed) break; /* stop, and nothing left to run */
+        ka__cuev *oldest = q->armed;
+        for (ka__cuev *e = q->armed->armed_next; e; e = e->armed_next)
+            if (e->seq < oldest->seq) oldest = e;
+        CUevent wait_on = oldest->ev; /* oldest stays armed, so its CUevent stays ours */
+        pthread_mutex_unlock(&q->lock);
+        ka__cu.cuEventSynchronize(wait_on);
+        pthread_mutex_lock(&q->lock);
+        /* Unlink every armed event that is complete (or failed). */
+        ka__cuev *fire = NULL;
+        for (ka__cuev **pp = &q->armed; *pp;) {
+            ka__cuev *e = *pp;
+            if (ka__cu.cuEventQuery(e->ev) == CUDA_ERROR_NOT_READY) {
+                pp = &e->armed_next;
+                continue;
+            }
+            *pp = e->armed_next;
+            e->armed_next = fire;
+            fire = e;
+        }
+        pthread_mutex_unlock(&q->lock);
+        while (fire) {
+            ka__cuev *e = fire;
+            fire = e->armed_next;
+            CUresult r = ka__cu.cuEventQuery(e->ev);
+            ka__native_cb cb = e->cb;
+            void *ctx = e->cb_ctx;
+            e->cb = NULL;
+            e->cb_ctx = NULL;
+            cb(ctx, r == CUDA_SUCCESS ? KA_OK : ka__cu_status(r));
+            unref(e);
+        }
+        pthread_mutex_lock(&q->lock);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return NULL;
+}
+
+ka_status ka__cuda_events_init(ka__cuq *q, uint32_t n) {
+    q->evs = ka__calloc(n, sizeof *q->evs);
+    if (!q->evs) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for %u CUDA events", n);
+    atomic_init(&q->free_head, 0);
+    atomic_init(&q->seq, 1);
+    q->nev = n;
+    for (uint32_t i = 0; i < n; i++) {
+        ka__cuev *e = &q->evs[i];
+        e->q = q;
+        CUresult r = ka__cu.cuEventCreate(&e->ev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
+        if (r != CUDA_SUCCESS) {
+            ka__cuda_events_fini(q); /* destroys the ones made so far */
+            return ka__cu_fail(r, "cuEventCreate");
+        }
+    }
+    for (uint32_t i = n; i-- > 0;) push_free(q, &q->evs[i]);
+    if (pthread_mutex_init(&q->lock, NULL) || pthread_cond_init(&q->cond, NULL)) {
+        ka__cuda_events_fini(q);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: pthread_mutex_init/pthread_cond_init failed");
+    }
+    q->stop = false;
+    q->armed = NULL;
+    if (pthread_create(&q->thread, NULL, helper_main, q) != 0) {
+        pthread_cond_destroy(&q->cond);
+        pthread_mutex_destroy(&q->lock);
+        ka__cuda_events_fini(q);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: cannot start the CUDA callback thread");
+    }
+    q->thread_started = true;
+    return KA_OK;
+}
+
+/* After the stream is idle: stops the helper (running what is still armed)
+ * and destroys the events. */
+void ka__cuda_events_fini(ka__cuq *q) {
+    if (q->thread_started) {
+        pthread_mutex_lock(&q->lock);
+        q->stop = true;
+        pthread_cond_signal(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+        pthread_join(q->thread, NULL);
+        q->thread_started = false;
+        pthread_cond_destroy(&q->cond);
+        pthread_mutex_destroy(&q->lock);
+    }
+    if (!q->evs) return;
+    for (uint32_t i = 0; i < q->nev; i++)
+        if (q->evs[i].ev) ka__cu.cuEventDestroy(q->evs[i].ev);
+    ka__free(q->evs, sizeof *q->evs * (q->nev ? q->nev : 1));
+    q->evs = NULL;
+    q->nev = 0;
+}

@@ -1,0 +1,106 @@
+/* The CUDA back-end's own objects. Not installed. */
+#ifndef KA_CUDA_INTERNAL_H
+#define KA_CUDA_INTERNAL_H
+
+#include "cuda_loader.h"
+
+/* ka__device.native */
+typedef struct ka__cudev {
+    CUdevice dev;
+    CUcontext ctx;             /* the device's primary context, retained */
+    int ordinal;
+    int cc;                    /* major*10 + minor */
+    uint32_t smem_optin;       /* largest static + dynamic shared memory of a block */
+} ka__cudev;
+
+typedef struct ka__cuq ka__cuq;
+
+/* A native event: one pooled CUevent. The core holds one reference from the
+ * command that recorded it until it calls event_release; an armed completion
+ * callback holds another until it has run. At zero it goes back to the pool. */
+typedef struct ka__cuev {
+    CUevent ev;
+    ka__cuq *q;
+    _Atomic uint32_t refs;
+    uint32_t next_free;        /* pool link, index + 1 */
+    uint64_t seq;              /* record order on the queue's stream */
+    struct ka__cuev *armed_next; /* helper's list, under q->lock */
+    ka__native_cb cb;
+    void *cb_ctx;
+} ka__cuev;
+
+/* ka__queue.native */
+struct ka__cuq {
+    ka__cudev *d;
+    CUstream stream;
+    ka__cuev *evs;
+    uint32_t nev;
+    _Atomic uint64_t free_head; /* tag << 32 | index + 1 */
+    _Atomic uint64_t seq;
+    /* completion-callback helper thread */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    ka__cuev *armed;           /* events with a callback to run, under lock */
+    bool stop;
+    bool thread_started;
+    pthread_t thread;
+};
+
+/* ka__variant.native */
+typedef struct ka__cumod {
+    CUmodule mod;
+    char *ptx;                 /* kept only when the driver lacks cuFuncGetParamInfo */
+    size_t ptx_len;
+} ka__cumod;
+
+/* ka__kernel.bk */
+typedef struct ka__cukern {
+    CUfunction fn;
+    _Atomic uint32_t dyn_smem; /* MAX_DYNAMIC_SHARED_SIZE_BYTES set so far (only grows) */
+} ka__cukern;
+
+/* Makes the device's context current on the calling thread (a no-op when it
+ * already is). */
+static inline ka_status ka__cuda_bind(const ka__cudev *d) {
+    CUcontext cur = NULL;
+    if (KA_LIKELY(ka__cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == d->ctx)) return KA_OK;
+    CUresult r = ka__cu.cuCtxSetCurrent(d->ctx);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuCtxSetCurrent");
+}
+
+/* cuda_device.c */
+ka_status ka__cuda_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n);
+ka_status ka__cuda_device_open(ka__device *d, uint32_t index);
+void ka__cuda_device_close(ka__device *d);
+
+/* cuda_events.c */
+ka_status ka__cuda_events_init(ka__cuq *q, uint32_t n);
+void ka__cuda_events_fini(ka__cuq *q);
+/* Pops a pooled event (refs = 1); NULL when all are in use (detail recorded). */
+ka__cuev *ka__cuda_event_pop(ka__cuq *q);
+/* Returns an event that was popped but never recorded. */
+void ka__cuda_event_unpop(ka__cuev *e);
+/* Records e on the queue's stream. */
+ka_status ka__cuda_event_record(ka__cuev *e);
+/* Pops, records and publishes an event into *ev (ev non-NULL). */
+ka_status ka__cuda_event_out(ka__cuq *q, void **ev);
+int ka__cuda_event_query(void *ev, ka_status *st);
+ka_status ka__cuda_event_callback(void *ev, ka__native_cb cb, void *ctx);
+ka_status ka__cuda_event_wait(void *ev);
+void ka__cuda_event_release(void *ev);
+
+/* cuda_memory.c */
+ka_status ka__cuda_buffer_create(ka__buffer *b);
+void ka__cuda_buffer_release(ka__buffer *b);
+ka_status ka__cuda_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
+ka_status ka__cuda_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
+ka_status ka__cuda_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
+ka_status ka__cuda_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+
+/* cuda_program.c */
+ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *options);
+void ka__cuda_program_release(ka__program *p, ka__variant *v);
+ka_status ka__cuda_kernel_create(ka__kernel *k);
+void ka__cuda_kernel_release(ka__kernel *k);
+
+#endif

@@ -1,0 +1,327 @@
+/* Programs through NVRTC, kernels through the module loader.
+ *
+ * A build compiles the CUDA prelude + "#line 1" + the user's source for the
+ * device's own architecture (a cubin: no JIT at load). When this NVRTC cannot
+ * target the device (a newer GPU), it emits PTX for the newest architecture
+ * it knows and the driver JIT-compiles it. OpenCL-style options are
+ * translated where CUDA has an equivalent. */
+#include "cuda_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- options ------------------------------------------------------------ */
+static const struct {
+    const char *cl, *cuda; /* cuda NULL: dropped */
+} option_map[] = {
+    {"-cl-fast-relaxed-math", "--use_fast_math"},
+    {"-cl-unsafe-math-optimizations", "--use_fast_math"},
+    {"-cl-finite-math-only", NULL},
+    {"-cl-mad-enable", "--fmad=true"},
+    {"-cl-no-signed-zeros", NULL},
+    {"-cl-denorms-are-zero", "--ftz=true"},
+    {"-cl-opt-disable", "--dopt=off"},
+    {"-cl-single-precision-constant", NULL},
+    {"-cl-kernel-arg-info", NULL},
+    {"-Werror", "--Werror=all-warnings"},
+};
+
+/* Splits opts on blanks (double quotes group) into argv, translating OpenCL
+ * options; "-D X" becomes "-DX". buf holds the split copy. Returns argc. */
+static int split_options(char *buf, const char **argv, int cap) {
+    int argc = 0;
+    char *s = buf;
+    while (*s && argc < cap) {
+        while (*s && isspace((unsigned char)*s)) s++;
+        if (!*s) break;
+        char *start = s, *o = s;
+        bool quoted = false;
+        while (*s && (quoted || !isspace((unsigned char)*s))) {
+            if (*s == '"') quoted = !quoted;
+            else *o++ = *s;
+            s++;
+        }
+        if (*s) s++;
+        *o = 0;
+        const char *tok = start;
+        if (!strncmp(tok, "-cl-std=", 8)) continue;
+        bool mapped = false;
+        for (size_t i = 0; i < sizeof option_map / sizeof option_map[0]; i++)
+            if (!strcmp(tok, option_map[i].cl)) {
+                if (option_map[i].cuda) argv[argc++] = option_map[i].cuda;
+                mapped = true;
+                break;
+            }
+        if (mapped) continue;
+        /* "-D NAME": join with the next word, which the loop above wrote in place */
+        if ((!strcmp(tok, "-D") || !strcmp(tok, "-U") || !strcmp(tok, "-I")) && *s) {
+            while (*s && isspace((unsigned char)*s)) s++;
+            char *next = s;
+            while (*s && !isspace((unsigned char)*s)) s++;
+            if (*s) *s++ = 0;
+            /* tok is 2 chars + NUL at start; move next right after it */
+            size_t nl = strlen(next);
+            memmove(start + 2, next, nl + 1);
+        }
+        argv[argc++] = tok;
+    }
+    return argc;
+}
+
+/* ---- architecture -------------------------------------------------------- */
+/* "--gpu-architecture=sm_XY" when NVRTC knows the device, else compute_ of the
+ * newest it knows below it (PTX for the driver to JIT). */
+static ka_status choose_arch(int cc, char *opt, size_t len, bool *cubin) {
+    int n = 0, archs[256];
+    if (ka__nvrtc.nvrtcGetNumSupportedArchs && ka__nvrtc.nvrtcGetSupportedArchs &&
+        ka__nvrtc.nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0 && n <= 256)
+        ka__nvrtc.nvrtcGetSupportedArchs(archs);
+    else
+        n = 0;
+    bool have_cubin = ka__nvrtc.nvrtcGetCUBINSize && ka__nvrtc.nvrtcGetCUBIN;
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        if (archs[i] == cc) best = cc;
+        else if (archs[i] < cc && archs[i] > best && best != cc) best = archs[i];
+    }
+    if (n == 0) best = cc; /* old NVRTC without the query: try the device's own */
+    if (!best)
+        return ka__fail(KA_ERR_UNSUPPORTED, "NVRTC cannot compile for compute capability %d.%d (oldest supported: sm_%d)",
+                        cc / 10, cc % 10, archs[0]);
+    *cubin = best == cc && have_cubin;
+    snprintf(opt, len, "--gpu-architecture=%s_%d", *cubin ? "sm" : "compute", best);
+    return KA_OK;
+}
+
+/* ---- build --------------------------------------------------------------- */
+static ka_status nvrtc_fail(nvrtcResult r, const char *call) {
+    return ka__fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? KA_ERR_OUT_OF_MEMORY : KA_ERR_BUILD_FAILED, "%s: %s", call,
+                    ka__nvrtc_name(r));
+}
+
+static const char line_directive[] = "\n#line 1 \"kernel source\"\n";
+
+ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *options) {
+    ka_status st = ka__nvrtc_load();
+    if (st != KA_OK) return st;
+    ka__cudev *d = p->dev->native;
+    char arch[64];
+    bool cubin = false;
+    if ((st = choose_arch(d->cc, arch, sizeof arch, &cubin)) != KA_OK) return st;
+
+    size_t plen = strlen(ka__prelude_cuda), slen = strlen(p->source), olen = options ? strlen(options) : 0;
+    size_t srclen = plen + sizeof line_directive + slen;
+    int cap = (int)(olen / 2 + 4);
+    size_t argv_bytes = sizeof(const char *) * (size_t)cap;
+    char *src = ka__alloc(srclen);
+    char *obuf = ka__alloc(olen + 1);
+    const char **argv = ka__alloc(argv_bytes);
+    char *log = NULL, *image = NULL;
+    size_t log_len = 0, image_len = 0;
+    nvrtcProgram prog = NULL;
+    if (!src || !obuf || !argv) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        goto out;
+    }
+    memcpy(src, ka__prelude_cuda, plen);
+    memcpy(src + plen, line_directive, sizeof line_directive - 1);
+    memcpy(src + plen + sizeof line_directive - 1, p->source, slen + 1);
+    memcpy(obuf, options ? options : "", olen + 1);
+    int argc = 0;
+    argv[argc++] = arch;
+    argv[argc++] = "-std=c++17";
+    argc += split_options(obuf, argv + argc, cap - argc);
+
+    nvrtcResult nr = ka__nvrtc.nvrtcCreateProgram(&prog, src, "kernel.cu", 0, NULL, NULL);
+    if (nr != NVRTC_SUCCESS) {
+        prog = NULL;
+        st = nvrtc_fail(nr, "nvrtcCreateProgram");
+        goto out;
+    }
+    nr = ka__nvrtc.nvrtcCompileProgram(prog, argc, argv);
+    if (nr != NVRTC_SUCCESS) {
+        st = nvrtc_fail(nr, "nvrtcCompileProgram");
+        if (ka__nvrtc.nvrtcGetProgramLogSize(prog, &log_len) == NVRTC_SUCCESS && log_len > 1 &&
+            (log = ka__alloc(log_len)) && ka__nvrtc.nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
+            ka__append_detail("\n");
+            ka__append_detail(log);
+        }
+        if (nr == NVRTC_ERROR_INVALID_OPTION) {
+            ka__append_detail("\noptions:");
+            for (int i = 0; i < argc; i++) {
+                ka__append_detail(" ");
+                ka__append_detail(argv[i]);
+            }
+        }
+        goto out;
+    }
+    nr = cubin ? ka__nvrtc.nvrtcGetCUBINSize(prog, &image_len) : ka__nvrtc.nvrtcGetPTXSize(prog, &image_len);
+    if (nr != NVRTC_SUCCESS || !(image = ka__alloc(image_len))) {
+        st = nr != NVRTC_SUCCESS ? nvrtc_fail(nr, cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize")
+                                 : ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        goto out;
+    }
+    nr = cubin ? ka__nvrtc.nvrtcGetCUBIN(prog, image) : ka__nvrtc.nvrtcGetPTX(prog, image);
+    if (nr != NVRTC_SUCCESS) {
+        st = nvrtc_fail(nr, cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX");
+        goto out;
+    }
+
+    ka__cumod *m = ka__calloc(1, sizeof *m);
+    if (!m) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        goto out;
+    }
+    if ((st = ka__cuda_bind(d)) != KA_OK) {
+        ka__free(m, sizeof *m);
+        goto out;
+    }
+    CUresult r = ka__cu.cuModuleLoadData(&m->mod, image);
+    if (r != CUDA_SUCCESS) {
+        ka__free(m, sizeof *m);
+        st = ka__fail(ka__cu_status(r) == KA_ERR_DEVICE_OUT_OF_MEMORY ? KA_ERR_DEVICE_OUT_OF_MEMORY : KA_ERR_BUILD_FAILED,
+                      "cuModuleLoadData (%s): %s", arch, ka__cu_name(r));
+        goto out;
+    }
+    if (!ka__cu.cuFuncGetParamInfo) { /* old driver: signatures come from the PTX */
+        size_t ptx_len = 0;
+        if (cubin) {
+            if (ka__nvrtc.nvrtcGetPTXSize(prog, &ptx_len) == NVRTC_SUCCESS && (m->ptx = ka__alloc(ptx_len)) &&
+                ka__nvrtc.nvrtcGetPTX(prog, m->ptx) == NVRTC_SUCCESS)
+                m->ptx_len = ptx_len;
+        } else {
+            m->ptx = image; /* the image is the PTX: keep it */
+            m->ptx_len = image_len;
+            image = NULL;
+        }
+    }
+    v->native = m;
+    st = KA_OK;
+out:
+    if (prog) ka__nvrtc.nvrtcDestroyProgram(&prog);
+    if (log) ka__free(log, log_len);
+    if (image) ka__free(image, image_len);
+    if (argv) ka__free(argv, argv_bytes);
+    if (obuf) ka__free(obuf, olen + 1);
+    if (src) ka__free(src, srclen);
+    return st;
+}
+
+void ka__cuda_program_release(ka__program *p, ka__variant *v) {
+    ka__cumod *m = v->native;
+    if (!m) return;
+    if (ka__cuda_bind(p->dev->native) == KA_OK) ka__cu.cuModuleUnload(m->mod);
+    if (m->ptx) ka__free(m->ptx, m->ptx_len);
+    ka__free(m, sizeof *m);
+    v->native = NULL;
+}
+
+/* ---- kernels ------------------------------------------------------------- */
+/* Parameter sizes of `.entry name(...)` in PTX; -1 if not found. */
+static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int cap) {
+    size_t nl = strlen(name);
+    const char *s = ptx;
+    while ((s = strstr(s, ".entry ")) != NULL) {
+        s += 7;
+        while (*s == ' ' || *s == '\t') s++;
+        if (!strncmp(s, name, nl) && (s[nl] == '(' || isspace((unsigned char)s[nl]))) break;
+    }
+    if (!s) return -1;
+    s = strchr(s, '(');
+    if (!s) return -1;
+    const char *end = strchr(s, ')');
+    if (!end) return -1;
+    int n = 0;
+    for (const char *p = strstr(s, ".param"); p && p < end && n < cap; p = strstr(p + 6, ".param")) {
+        const char *stop = p;
+        while (stop < end && *stop != ',') stop++;
+        uint32_t elem = 0, count = 1;
+        for (const char *t = p + 6; t < stop; t++) {
+            if (*t == '.' && (t[1] == 'b' || t[1] == 'u' || t[1] == 's' || t[1] == 'f') && isdigit((unsigned char)t[2]))
+                elem = (uint32_t)strtoul(t + 2, NULL, 10) / 8;
+            else if (*t == '[')
+                count = (uint32_t)strtoul(t + 1, NULL, 10);
+        }
+        sizes[n++] = elem * count;
+    }
+    return n;
+}
+
+ka_status ka__cuda_kernel_create(ka__kernel *k) {
+    ka__cumod *m = k->var->native;
+    ka__cudev *d = k->prog->dev->native;
+    ka_status st = ka__cuda_bind(d);
+    if (st != KA_OK) return st;
+    CUfunction f;
+    CUresult r = ka__cu.cuModuleGetFunction(&f, m->mod, k->name);
+    if (r == CUDA_ERROR_NOT_FOUND)
+        return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "cuModuleGetFunction(\"%s\"): CUDA_ERROR_NOT_FOUND (no KA_KERNEL of that name)",
+                        k->name);
+    if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
+
+    uint32_t sizes[KA_MAX_ARGS + 2];
+    int n = 0;
+    if (ka__cu.cuFuncGetParamInfo) {
+        for (;; n++) {
+            size_t off = 0, sz = 0;
+            r = ka__cu.cuFuncGetParamInfo(f, (size_t)n, &off, &sz);
+            if (r == CUDA_ERROR_INVALID_VALUE) break; /* past the last parameter */
+            if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuFuncGetParamInfo");
+            if (n == KA_MAX_ARGS + 1) {
+                n++;
+                break;
+            }
+            sizes[n] = (uint32_t)sz;
+        }
+    } else {
+        n = m->ptx ? ptx_params(m->ptx, k->name, sizes, KA_MAX_ARGS + 2) : -1;
+        if (n < 0)
+            return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s': the driver lacks cuFuncGetParamInfo (CUDA 12.4) and the PTX "
+                            "signature could not be read", k->name);
+    }
+    if (n > KA_MAX_ARGS + 1)
+        return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s' has more than %d arguments", k->name, KA_MAX_ARGS);
+    if (n == 0 || sizes[0] != 32)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' does not take libka's hidden range first: declare it with "
+                        "KA_KERNEL or KA_KERNEL_NOARGS", k->name);
+
+    int max_threads = 0, smem = 0;
+    if ((r = ka__cu.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f)) != CUDA_SUCCESS ||
+        (r = ka__cu.cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f)) != CUDA_SUCCESS)
+        return ka__cu_fail(r, "cuFuncGetAttribute");
+
+    uint32_t nargs = (uint32_t)n - 1;
+    ka__argsig *sig = ka__calloc(nargs ? nargs : 1, sizeof *sig);
+    ka__cukern *ck = ka__calloc(1, sizeof *ck);
+    if (!sig || !ck) {
+        if (sig) ka__free(sig, sizeof *sig * (nargs ? nargs : 1));
+        if (ck) ka__free(ck, sizeof *ck);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    }
+    /* Sizes only: a buffer, a dynamic local-memory argument and a 64-bit
+     * scalar are all 8 bytes, so kinds stay unknown. */
+    for (uint32_t i = 0; i < nargs; i++) {
+        sig[i].kind = KA__SIG_UNKNOWN;
+        sig[i].size = sizes[i + 1];
+        snprintf(sig[i].name, sizeof sig[i].name, "#%u", i);
+    }
+    ck->fn = f;
+    /* CUDA lets a block use 48 KiB of static + dynamic shared memory unless the
+     * function opts in to more (cuda_backend.c raises it on demand). */
+    atomic_init(&ck->dyn_smem, smem < 48 * 1024 ? (uint32_t)(48 * 1024 - smem) : 0);
+    k->native = f;
+    k->bk = ck;
+    k->nargs = nargs;
+    k->sig = sig; /* the core frees it */
+    k->max_wg = (uint32_t)max_threads;
+    k->pref_multiple = 32;
+    k->local_mem = (uint64_t)smem;
+    return KA_OK;
+}
+
+void ka__cuda_kernel_release(ka__kernel *k) {
+    if (k->bk) ka__free(k->bk, sizeof(ka__cukern));
+    k->bk = NULL;
+    k->native = NULL;
+}
