@@ -149,8 +149,12 @@ static void notify_fd(ka__event *e) {
     }
 }
 
+/* Runs the user's callback if one is armed (1 -> 2). An event with none stays
+ * at 0, so ka_event_on_complete still works after a wait armed the driver's
+ * callback and it fired. */
 static void fire_user(ka__event *e, ka_status st) {
-    if (atomic_exchange(&e->user_cb, 2) == 1) e->fn(st, e->fn_user);
+    uint32_t armed = 1;
+    if (atomic_compare_exchange_strong(&e->user_cb, &armed, 2)) e->fn(st, e->fn_user);
 }
 
 /* Marks the event done (once); wakes sleepers. */
