@@ -77,6 +77,15 @@ void ka__handle_free(uint64_t id) {
     if (!id) return;
     pthread_mutex_lock(&lock);
     ka__slot *s = ka__slot_of(id);
+    /* ka__handle_renew steps a slot's generation past the counter; lift the
+     * counter above every generation this slot has had, so the slot's next
+     * handle cannot equal one of its stale ids. */
+    uint32_t last = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    if ((int32_t)((uint32_t)(id >> 32) - last) > 0) last = (uint32_t)(id >> 32);
+    uint32_t c = atomic_load_explicit(&gen_counter, memory_order_relaxed);
+    while ((int32_t)(last - c) > 0 &&
+           !atomic_compare_exchange_weak_explicit(&gen_counter, &c, last, memory_order_relaxed, memory_order_relaxed)) {
+    }
     atomic_store_explicit(&s->gen, 0, memory_order_release); /* 0 matches no id */
     atomic_store_explicit(&s->type, KA__T_FREE, memory_order_relaxed);
     atomic_store_explicit(&s->obj, NULL, memory_order_relaxed);
