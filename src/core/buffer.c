@@ -104,6 +104,7 @@ static ka_status end(ka_status st, ka_event *ev, pending *p) {
     } while (0)
 
 ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n, const void *src, ka_event *ev) {
+    if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q;
     ka__buffer *b;
     ka_status st = prep("ka_buffer_write", queue, dst, offset, n, &q, &b);
@@ -113,6 +114,7 @@ ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n
 }
 
 ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n, void *dst, ka_event *ev) {
+    if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q;
     ka__buffer *b;
     ka_status st = prep("ka_buffer_read", queue, src, offset, n, &q, &b);
@@ -122,6 +124,7 @@ ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n,
 }
 
 ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst, size_t dof, size_t n, ka_event *ev) {
+    if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q;
     ka__buffer *s, *d;
     ka_status st = prep("ka_buffer_copy", queue, src, so, n, &q, &s);
@@ -135,6 +138,7 @@ ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst
 
 ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, size_t psz, size_t offset, size_t n,
                          ka_event *ev) {
+    if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q;
     ka__buffer *b;
     ka_status st = prep("ka_buffer_fill", queue, dst, offset, n, &q, &b);
