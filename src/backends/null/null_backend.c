@@ -77,10 +77,26 @@ static ka_status n_build(ka__program *p, ka__variant *v, const char *options) {
 }
 static void n_prog_release(ka__program *p, ka__variant *v) { (void)p; (void)v; }
 
-/* Counts the parameters after the name in KA_KERNEL(name, ...). */
+static ka_status n_kernel_init(ka__kernel *k, uint32_t n) {
+    k->nargs = n;
+    k->sig = ka__calloc(n ? n : 1, sizeof *k->sig);
+    if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    k->native = k;
+    k->max_wg = 1024;
+    k->pref_multiple = 1;
+    return KA_OK;
+}
+
+/* Counts the parameters after the name in KA_KERNEL(name, ...); a
+ * KA_KERNEL_NOARGS(name) has none. */
 static ka_status n_kernel_create(ka__kernel *k) {
     const char *s = k->prog->source;
     size_t nl = strlen(k->name);
+    for (const char *p = s; (p = strstr(p, "KA_KERNEL_NOARGS(")); p++) {
+        const char *q = p + 17;
+        while (*q == ' ') q++;
+        if (!strncmp(q, k->name, nl) && (q[nl] == ')' || q[nl] == ' ')) return n_kernel_init(k, 0);
+    }
     for (const char *p = s; (p = strstr(p, "KA_KERNEL(")); p++) {
         const char *q = p + 10;
         while (*q == ' ') q++;
@@ -92,13 +108,7 @@ static ka_status n_kernel_create(ka__kernel *k) {
             else if (*q == ')') depth--;
             else if (*q == ',' && depth == 1) n++;
         }
-        k->nargs = n;
-        k->sig = ka__calloc(n ? n : 1, sizeof *k->sig);
-        if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
-        k->native = k;
-        k->max_wg = 1024;
-        k->pref_multiple = 1;
-        return KA_OK;
+        return n_kernel_init(k, n);
     }
     return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program", k->name);
 }
@@ -106,7 +116,15 @@ static void n_kernel_release(ka__kernel *k) { (void)k; }
 
 static ka_status n_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                           void **ev) {
-    (void)q; (void)k; (void)l; (void)args; (void)nargs;
+    (void)q; (void)l;
+    /* Buffer handles are checked here as the OpenCL back-end does. */
+    for (uint32_t i = 0; i < nargs; i++) {
+        if (args[i].kind != KA_ARG_BUFFER) continue;
+        ka__buffer *b = ka__resolve(args[i].u.buffer, KA__T_BUFFER);
+        if (!b || b->dev != k->prog->dev)
+            return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u: invalid, released or foreign buffer",
+                            k->name, i);
+    }
     if (ev) *ev = NULL;
     return KA_OK;
 }
