@@ -5,10 +5,10 @@
  *   KA_STATIC_WG0..2     static work-group size (adds __launch_bounds__)
  *   KA_STATIC_ND0..2     static ndrange
  *   KA_SUBGROUP_SIZE     required sub-group size (always 32 here: a warp)
- * Differences from OpenCL C worth knowing:
+ * docs/KERNELS.md documents every construct. Differences from OpenCL C:
  *   - KA_LOCAL is __shared__, a storage class: it declares local arrays
- *     (KA_LOCAL float tile[256];) but cannot qualify a pointer parameter; a
- *     device function takes a plain pointer to local memory in CUDA.
+ *     (KA_LOCAL float tile[256];); a helper's pointer-to-local parameter is
+ *     spelled KA_LOCAL_PTR(T) (a plain T * here).
  *   - KA_CONSTANT is const: it qualifies pointer parameters; a program-scope
  *     table needs __device__ (or __constant__) in CUDA.
  *   - Sub-group (warp) functions must be reached by every live lane of the
@@ -54,6 +54,9 @@ struct ka_nd_t {
 #define KA_STATIC_WG2 1
 #endif
 #define KA__WG_ATTR __launch_bounds__((KA_STATIC_WG0) * (KA_STATIC_WG1) * (KA_STATIC_WG2))
+/* Work-items of the static work-group: sizes fixed local arrays. Defined only
+ * in static variants, so a kernel using it sits under #ifdef KA_STATIC_WG0. */
+#define KA_STATIC_WG_LINEAR ((KA_STATIC_WG0) * (KA_STATIC_WG1) * (KA_STATIC_WG2))
 #else
 #define KA__WG_ATTR
 #endif
@@ -66,17 +69,39 @@ struct ka_nd_t {
 #endif
 #endif
 
+#ifndef KA_SUBGROUP_SIZE
+#define KA_SUBGROUP_SIZE 32
+#endif
+/* OpenCL C's qualifier spellings, so sources that use them directly still
+ * compile (a bare __kernel is not a libka kernel: ka_kernel_get refuses it). */
+#define __kernel extern "C" __global__
+#define __global
+#define __constant const
+#define __private
+
 /* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first. */
 #define KA_KERNEL(name, ...) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd, __VA_ARGS__)
 #define KA_KERNEL_NOARGS(name) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd)
 #define KA_GLOBAL
+/* Local storage declared at kernel scope: KA_LOCAL float tile[64]; */
 #define KA_LOCAL __shared__
 #define KA_CONSTANT const
-#define KA_CONST const __restrict__
+/* Read-only, non-aliased global argument: KA_CONST(float) x -> const float *__restrict__ x. */
+#define KA_CONST(T) const T *__restrict__
 #define KA_RESTRICT __restrict__
+/* A pointer to local memory as a helper function's parameter type. */
+#define KA_LOCAL_PTR(T) T *
 #define KA_DEVICE_FN static __device__ inline
 #define KA_INLINE __device__ inline
-#define KA__FN static __device__ __forceinline__
+/* Helpers that use ka_ndrange(), ka_in_range() or the linear indices take the
+ * kernel's context: declare f(KA_CTX_PARAM, ...) and call f(KA_CTX, ...). */
+#define KA_CTX_PARAM const ka_nd_t ka__nd
+#define KA_CTX ka__nd
+/* Loop unrolling hints, before a for loop. */
+#define KA__PRAGMA(x) _Pragma(#x)
+#define KA_UNROLL KA__PRAGMA(unroll)
+#define KA_UNROLL_N(n) KA__PRAGMA(unroll n)
+#define KA__FN __device__ __forceinline__ /* not static: unused ones draw no warning */
 
 /* Dynamic local memory. KA_LOCAL_ARG(T) p is a kernel parameter holding a
  * byte offset into the block's dynamic shared memory: libka passes each
@@ -129,7 +154,9 @@ KA__FN ka_size_t ka_global_id(unsigned d) { return ka_group_id(d) * ka_group_siz
 
 /* ---- atomics (return the old value) ------------------------------------ */
 /* Overloads for int, uint, long, ulong, long long, unsigned long long, and
- * add/xchg on float; on global or local (shared) memory alike. */
+ * add/xchg/load/store on float and double; on global or local (shared) memory
+ * alike. ka_atomic_load/store are volatile accesses: aligned 32- and 64-bit
+ * loads and stores are single-copy atomic, and volatile bypasses L1. */
 #define KA__ATOMIC(T, U, SU)                                                                                  \
     KA__FN T ka_atomic_add(volatile T *p, T v) { return (T)atomicAdd((U *)p, (U)v); }                         \
     KA__FN T ka_atomic_sub(volatile T *p, T v) { return (T)atomicAdd((U *)p, (U)0 - (U)v); }                  \
@@ -139,7 +166,9 @@ KA__FN ka_size_t ka_global_id(unsigned d) { return ka_group_id(d) * ka_group_siz
     KA__FN T ka_atomic_or(volatile T *p, T v) { return (T)atomicOr((U *)p, (U)v); }                           \
     KA__FN T ka_atomic_xor(volatile T *p, T v) { return (T)atomicXor((U *)p, (U)v); }                         \
     KA__FN T ka_atomic_xchg(volatile T *p, T v) { return (T)atomicExch((U *)p, (U)v); }                       \
-    KA__FN T ka_atomic_cmpxchg(volatile T *p, T cmp, T v) { return (T)atomicCAS((U *)p, (U)cmp, (U)v); }
+    KA__FN T ka_atomic_cmpxchg(volatile T *p, T cmp, T v) { return (T)atomicCAS((U *)p, (U)cmp, (U)v); }    \
+    KA__FN T ka_atomic_load(volatile T *p) { return *p; }                                                     \
+    KA__FN void ka_atomic_store(volatile T *p, T v) { *p = v; }
 /* (type, unsigned type for add/bitwise/xchg/cas, type whose order min/max use) */
 KA__ATOMIC(int, unsigned int, int)
 KA__ATOMIC(unsigned int, unsigned int, unsigned int)
@@ -150,6 +179,27 @@ KA__ATOMIC(unsigned long long, unsigned long long, unsigned long long)
 #undef KA__ATOMIC
 KA__FN float ka_atomic_add(volatile float *p, float v) { return atomicAdd((float *)p, v); }
 KA__FN float ka_atomic_xchg(volatile float *p, float v) { return atomicExch((float *)p, v); }
+KA__FN float ka_atomic_load(volatile float *p) { return *p; }
+KA__FN void ka_atomic_store(volatile float *p, float v) { *p = v; }
+/* Native double add from sm_60 (every GPU NVRTC 12+ targets); a CAS loop below. */
+KA__FN double ka_atomic_add(volatile double *p, double v) {
+#if __CUDA_ARCH__ >= 600
+    return atomicAdd((double *)p, v);
+#else
+    unsigned long long *u = (unsigned long long *)p, old = *u, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(u, assumed, (unsigned long long)__double_as_longlong(__longlong_as_double((long long)assumed) + v));
+    } while (old != assumed);
+    return __longlong_as_double((long long)old);
+#endif
+}
+KA__FN double ka_atomic_xchg(volatile double *p, double v) {
+    return __longlong_as_double((long long)atomicExch((unsigned long long *)p, (unsigned long long)__double_as_longlong(v)));
+}
+KA__FN double ka_atomic_load(volatile double *p) { return *p; }
+KA__FN void ka_atomic_store(volatile double *p, double v) { *p = v; }
+#define KA_HAS_ATOMIC_DOUBLE_ADD 1
 
 /* ---- sub-groups: warps of 32 -------------------------------------------- */
 /* Lanes are numbered by the local linear id, as CUDA forms warps. The last
@@ -250,18 +300,19 @@ KA__FN double as_double(long x) { return __longlong_as_double(x); }
 
 /* ka_convert_<int type>_<mode>(x), mode rte (nearest even), rtz (toward zero),
  * rtp (up), rtn (down); saturating, NaN gives 0 (as OpenCL's _sat). PTX's
- * float-to-integer conversions already saturate 32- and 64-bit results and
- * map NaN to 0; narrower types clamp the 32-bit result. */
+ * float-to-integer conversions saturate; NaN gives 0 for 32-bit results but
+ * 0x8000000000000000 for 64-bit ones (seen on sm_90 from float), hence the
+ * explicit NaN test; narrower types clamp the 32-bit result. */
 #define KA__CONV_NARROW(T, LO, HI, F, SUF)                                                                    \
     KA__FN T ka_convert_##T##_rte(F x) { return (T)clamp(__##SUF##2int_rn(x), LO, HI); }                      \
     KA__FN T ka_convert_##T##_rtz(F x) { return (T)clamp(__##SUF##2int_rz(x), LO, HI); }                      \
     KA__FN T ka_convert_##T##_rtp(F x) { return (T)clamp(__##SUF##2int_ru(x), LO, HI); }                      \
     KA__FN T ka_convert_##T##_rtn(F x) { return (T)clamp(__##SUF##2int_rd(x), LO, HI); }
 #define KA__CONV_WIDE(T, F, SUF, TO)                                                                          \
-    KA__FN T ka_convert_##T##_rte(F x) { return (T)__##SUF##2##TO##_rn(x); }                                  \
-    KA__FN T ka_convert_##T##_rtz(F x) { return (T)__##SUF##2##TO##_rz(x); }                                  \
-    KA__FN T ka_convert_##T##_rtp(F x) { return (T)__##SUF##2##TO##_ru(x); }                                  \
-    KA__FN T ka_convert_##T##_rtn(F x) { return (T)__##SUF##2##TO##_rd(x); }
+    KA__FN T ka_convert_##T##_rte(F x) { return x != x ? (T)0 : (T)__##SUF##2##TO##_rn(x); }                  \
+    KA__FN T ka_convert_##T##_rtz(F x) { return x != x ? (T)0 : (T)__##SUF##2##TO##_rz(x); }                  \
+    KA__FN T ka_convert_##T##_rtp(F x) { return x != x ? (T)0 : (T)__##SUF##2##TO##_ru(x); }                  \
+    KA__FN T ka_convert_##T##_rtn(F x) { return x != x ? (T)0 : (T)__##SUF##2##TO##_rd(x); }
 #define KA__CONV_ALL(F, SUF)                                                                                  \
     KA__CONV_NARROW(char, -128, 127, F, SUF)                                                                  \
     KA__CONV_NARROW(uchar, 0, 255, F, SUF)                                                                    \

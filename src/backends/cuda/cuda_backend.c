@@ -14,8 +14,8 @@
 
 #ifdef KA_HAVE_CUDA
 
-/* Native events per queue beyond the core's slot count: a released event can
- * still be held by the callback helper for a moment. */
+/* Events per queue: the core's slot count (its default when not yet known)
+ * plus a margin for released events the callback helper still holds. */
 #define KA__CUDA_EVENT_MARGIN 64
 #define KA__CUDA_DEFAULT_EVENTS 1024
 
@@ -26,6 +26,7 @@ static ka_status cuda_queue_create(ka__queue *kq) {
     ka__cuq *q = ka__calloc(1, sizeof *q);
     if (!q) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
     q->d = d;
+    q->kq = kq;
     CUresult r = ka__cu.cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) {
         ka__free(q, sizeof *q);

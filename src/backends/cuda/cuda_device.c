@@ -10,20 +10,25 @@ static int attr(CUdevice dev, CUdevice_attribute a) {
     return v;
 }
 
-/* The kernel module's version ("580.159"), which the driver API does not give. */
+/* The kernel module's version ("580.159.04"), which the driver API does not
+ * give: the first word starting with a digit after "Kernel Module" in
+ * "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...". */
 static void kernel_driver_version(char *out, size_t len) {
     FILE *f = fopen("/proc/driver/nvidia/version", "r");
     if (!f) return;
     char line[256];
     if (fgets(line, sizeof line, f)) {
         const char *p = strstr(line, "Kernel Module");
-        if (p) {
-            p += strlen("Kernel Module");
-            while (*p == ' ' || *p == '\t') p++;
-            size_t n = strcspn(p, " \t\n");
-            if (n && n < len) {
-                memcpy(out, p, n);
-                out[n] = 0;
+        while (p && *p) {
+            p += strcspn(p, " \t\n");
+            p += strspn(p, " \t");
+            if (*p >= '0' && *p <= '9') {
+                size_t n = strcspn(p, " \t\n");
+                if (n < len) {
+                    memcpy(out, p, n);
+                    out[n] = 0;
+                }
+                break;
             }
         }
     }

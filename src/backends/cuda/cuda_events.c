@@ -1,11 +1,16 @@
 /* Native events: a per-queue pool of CUevents, and completion callbacks.
  *
- * Pool. queue_create makes every CUevent the queue can need (the core's slot
- * count plus a margin: a slot holds at most one native event at a time, and a
- * released one can be held a moment longer by the callback helper), with
- * CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC. A command pops one from a
- * lock-free stack and records it; event_release pushes it back once the
- * callback helper no longer holds it. Nothing is allocated per command.
+ * Pool. queue_create makes every CUevent the queue should need (the core's
+ * slot count plus a margin: a core slot holds at most one native event at a
+ * time, and a released one can be held a moment longer by the callback
+ * helper), with CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC. A command
+ * pops one from a lock-free stack and records it; event_release pushes it back
+ * once the callback helper no longer holds it. Nothing is allocated per
+ * command. The core makes its slots after queue_create, so the slot count is
+ * not always known there (the default, 1024, is assumed); if the pool runs dry
+ * while the core has more slots than events were made for, it grows once, by
+ * chunks, under a lock (an allocation on that one launch; never in steady
+ * state, and never with the default capacity).
  *
  * Callbacks. One helper thread per queue, started with the queue. event_callback
  * runs cb inline when the event is already complete; otherwise it links the
@@ -20,12 +25,19 @@
 
 #include <string.h>
 
+/* Released natives the callback helper can hold past the core's slots. */
+#define KA__CUEV_MARGIN 64u
+
+static inline ka__cuev *event_at(ka__cuq *q, uint32_t index) {
+    ka__cuev *c = atomic_load_explicit(&q->chunks[index / KA__CUEV_CHUNK], memory_order_acquire);
+    return &c[index % KA__CUEV_CHUNK];
+}
+
 static void push_free(ka__cuq *q, ka__cuev *e) {
-    uint32_t idx = (uint32_t)(e - q->evs) + 1;
     uint64_t head = atomic_load_explicit(&q->free_head, memory_order_relaxed);
     do {
         e->next_free = (uint32_t)head;
-    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | idx,
+    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | (e->index + 1),
                                                     memory_order_release, memory_order_relaxed));
 }
 
@@ -33,20 +45,63 @@ static void unref(ka__cuev *e) {
     if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) push_free(e->q, e);
 }
 
+/* Makes events up to `want` in all (under grow_lock, or before the queue is
+ * shared) and puts the new ones on the free list. */
+static ka_status add_events(ka__cuq *q, uint32_t want) {
+    uint32_t have = atomic_load_explicit(&q->nev, memory_order_relaxed);
+    if (want > KA__CUEV_CHUNK * KA__CUEV_MAX_CHUNKS) want = KA__CUEV_CHUNK * KA__CUEV_MAX_CHUNKS;
+    while (have < want) {
+        uint32_t ci = have / KA__CUEV_CHUNK;
+        ka__cuev *c = atomic_load_explicit(&q->chunks[ci], memory_order_relaxed);
+        if (!c) {
+            if (!(c = ka__calloc(KA__CUEV_CHUNK, sizeof *c)))
+                return ka__fail(KA_ERR_OUT_OF_MEMORY, "CUDA queue: out of memory for events");
+            atomic_store_explicit(&q->chunks[ci], c, memory_order_release);
+        }
+        ka__cuev *e = &c[have % KA__CUEV_CHUNK];
+        CUresult r = ka__cu.cuEventCreate(&e->ev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
+        if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventCreate");
+        e->q = q;
+        e->index = have;
+        atomic_store_explicit(&q->nev, ++have, memory_order_release);
+        push_free(q, e);
+    }
+    return KA_OK;
+}
+
+/* The pool is dry: grows it when the core has more slots than were assumed.
+ * true when there may be free events now. */
+static bool grow(ka__cuq *q) {
+    uint32_t want = q->kq->nevents + KA__CUEV_MARGIN;
+    bool ok;
+    pthread_mutex_lock(&q->grow_lock);
+    if (atomic_load_explicit(&q->nev, memory_order_relaxed) < want) {
+        ka__log(KA_LOG_DEBUG, "CUDA queue: growing the event pool to %u", want);
+        ok = add_events(q, want) == KA_OK;
+    } else {
+        ok = (uint32_t)atomic_load_explicit(&q->free_head, memory_order_acquire) != 0; /* grown by another thread */
+    }
+    pthread_mutex_unlock(&q->grow_lock);
+    return ok;
+}
+
 ka__cuev *ka__cuda_event_pop(ka__cuq *q) {
     uint64_t head = atomic_load_explicit(&q->free_head, memory_order_acquire);
-    ka__cuev *e;
-    do {
+    for (;;) {
         uint32_t idx = (uint32_t)head;
         if (KA_UNLIKELY(idx == 0)) {
-            ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED, "CUDA queue: all %u native events are in use", q->nev);
+            if (grow(q) && (uint32_t)(head = atomic_load_explicit(&q->free_head, memory_order_acquire))) continue;
+            ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED, "CUDA queue: all %u native events are in use",
+                     atomic_load_explicit(&q->nev, memory_order_relaxed));
             return NULL;
         }
-        e = &q->evs[idx - 1];
-    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | e->next_free,
-                                                    memory_order_acquire, memory_order_acquire));
-    atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
-    return e;
+        ka__cuev *e = event_at(q, idx - 1);
+        if (atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | e->next_free,
+                                                  memory_order_acquire, memory_order_acquire)) {
+            atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
+            return e;
+        }
+    }
 }
 
 void ka__cuda_event_unpop(ka__cuev *e) { unref(e); }
@@ -159,30 +214,23 @@ static void *helper_main(void *arg) {
 }
 
 ka_status ka__cuda_events_init(ka__cuq *q, uint32_t n) {
-    q->evs = ka__calloc(n, sizeof *q->evs);
-    if (!q->evs) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for %u CUDA events", n);
     atomic_init(&q->free_head, 0);
     atomic_init(&q->seq, 1);
-    q->nev = n;
-    for (uint32_t i = 0; i < n; i++) {
-        ka__cuev *e = &q->evs[i];
-        e->q = q;
-        CUresult r = ka__cu.cuEventCreate(&e->ev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
-        if (r != CUDA_SUCCESS) {
-            ka__cuda_events_fini(q); /* destroys the ones made so far */
-            return ka__cu_fail(r, "cuEventCreate");
-        }
-    }
-    for (uint32_t i = n; i-- > 0;) push_free(q, &q->evs[i]);
+    atomic_init(&q->nev, 0);
+    if (pthread_mutex_init(&q->grow_lock, NULL)) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: pthread_mutex_init failed");
+    q->locks_made = true;
     if (pthread_mutex_init(&q->lock, NULL) || pthread_cond_init(&q->cond, NULL)) {
         ka__cuda_events_fini(q);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: pthread_mutex_init/pthread_cond_init failed");
     }
+    ka_status st = add_events(q, n);
+    if (st != KA_OK) {
+        ka__cuda_events_fini(q);
+        return st;
+    }
     q->stop = false;
     q->armed = NULL;
     if (pthread_create(&q->thread, NULL, helper_main, q) != 0) {
-        pthread_cond_destroy(&q->cond);
-        pthread_mutex_destroy(&q->lock);
         ka__cuda_events_fini(q);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: cannot start the CUDA callback thread");
     }
@@ -200,13 +248,19 @@ void ka__cuda_events_fini(ka__cuq *q) {
         pthread_mutex_unlock(&q->lock);
         pthread_join(q->thread, NULL);
         q->thread_started = false;
+    }
+    if (q->locks_made) {
         pthread_cond_destroy(&q->cond);
         pthread_mutex_destroy(&q->lock);
+        pthread_mutex_destroy(&q->grow_lock);
+        q->locks_made = false;
     }
-    if (!q->evs) return;
-    for (uint32_t i = 0; i < q->nev; i++)
-        if (q->evs[i].ev) ka__cu.cuEventDestroy(q->evs[i].ev);
-    ka__free(q->evs, sizeof *q->evs * (q->nev ? q->nev : 1));
-    q->evs = NULL;
-    q->nev = 0;
+    uint32_t n = atomic_load(&q->nev);
+    for (uint32_t i = 0; i < n; i++) ka__cu.cuEventDestroy(event_at(q, i)->ev);
+    for (uint32_t c = 0; c < KA__CUEV_MAX_CHUNKS; c++) {
+        ka__cuev *chunk = atomic_load(&q->chunks[c]);
+        if (chunk) ka__free(chunk, sizeof *chunk * KA__CUEV_CHUNK);
+        atomic_store(&q->chunks[c], NULL);
+    }
+    atomic_store(&q->nev, 0);
 }

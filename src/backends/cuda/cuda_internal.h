@@ -22,6 +22,7 @@ typedef struct ka__cuev {
     CUevent ev;
     ka__cuq *q;
     _Atomic uint32_t refs;
+    uint32_t index;            /* in the queue's pool */
     uint32_t next_free;        /* pool link, index + 1 */
     uint64_t seq;              /* record order on the queue's stream */
     struct ka__cuev *armed_next; /* helper's list, under q->lock */
@@ -29,12 +30,19 @@ typedef struct ka__cuev {
     void *cb_ctx;
 } ka__cuev;
 
+/* The event pool grows in chunks (see cuda_events.c); up to the core's
+ * largest queue capacity (2^20) plus a margin. */
+#define KA__CUEV_CHUNK 1024u
+#define KA__CUEV_MAX_CHUNKS ((1u << 20) / KA__CUEV_CHUNK + 2u)
+
 /* ka__queue.native */
 struct ka__cuq {
     ka__cudev *d;
+    ka__queue *kq;
     CUstream stream;
-    ka__cuev *evs;
-    uint32_t nev;
+    ka__cuev *_Atomic chunks[KA__CUEV_MAX_CHUNKS];
+    _Atomic uint32_t nev;      /* events made */
+    pthread_mutex_t grow_lock;
     _Atomic uint64_t free_head; /* tag << 32 | index + 1 */
     _Atomic uint64_t seq;
     /* completion-callback helper thread */
@@ -43,6 +51,7 @@ struct ka__cuq {
     ka__cuev *armed;           /* events with a callback to run, under lock */
     bool stop;
     bool thread_started;
+    bool locks_made;
     pthread_t thread;
 };
 
@@ -74,6 +83,7 @@ ka_status ka__cuda_device_open(ka__device *d, uint32_t index);
 void ka__cuda_device_close(ka__device *d);
 
 /* cuda_events.c */
+/* Makes n pooled events and starts the callback thread. */
 ka_status ka__cuda_events_init(ka__cuq *q, uint32_t n);
 void ka__cuda_events_fini(ka__cuq *q);
 /* Pops a pooled event (refs = 1); NULL when all are in use (detail recorded). */
