@@ -1,6 +1,7 @@
 /* libka kernel dialect: the OpenCL C prelude.
  * Prepended by libka to every program built for an OpenCL device. The CUDA
  * prelude (ka_kernel_cuda.h) gives the same names the same meaning.
+ * docs/KERNELS.md documents every construct, with its OpenCL and CUDA mapping.
  * Build-time defines set by libka for a configuration:
  *   KA_STATIC_WG0..2     static work-group size (when the configuration fixes it)
  *   KA_STATIC_ND0..2     static ndrange
@@ -36,24 +37,55 @@
 #endif
 
 /* ---- qualifiers -------------------------------------------------------- */
-typedef ulong4 ka_nd_t; /* hidden argument: logical ndrange (x,y,z), dims (w) */
+/* The hidden first argument is the logical ndrange (x,y,z) and dims (w). It
+ * is spelled ulong4, not a typedef: PoCL preallocates argument storage only
+ * when it knows every argument's size, and a typedef hides it (measured: a
+ * malloc and free per clSetKernelArg otherwise). */
+typedef ulong4 ka_nd_t;
 
+#ifndef KA_SUBGROUP_SIZE
+#define KA_SUBGROUP_SIZE 0
+#endif
 #if defined(KA_STATIC_WG0)
 #define KA__WG_ATTR __attribute__((reqd_work_group_size(KA_STATIC_WG0, KA_STATIC_WG1, KA_STATIC_WG2)))
+/* Work-items of the static work-group: sizes fixed local arrays. Defined only
+ * in static variants, so a kernel using it sits under #ifdef KA_STATIC_WG0. */
+#define KA_STATIC_WG_LINEAR (KA_STATIC_WG0 * KA_STATIC_WG1 * KA_STATIC_WG2)
 #else
 #define KA__WG_ATTR
 #endif
+#if defined(cl_intel_required_subgroup_size) && KA_SUBGROUP_SIZE > 0
+#pragma OPENCL EXTENSION cl_intel_required_subgroup_size : enable
+#define KA__SG_ATTR __attribute__((intel_reqd_sub_group_size(KA_SUBGROUP_SIZE)))
+#else
+#define KA__SG_ATTR
+#endif
 /* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first. */
-#define KA_KERNEL(name, ...) __kernel KA__WG_ATTR void name(const ka_nd_t ka__nd, __VA_ARGS__)
-#define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR void name(const ka_nd_t ka__nd)
+#define KA_KERNEL(name, ...) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd, __VA_ARGS__)
+#define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd)
 #define KA_GLOBAL __global
+/* Local storage declared at kernel scope: KA_LOCAL float tile[64]; */
 #define KA_LOCAL __local
 #define KA_CONSTANT __constant
-#define KA_CONST const __restrict
+/* Read-only, non-aliased global argument (KernelAbstractions' @Const):
+ * KA_CONST(float) x  ->  const float *restrict x in global memory. */
+#define KA_CONST(T) __global const T *restrict
 #define KA_RESTRICT restrict
+/* Local memory passed at launch: a KA_LOCAL_ARG(T) parameter takes ka_arg_local(bytes). */
 #define KA_LOCAL_ARG(T) __local T *
+/* A pointer to local memory as a helper function's parameter type. */
+#define KA_LOCAL_PTR(T) __local T *
 #define KA_DEVICE_FN static inline
 #define KA_INLINE inline
+/* Helpers that use ka_ndrange(), ka_in_range() or the linear indices take the
+ * kernel's context (KernelAbstractions' @context): declare the helper as
+ * f(KA_CTX_PARAM, ...) and call it as f(KA_CTX, ...). */
+#define KA_CTX_PARAM const ka_nd_t ka__nd
+#define KA_CTX ka__nd
+/* Loop unrolling hints, before a for loop. */
+#define KA__PRAGMA(x) _Pragma(#x)
+#define KA_UNROLL KA__PRAGMA(unroll)
+#define KA_UNROLL_N(n) KA__PRAGMA(unroll n)
 
 /* ---- indices ----------------------------------------------------------- */
 typedef ulong ka_size_t;
@@ -97,7 +129,9 @@ typedef ulong ka_size_t;
     KA__OVL T ka_atomic_or(volatile AS T *p, T v) { return atomic_or(p, v); }                    \
     KA__OVL T ka_atomic_xor(volatile AS T *p, T v) { return atomic_xor(p, v); }                  \
     KA__OVL T ka_atomic_xchg(volatile AS T *p, T v) { return atomic_xchg(p, v); }                \
-    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return atomic_cmpxchg(p, cmp, v); }
+    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return atomic_cmpxchg(p, cmp, v); } \
+    KA__OVL T ka_atomic_load(volatile AS T *p) { return atomic_or(p, (T)0); }                    \
+    KA__OVL void ka_atomic_store(volatile AS T *p, T v) { (void)atomic_xchg(p, v); }
 KA__ATOMIC32(int, __global)
 KA__ATOMIC32(uint, __global)
 KA__ATOMIC32(int, __local)
@@ -112,11 +146,32 @@ KA__ATOMIC32(uint, __local)
     KA__OVL T ka_atomic_or(volatile AS T *p, T v) { return atom_or(p, v); }                      \
     KA__OVL T ka_atomic_xor(volatile AS T *p, T v) { return atom_xor(p, v); }                    \
     KA__OVL T ka_atomic_xchg(volatile AS T *p, T v) { return atom_xchg(p, v); }                  \
-    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return atom_cmpxchg(p, cmp, v); }
+    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return atom_cmpxchg(p, cmp, v); } \
+    KA__OVL T ka_atomic_load(volatile AS T *p) { return atom_or(p, (T)0); }                      \
+    KA__OVL void ka_atomic_store(volatile AS T *p, T v) { (void)atom_xchg(p, v); }
 KA__ATOMIC64(long, __global)
 KA__ATOMIC64(ulong, __global)
 KA__ATOMIC64(long, __local)
 KA__ATOMIC64(ulong, __local)
+#ifdef KA_HAS_DOUBLE
+/* Double add: a compare-exchange loop on the 64-bit pattern. */
+#define KA__ATOMICD(AS)                                                                          \
+    KA__OVL double ka_atomic_add(volatile AS double *p, double v) {                              \
+        volatile AS ulong *u = (volatile AS ulong *)p;                                           \
+        ulong old = *u, assumed;                                                                 \
+        do {                                                                                     \
+            assumed = old;                                                                       \
+            old = atom_cmpxchg(u, assumed, as_ulong(as_double(assumed) + v));                    \
+        } while (old != assumed);                                                                \
+        return as_double(old);                                                                   \
+    }                                                                                            \
+    KA__OVL double ka_atomic_xchg(volatile AS double *p, double v) {                             \
+        return as_double(atom_xchg((volatile AS ulong *)p, as_ulong(v)));                        \
+    }
+KA__ATOMICD(__global)
+KA__ATOMICD(__local)
+#define KA_HAS_ATOMIC_DOUBLE_ADD 1
+#endif
 #endif
 /* Float add: OpenCL C 1.2 has none, so a compare-exchange loop on the bits. */
 #define KA__ATOMICF(AS)                                                                          \
@@ -129,7 +184,9 @@ KA__ATOMIC64(ulong, __local)
         } while (old != assumed);                                                                \
         return as_float(old);                                                                    \
     }                                                                                            \
-    KA__OVL float ka_atomic_xchg(volatile AS float *p, float v) { return atomic_xchg(p, v); }
+    KA__OVL float ka_atomic_xchg(volatile AS float *p, float v) { return atomic_xchg(p, v); }    \
+    KA__OVL float ka_atomic_load(volatile AS float *p) { return as_float(atomic_or((volatile AS uint *)p, 0u)); } \
+    KA__OVL void ka_atomic_store(volatile AS float *p, float v) { (void)atomic_xchg(p, v); }
 KA__ATOMICF(__global)
 KA__ATOMICF(__local)
 

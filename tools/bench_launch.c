@@ -90,6 +90,7 @@ __attribute__((noinline)) double bench_raw_loop(raw *r, int nargs, int iters, in
     for (int i = 0; i < 64; i++) vals[i] = (float)i;
     int64_t t0 = bench_now_ns();
     for (int it = 0; it < iters; it++) {
+        vals[1] = (float)it; /* one argument changes every launch, like a time step */
         clSetKernelArg(r->k, 1, sizeof(cl_mem), &r->buf);
         for (int a = 1; a < nargs; a++) clSetKernelArg(r->k, (cl_uint)a + 1, sizeof(float), &vals[a & 63]);
         if (wait) {
@@ -116,6 +117,7 @@ struct kactx {
 __attribute__((noinline)) double bench_ka_loop(kactx *c, int nargs, int iters, int wait) {
     int64_t t0 = bench_now_ns();
     for (int it = 0; it < iters; it++) {
+        if (nargs > 1) c->args[1] = ka_arg_f32((float)it); /* as in the raw loop */
         if (wait) {
             ka_event ev;
             ka_launch(c->q, c->k, &c->range, c->args, (uint32_t)nargs, &ev);

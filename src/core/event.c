@@ -10,6 +10,7 @@
 #include "ka_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -56,6 +57,15 @@ static void futex_wake_all(_Atomic uint32_t *addr) {
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+void ka__spin_wait(_Atomic uint32_t *l) {
+    for (int i = 0;; i++) {
+        if (!atomic_load_explicit(l, memory_order_relaxed) && !atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return;
+        if (i < 64) cpu_relax();
+        else sched_yield();
+    }
+}
+
 /* ---- pool -------------------------------------------------------------- */
 static void push_free(ka__queue *q, ka__event *e) {
     uint32_t idx = (uint32_t)(e - q->events) + 1;
@@ -77,8 +87,12 @@ ka_status ka__events_init(ka__queue *q, uint32_t n) {
         e->q = q;
         e->id = ka__handle_new(KA__T_EVENT, e);
         if (!e->id) {
-            q->nevents = i;
-            ka__events_fini(q);
+            /* Not ka__events_fini: the array must be freed with the size it
+             * was allocated with, n events, not the i with handles. */
+            for (uint32_t j = 0; j < i; j++) ka__handle_free(q->events[j].id);
+            ka__free(q->events, sizeof(ka__event) * n);
+            q->events = NULL;
+            q->nevents = 0;
             return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for event handles");
         }
     }

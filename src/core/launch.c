@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-ka__queue *ka__queue_of(ka_queue q);
 
 static const char *kind_name(uint32_t k) {
     switch (k) {
@@ -99,23 +98,15 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
     return KA_OK;
 }
 
-ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const ka_arg *args, uint32_t nargs,
-                    ka_event *ev) {
-    if (ev) ev->id = 0;
-    ka__queue *q = ka__queue_of(queue);
-    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released queue");
-    ka__kernel *k = ka__resolve(kernel.id, KA__T_KERNEL);
-    if (KA_UNLIKELY(!k)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released kernel");
-    if (KA_UNLIKELY(!r)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: range is NULL");
-    if (KA_UNLIKELY(k->prog->dev != q->dev))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel and queue are on different devices");
-    if (KA_UNLIKELY(r->dims < 1 || r->dims > 3))
-        return ka__fail(KA_ERR_INVALID_RANGE, "ka_launch: a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
-                        r->dims);
-    ka_status st = check_args(k, args, nargs);
-    if (KA_UNLIKELY(st != KA_OK)) return st;
+static inline bool same_range(const ka_range *a, const ka_range *b) {
+    return a->dims == b->dims && a->size[0] == b->size[0] && a->size[1] == b->size[1] && a->size[2] == b->size[2] &&
+           a->workgroup[0] == b->workgroup[0] && a->workgroup[1] == b->workgroup[1] && a->workgroup[2] == b->workgroup[2];
+}
 
+/* Validates the range against the kernel and fills the padded launch. */
+static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp, bool *emptyp) {
     ka__launch l;
+    ka_status st;
     l.dims = r->dims;
     bool empty = false;
     for (uint32_t d = 0; d < 3; d++) {
@@ -132,11 +123,54 @@ ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const k
                                 k->name, (unsigned long long)k->key.nd[0], (unsigned long long)k->key.nd[1],
                                 (unsigned long long)k->key.nd[2], (unsigned long long)l.nd[0],
                                 (unsigned long long)l.nd[1], (unsigned long long)l.nd[2]);
-    for (uint32_t d = 0; d < 3 && !empty; d++) l.nd[d] = l.nd[d] ? l.nd[d] : 1;
     if (!empty) {
         st = choose_workgroup(k, r, &l, l.local);
         if (KA_UNLIKELY(st != KA_OK)) return st;
         for (uint32_t d = 0; d < 3; d++) l.global[d] = (size_t)((l.nd[d] + l.local[d] - 1) / l.local[d] * l.local[d]);
+    }
+    *lp = l;
+    *emptyp = empty;
+    return KA_OK;
+}
+
+ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const ka_arg *args, uint32_t nargs,
+                    ka_event *ev) {
+    if (ev) ev->id = 0;
+    ka__queue *q = ka__resolve(queue.id, KA__T_QUEUE);
+    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released queue");
+    ka__kernel *k = ka__resolve(kernel.id, KA__T_KERNEL);
+    if (KA_UNLIKELY(!k)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released kernel");
+    if (KA_UNLIKELY(!r)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: range is NULL");
+    if (KA_UNLIKELY(k->prog->dev != q->dev))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel and queue are on different devices");
+    if (KA_UNLIKELY(r->dims < 1 || r->dims > 3))
+        return ka__fail(KA_ERR_INVALID_RANGE, "ka_launch: a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
+                        r->dims);
+    ka_status st = check_args(k, args, nargs);
+    if (KA_UNLIKELY(st != KA_OK)) return st;
+
+    /* The geometry of recent launches on this thread, a slot per kernel
+     * (direct-mapped): a time loop launches the same ranges again and again,
+     * and comparing is cheaper than validating and padding. */
+    static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
+        uint64_t kernel;
+        ka_range r;
+        ka__launch l;
+        bool empty;
+    } recent[8];
+    __typeof__(recent[0]) *c = &recent[(uint32_t)kernel.id & 7];
+    ka__launch l;
+    bool empty = false;
+    if (KA_LIKELY(c->kernel == kernel.id && same_range(&c->r, r))) {
+        l = c->l;
+        empty = c->empty;
+    } else {
+        st = geometry(k, r, &l, &empty);
+        if (KA_UNLIKELY(st != KA_OK)) return st;
+        c->kernel = kernel.id;
+        c->r = *r;
+        c->l = l;
+        c->empty = empty;
     }
 
 #ifdef KA_INJECT_LAUNCH_ALLOC /* only in the zero-allocation tests' self-test build */

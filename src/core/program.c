@@ -17,7 +17,7 @@ uint64_t ka__hash(const void *p, size_t n, uint64_t seed) { return XXH3_64bits_w
 static char *compose_options(const ka_build_options *o) {
     size_t len = 1;
     if (o && o->options) len += strlen(o->options) + 1;
-    for (uint32_t i = 0; o && i < o->num_defines; i++) len += strlen(o->defines[i]) + 4;
+    for (uint32_t i = 0; o && i < o->num_defines; i++) len += strlen(o->defines[i]) + 3; /* "-D" NAME " " */
     char *s = ka__alloc(len);
     if (!s) return NULL;
     s[0] = 0;

@@ -137,6 +137,14 @@ static void cl_program_release(ka__program *p, ka__variant *v) {
     clReleaseProgram(v->native);
 }
 
+/* Argument values last set on a cl_kernel (values persist there): a launch
+ * skips clSetKernelArg for an argument that did not change. */
+typedef struct argcache {
+    uint64_t v;
+    uint32_t size;
+    uint32_t kind; /* KA_ARG_*, 0 = never set */
+} argcache;
+
 /* ---- kernels ----------------------------------------------------------- */
 static uint32_t type_size(const char *t) {
     static const struct { const char *name; uint32_t size; } base[] = {
@@ -175,6 +183,8 @@ static ka_status cl_kernel_create(ka__kernel *k) {
     k->nargs = n - 1;
     k->sig = ka__calloc(k->nargs ? k->nargs : 1, sizeof *k->sig);
     if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    k->bk = ka__calloc(k->nargs ? k->nargs : 1, sizeof(argcache));
+    if (!k->bk) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     for (cl_uint i = 1; i < n; i++) {
         ka__argsig *s = &k->sig[i - 1];
         cl_kernel_arg_address_qualifier aq = CL_KERNEL_ARG_ADDRESS_PRIVATE;
@@ -206,7 +216,10 @@ static ka_status cl_kernel_create(ka__kernel *k) {
     return KA_OK;
 }
 
-static void cl_kernel_release(ka__kernel *k) { clReleaseKernel(k->native); }
+static void cl_kernel_release(ka__kernel *k) {
+    if (k->native) clReleaseKernel(k->native);
+    ka__free(k->bk, sizeof(argcache) * (k->nargs ? k->nargs : 1));
+}
 
 /* ---- launch ------------------------------------------------------------ */
 static ka_status set_args(ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs) {
@@ -217,8 +230,11 @@ static ka_status set_args(ka__kernel *k, const ka__launch *l, const ka_arg *args
         CL_CHECK("clSetKernelArg(hidden range)", clSetKernelArg(ck, 0, sizeof l->nd, l->nd));
         memcpy(k->last_nd, l->nd, sizeof l->nd);
     }
+    argcache *cache = k->bk;
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
+        argcache *c = &cache[i];
+        uint64_t v = a->u.u64;
         cl_int err;
         switch (a->kind) {
         case KA_ARG_BUFFER: {
@@ -226,18 +242,35 @@ static ka_status set_args(ka__kernel *k, const ka__launch *l, const ka_arg *args
             if (KA_UNLIKELY(!b || b->dev != k->prog->dev))
                 return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid, released or foreign buffer",
                                 k->name, i, k->sig[i].name);
+            v = (uint64_t)(uintptr_t)b->native;
+            if (c->kind == KA_ARG_BUFFER && c->v == v) continue;
             err = clSetKernelArg(ck, i + 1, sizeof(cl_mem), &b->native);
             break;
         }
-        case KA_ARG_LOCAL: err = clSetKernelArg(ck, i + 1, a->size, NULL); break;
-        case KA_ARG_BYTES: err = clSetKernelArg(ck, i + 1, a->size, a->u.ptr); break;
-        default: err = clSetKernelArg(ck, i + 1, a->size, &a->u); break;
+        case KA_ARG_LOCAL:
+            if (c->kind == KA_ARG_LOCAL && c->size == a->size) continue;
+            err = clSetKernelArg(ck, i + 1, a->size, NULL);
+            break;
+        case KA_ARG_BYTES: /* not cached: the bytes live behind a pointer */
+            c->kind = 0;
+            err = clSetKernelArg(ck, i + 1, a->size, a->u.ptr);
+            if (KA_UNLIKELY(err != CL_SUCCESS)) goto fail;
+            continue;
+        default:
+            if (c->kind == KA_ARG_SCALAR && c->size == a->size && c->v == v) continue;
+            err = clSetKernelArg(ck, i + 1, a->size, &a->u);
+            break;
         }
         if (KA_UNLIKELY(err != CL_SUCCESS)) {
+        fail:
+            c->kind = 0;
             ka_status st = ka__cl_fail("clSetKernelArg", err);
             return ka__fail(st, "ka_launch: kernel '%s' argument %u ('%s'): clSetKernelArg: %s", k->name, i, k->sig[i].name,
                             ka__cl_error_name(err));
         }
+        c->v = v;
+        c->size = a->size;
+        c->kind = a->kind;
     }
     return KA_OK;
 }
@@ -245,15 +278,15 @@ static ka_status set_args(ka__kernel *k, const ka__launch *l, const ka_arg *args
 static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                            void **ev) {
     /* clSetKernelArg + enqueue on one cl_kernel must not interleave between
-     * threads; an uncontended mutex costs about 20 ns. */
-    pthread_mutex_lock(&k->lock);
+     * threads. */
+    ka__spin_lock(&k->spin);
     ka_status st = set_args(k, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
         cl_int err = clEnqueueNDRangeKernel(q->native, k->native, l->dims, NULL, l->global, l->local, 0, NULL,
                                             (cl_event *)ev);
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel", err);
     }
-    pthread_mutex_unlock(&k->lock);
+    ka__spin_unlock(&k->spin);
     return st;
 }
 

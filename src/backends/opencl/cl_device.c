@@ -156,7 +156,10 @@ ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
     int maj = 1, min = 2;
     sscanf(d->info.version, "OpenCL %d.%d", &maj, &min);
     cd->cl_version = maj * 10 + min;
-    snprintf(cd->std_option, sizeof cd->std_option, "-cl-std=CL%s", cd->cl_version >= 30 ? "3.0" : "1.2");
+    /* The device's OpenCL C version (1.2 on PoCL 3.1, even on an OpenCL 3.0
+     * platform): 3.0 mode costs PoCL generic-address-space code for nothing. */
+    snprintf(cd->std_option, sizeof cd->std_option, "-cl-std=CL%d.%d", d->info.opencl_c_major ? d->info.opencl_c_major : 1,
+             d->info.opencl_c_major ? d->info.opencl_c_minor : 2);
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform, 0};
     cd->context = clCreateContext(props, 1, &cd->device, NULL, NULL, &err);
     if (err != CL_SUCCESS) {
