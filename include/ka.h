@@ -141,8 +141,10 @@ KA_API ka_status ka_device_get_info(ka_device dev, const ka_device_info **out);
 /* ---- queues ------------------------------------------------------------- */
 typedef struct ka_queue_config {
     uint32_t event_capacity;  /* events alive at once; 0 = 1024 */
-    int64_t spin_ns;          /* waits poll this long before sleeping; <0 = default, 0 = off */
+    int64_t spin_ns;          /* waits poll this long before sleeping: KA_SPIN_DEFAULT (-1)
+                                 for the device's default (0 on CPUs, 50 us on GPUs), 0 = off */
 } ka_queue_config;
+#define KA_SPIN_DEFAULT (-1)
 
 /* In-order queue. cfg may be NULL. */
 KA_API ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *out);

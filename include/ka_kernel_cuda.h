@@ -300,14 +300,14 @@ KA__FN double as_double(long x) { return __longlong_as_double(x); }
 
 /* ka_convert_<int type>_<mode>(x), mode rte (nearest even), rtz (toward zero),
  * rtp (up), rtn (down); saturating, NaN gives 0 (as OpenCL's _sat). PTX's
- * float-to-integer conversions saturate; NaN gives 0 for 32-bit results but
- * 0x8000000000000000 for 64-bit ones (seen on sm_90 from float), hence the
- * explicit NaN test; narrower types clamp the 32-bit result. */
+ * float-to-integer conversions saturate, but NaN does not reliably give 0
+ * (seen on sm_90: float -> 64-bit gave INT64_MIN, double -> 32-bit INT_MIN),
+ * hence the explicit NaN test; narrower types clamp the 32-bit result. */
 #define KA__CONV_NARROW(T, LO, HI, F, SUF)                                                                    \
-    KA__FN T ka_convert_##T##_rte(F x) { return (T)clamp(__##SUF##2int_rn(x), LO, HI); }                      \
-    KA__FN T ka_convert_##T##_rtz(F x) { return (T)clamp(__##SUF##2int_rz(x), LO, HI); }                      \
-    KA__FN T ka_convert_##T##_rtp(F x) { return (T)clamp(__##SUF##2int_ru(x), LO, HI); }                      \
-    KA__FN T ka_convert_##T##_rtn(F x) { return (T)clamp(__##SUF##2int_rd(x), LO, HI); }
+    KA__FN T ka_convert_##T##_rte(F x) { return x != x ? (T)0 : (T)clamp(__##SUF##2int_rn(x), LO, HI); }      \
+    KA__FN T ka_convert_##T##_rtz(F x) { return x != x ? (T)0 : (T)clamp(__##SUF##2int_rz(x), LO, HI); }      \
+    KA__FN T ka_convert_##T##_rtp(F x) { return x != x ? (T)0 : (T)clamp(__##SUF##2int_ru(x), LO, HI); }      \
+    KA__FN T ka_convert_##T##_rtn(F x) { return x != x ? (T)0 : (T)clamp(__##SUF##2int_rd(x), LO, HI); }
 #define KA__CONV_WIDE(T, F, SUF, TO)                                                                          \
     KA__FN T ka_convert_##T##_rte(F x) { return x != x ? (T)0 : (T)__##SUF##2##TO##_rn(x); }                  \
     KA__FN T ka_convert_##T##_rtz(F x) { return x != x ? (T)0 : (T)__##SUF##2##TO##_rz(x); }                  \

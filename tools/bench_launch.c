@@ -33,23 +33,6 @@ static char *kernel_source(int nargs, int raw_form) {
     return s;
 }
 
-/* The cl_device_id behind an "opencl:N" selector: the same flat order as libka. */
-static cl_device_id find_cl_device(const char *selector) {
-    unsigned idx;
-    if (sscanf(selector, "opencl:%u", &idx) != 1) return NULL;
-    cl_platform_id plats[16];
-    cl_uint np = 0;
-    if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS) return NULL;
-    for (cl_uint p = 0; p < np && p < 16; p++) {
-        cl_device_id ds[16];
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS) continue;
-        if (idx < nd) return ds[idx];
-        idx -= nd;
-    }
-    return NULL;
-}
-
 static int raw_init(raw *r, cl_device_id dev, int nargs, size_t n) {
     cl_int err;
     r->ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
@@ -61,13 +44,7 @@ static int raw_init(raw *r, cl_device_id dev, int nargs, size_t n) {
     r->prog = clCreateProgramWithSource(r->ctx, 1, &s, NULL, &err);
     free(src);
     if (err) return err;
-    /* The options libka builds with, so both sides run the same code. */
-    char ver[64] = "", opts[96];
-    int maj = 1, min = 2;
-    clGetDeviceInfo(dev, CL_DEVICE_OPENCL_C_VERSION, sizeof ver, ver, NULL);
-    sscanf(ver, "OpenCL C %d.%d", &maj, &min);
-    snprintf(opts, sizeof opts, "-cl-std=CL%d.%d -cl-kernel-arg-info", maj, min);
-    if ((err = clBuildProgram(r->prog, 1, &dev, opts, NULL, NULL))) return err;
+    if ((err = clBuildProgram(r->prog, 1, &dev, bench_cl_options(dev), NULL, NULL))) return err;
     r->k = clCreateKernel(r->prog, "k", &err);
     if (err) return err;
     r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 64 * sizeof(float), NULL, &err);
@@ -182,7 +159,7 @@ int bench_launch_main(int argc, char **argv) {
     }
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
-    cl_device_id cldev = di->backend == KA_BACKEND_OPENCL ? find_cl_device(di->selector) : NULL;
+    cl_device_id cldev = di->backend == KA_BACKEND_OPENCL ? bench_cl_device(di->selector) : NULL;
     if (run_raw && !cldev) {
         fprintf(stderr, "ka bench launch: raw comparison needs an OpenCL device (got %s); use --impl ka\n", di->selector);
         ka_device_close(dev);

@@ -26,7 +26,14 @@
 #define cpu_relax() ((void)0)
 #endif
 
-#define KA__DEFAULT_SPIN_NS 10000
+/* Default spin before sleeping. On a CPU device the spinning thread takes a
+ * core from the workers running the kernel: measured on PoCL (2 cores), a
+ * 64-item launch + wait took 21 us with no spin, 26 us with 3 us of spin and
+ * 36 us with 10 us. On a GPU the host is free and a completion callback wakes
+ * late (38 us against 11 us for clWaitForEvents on NVIDIA's OpenCL), so a short
+ * spin catches short kernels first. */
+#define KA__DEFAULT_SPIN_CPU_NS 0
+#define KA__DEFAULT_SPIN_GPU_NS 50000
 
 static _Atomic int64_t default_spin_ns = -1;
 /* ka_wait_any sleeps on this counter, bumped by every completion while a
@@ -251,7 +258,8 @@ static bool poll_once(ka__event *e) {
 static int64_t spin_of(ka__queue *q) {
     int64_t s = atomic_load_explicit(&default_spin_ns, memory_order_relaxed);
     if (q->spin_ns >= 0) return q->spin_ns;
-    return s >= 0 ? s : KA__DEFAULT_SPIN_NS;
+    if (s >= 0) return s;
+    return q->dev->info.is_cpu ? KA__DEFAULT_SPIN_CPU_NS : KA__DEFAULT_SPIN_GPU_NS;
 }
 
 static int64_t deadline_of(int64_t timeout_ns) {

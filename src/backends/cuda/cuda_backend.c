@@ -55,6 +55,8 @@ static void cuda_queue_release(ka__queue *kq) {
 
 static ka_status cuda_queue_finish(ka__queue *kq) {
     ka__cuq *q = kq->native;
+    ka_status st = ka__cuda_bind(q->d);
+    if (st != KA_OK) return st;
     CUresult r = ka__cu.cuStreamSynchronize(q->stream);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuStreamSynchronize");
 }
