@@ -162,8 +162,12 @@ static void unref(ka__event *e) {
 /* Returns an acquired slot unused (the enqueue failed). */
 void ka__event_abandon(ka__event *e) { unref(e); }
 
+/* Writes the queue's eventfd if a notification was asked for (1 -> 2). An
+ * event with none stays at 0, so ka_event_notify still works after a wait
+ * armed the driver's callback and it fired. */
 static void notify_fd(ka__event *e) {
-    if (atomic_exchange(&e->notify, 2) == 1 && e->q->efd >= 0) {
+    uint32_t asked = 1;
+    if (atomic_compare_exchange_strong(&e->notify, &asked, 2) && e->q->efd >= 0) {
         uint64_t one = 1;
         ssize_t r = write(e->q->efd, &one, sizeof one);
         (void)r; /* EAGAIN only at counter overflow; the fd stays readable */
