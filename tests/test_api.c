@@ -1445,6 +1445,17 @@ static void test_on_complete_already_done(void **state) {
     sleep_ms(20);
     assert_int_equal(atomic_load(&r.calls), 1);
     assert_int_equal(atomic_load(&r2.calls), 0);
+    /* After a wait that slept: the driver's callback was armed for the wait
+     * and has run; a user callback still runs, once, in this call. */
+    ev = launch_long(g_q, b);
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    sleep_ms(20); /* let the driver's callback finish */
+    cb_rec r4 = {0, -100};
+    KA_OK_OR_FAIL(ka_event_on_complete(ev, on_done, &r4));
+    assert_int_equal(atomic_load(&r4.calls), 1);
+    assert_int_equal(atomic_load(&r4.status), KA_OK);
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    assert_int_equal(atomic_load(&r4.calls), 1);
     /* The no-op event of an empty launch. */
     cb_rec r3 = {0, -100};
     KA_OK_OR_FAIL(ka_launch(g_q, get_kernel("noargs"), &(ka_range){.dims = 1, .size = {0}}, NULL, 0, &ev));
@@ -1526,6 +1537,18 @@ static void test_event_notify_fd(void **state) {
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_notify(ev));
     assert_int_equal(poll(&p, 1, 1000), 1);
+    assert_int_equal(read(fd, &cnt, sizeof cnt), (ssize_t)sizeof cnt);
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    /* Notify after a wait that slept (the driver's callback was armed and ran):
+     * still readable at once, exactly one count. */
+    ev = launch_long(q, b);
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    sleep_ms(20); /* let the driver's callback finish */
+    assert_int_equal(poll(&p, 1, 0), 0);
+    KA_OK_OR_FAIL(ka_event_notify(ev));
+    assert_int_equal(poll(&p, 1, 1000), 1);
+    assert_int_equal(read(fd, &cnt, sizeof cnt), (ssize_t)sizeof cnt);
+    assert_int_equal(cnt, 1);
     KA_OK_OR_FAIL(ka_event_release(ev));
     KA_OK_OR_FAIL(ka_buffer_release(b));
     KA_OK_OR_FAIL(ka_queue_release(q));
