@@ -137,14 +137,28 @@ KA_API ka_status ka_device_open(const char *selector, ka_device *out);
 /* KA_ERR_IN_USE while queues, buffers or programs of the device are alive. */
 KA_API ka_status ka_device_close(ka_device dev);
 KA_API ka_status ka_device_get_info(ka_device dev, const ka_device_info **out);
+/* The native objects behind a device, for interop with raw OpenCL or CUDA:
+ * OpenCL: cl_device_id, cl_context, and PoCL's `basic` device used for
+ * routing (NULL if none); CUDA: the CUdevice (as an integer), the CUcontext. */
+typedef struct ka_native_device {
+    void *device;
+    void *context;
+    void *inline_device;
+} ka_native_device;
+KA_API ka_status ka_device_get_native(ka_device dev, ka_native_device *out);
 
 /* ---- queues ------------------------------------------------------------- */
 typedef struct ka_queue_config {
     uint32_t event_capacity;  /* events alive at once; 0 = 1024 */
     int64_t spin_ns;          /* waits poll this long before sleeping: KA_SPIN_DEFAULT (-1)
                                  for the device's default (0 on CPUs, 50 us on GPUs), 0 = off */
+    int64_t inline_max_items; /* PoCL: launches of at most this many work-items (padded)
+                                 run on PoCL's `basic` device, in the calling thread;
+                                 0 = $KA_INLINE_MAX_ITEMS, else the measured default;
+                                 KA_INLINE_OFF (-1) = every launch on the threaded device */
 } ka_queue_config;
 #define KA_SPIN_DEFAULT (-1)
+#define KA_INLINE_OFF (-1)
 
 /* In-order queue. cfg may be NULL. */
 KA_API ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *out);
@@ -290,6 +304,7 @@ typedef struct ka_queue_stats {
     uint64_t waits_polled;   /* waits that saw completion while polling or spinning */
     uint64_t waits_slept;    /* waits that armed the completion callback and slept */
     uint64_t callbacks;      /* driver completion callbacks run */
+    uint64_t inline_max_items; /* routing limit in effect (0: every launch on the device) */
 } ka_queue_stats;
 KA_API ka_status ka_queue_get_stats(ka_queue q, ka_queue_stats *out);
 

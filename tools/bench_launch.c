@@ -15,6 +15,7 @@ double bench_raw_loop(raw *r, int nargs, int iters, int wait, size_t n, size_t l
 double bench_ka_loop(kactx *c, int nargs, int iters, int wait);
 
 struct raw {
+    int flush; /* on PoCL's basic device a command runs at clFlush, as libka's inline launch does */
     cl_context ctx;
     cl_command_queue q;
     cl_program prog;
@@ -73,10 +74,12 @@ __attribute__((noinline)) double bench_raw_loop(raw *r, int nargs, int iters, in
         if (wait) {
             cl_event e;
             clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &n, &local, 0, NULL, &e);
+            if (r->flush) clFlush(r->q);
             clWaitForEvents(1, &e);
             clReleaseEvent(e);
         } else {
             clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &n, &local, 0, NULL, NULL);
+            if (r->flush) clFlush(r->q);
         }
     }
     int64_t t1 = bench_now_ns();
@@ -111,6 +114,7 @@ __attribute__((noinline)) double bench_ka_loop(kactx *c, int nargs, int iters, i
 
 typedef struct result {
     int nargs;
+    const char *path; /* "routed" (the default queue) or "threaded" (routing off) */
     double raw_launch[3], ka_launch[3], raw_wait[3], ka_wait[3]; /* median, min, max */
     double allocs_per_launch;
 } result;
@@ -123,151 +127,195 @@ static void stats(double *v, int n, double out[3]) {
 
 static void usage(void) {
     fputs("usage: ka bench launch [--device SEL] [--args N[,N...]] [--iterations N] [--reps R]\n"
-          "                       [--impl ka|raw|both] [--wait | --no-wait] [--json]\n"
-          "  Launches an almost empty kernel of 64 work-items with N arguments (a buffer, then floats).\n"
-          "  Default: --args 2,40 --iterations 2000 --reps 7, launch and launch+wait.\n",
+          "                       [--impl ka|raw|both] [--wait | --no-wait] [--path routed|threaded|both] [--json]\n"
+          "  Launches an almost empty kernel of 64 work-items with N arguments (a buffer, then floats;\n"
+          "  one float changes every launch). The raw loop runs on the device libka's launch runs on:\n"
+          "  with PoCL routing, `basic` for the routed queue and the threaded device with routing off.\n"
+          "  Default: --args 2,40 --iterations 2000 --reps 7 --path both, launch and launch+wait.\n",
           stderr);
 }
 
+typedef struct opts {
+    int iters, reps, run_ka, run_raw, do_launch, do_wait;
+} opts;
+
+/* One (args, path) measurement: ka on queue q against raw on rawdev. */
+static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, int flush, int nargs, const opts *o, result *r) {
+    const size_t n = 64, local = 64;
+    kactx c;
+    ka_program prog;
+    ka_buffer buf;
+    char *src = kernel_source(nargs, 0);
+    c.q = q;
+    if (ka_program_build(dev, src, NULL, &prog) || ka_kernel_get(prog, "k", NULL, &c.k) ||
+        ka_buffer_create(dev, 64 * sizeof(float), &buf)) {
+        fprintf(stderr, "ka bench launch: %s\n", ka_last_error());
+        free(src);
+        return 1;
+    }
+    free(src);
+    c.args[0] = ka_arg_buffer(buf);
+    for (int a = 1; a < nargs; a++) c.args[a] = ka_arg_f32((float)a);
+    c.range = (ka_range){.dims = 1, .size = {n}, .workgroup = {(uint32_t)local}};
+    raw rw;
+    memset(&rw, 0, sizeof rw);
+    rw.flush = flush;
+    if (o->run_raw && raw_init(&rw, rawdev, nargs, n)) {
+        fprintf(stderr, "ka bench launch: raw OpenCL set-up failed\n");
+        return 1;
+    }
+    /* Warm up: the first launch of a local size compiles the work-group function. */
+    if (o->run_ka) bench_ka_loop(&c, nargs, 50, 1);
+    if (o->run_raw) bench_raw_loop(&rw, nargs, 50, 1, n, local);
+    int reps = o->reps, iters = o->iters;
+    double *rl = calloc((size_t)reps, sizeof(double)), *kl = calloc((size_t)reps, sizeof(double));
+    double *rwv = calloc((size_t)reps, sizeof(double)), *kw = calloc((size_t)reps, sizeof(double));
+    uint64_t allocs = 0, launches = 0;
+    for (int rep = 0; rep < reps; rep++) {
+        /* Alternate which goes first, so drift favours neither. */
+        for (int turn = 0; turn < 2; turn++) {
+            int ka_turn = (turn + rep) % 2 == 0;
+            if (ka_turn && o->run_ka) {
+                bench_count_allocs(1);
+                uint64_t a0 = bench_allocs();
+                if (o->do_launch) kl[rep] = bench_ka_loop(&c, nargs, iters, 0);
+                if (o->do_wait) kw[rep] = bench_ka_loop(&c, nargs, iters, 1);
+                allocs += bench_allocs() - a0;
+                launches += (uint64_t)iters * (uint64_t)(o->do_launch + o->do_wait);
+                bench_count_allocs(0);
+            } else if (!ka_turn && o->run_raw) {
+                if (o->do_launch) rl[rep] = bench_raw_loop(&rw, nargs, iters, 0, n, local);
+                if (o->do_wait) rwv[rep] = bench_raw_loop(&rw, nargs, iters, 1, n, local);
+            }
+        }
+    }
+    r->nargs = nargs;
+    stats(rl, reps, r->raw_launch);
+    stats(kl, reps, r->ka_launch);
+    stats(rwv, reps, r->raw_wait);
+    stats(kw, reps, r->ka_wait);
+    r->allocs_per_launch = launches ? (double)allocs / (double)launches : 0;
+    free(rl), free(kl), free(rwv), free(kw);
+    if (o->run_raw) raw_fini(&rw);
+    ka_buffer_release(buf);
+    ka_program_release(prog);
+    return 0;
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+static void json_result(const result *r) {
+    printf("\"args\":%d,\"path\":\"%s\",\"raw_ns_per_launch\":%.1f,\"ka_ns_per_launch\":%.1f,\"ratio\":%.4f,"
+           "\"raw_wait_ns\":%.1f,\"ka_wait_ns\":%.1f,\"wait_ratio\":%.4f,\"ka_allocs_per_launch\":%.4f,"
+           "\"raw_launch_min\":%.1f,\"raw_launch_max\":%.1f,\"ka_launch_min\":%.1f,\"ka_launch_max\":%.1f,"
+           "\"raw_wait_min\":%.1f,\"raw_wait_max\":%.1f,\"ka_wait_min\":%.1f,\"ka_wait_max\":%.1f",
+           r->nargs, r->path, r->raw_launch[0], r->ka_launch[0], ratio(r->ka_launch[0], r->raw_launch[0]), r->raw_wait[0],
+           r->ka_wait[0], ratio(r->ka_wait[0], r->raw_wait[0]), r->allocs_per_launch, r->raw_launch[1], r->raw_launch[2],
+           r->ka_launch[1], r->ka_launch[2], r->raw_wait[1], r->raw_wait[2], r->ka_wait[1], r->ka_wait[2]);
+}
+
 int bench_launch_main(int argc, char **argv) {
-    const char *sel = NULL, *impl = "both";
+    const char *sel = NULL, *impl = "both", *path = "both";
     char argspec[256] = "2,40";
-    int iters = 2000, reps = 7, json = 0, do_launch = 1, do_wait = 1;
+    int json = 0;
+    opts o = {2000, 7, 1, 1, 1, 1};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
         else if (!strcmp(argv[i], "--args") && i + 1 < argc) snprintf(argspec, sizeof argspec, "%s", argv[++i]);
-        else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) o.iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o.reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--impl") && i + 1 < argc) impl = argv[++i];
-        else if (!strcmp(argv[i], "--wait")) do_launch = 0, do_wait = 1;
-        else if (!strcmp(argv[i], "--no-wait")) do_launch = 1, do_wait = 0;
+        else if (!strcmp(argv[i], "--path") && i + 1 < argc) path = argv[++i];
+        else if (!strcmp(argv[i], "--wait")) o.do_launch = 0, o.do_wait = 1;
+        else if (!strcmp(argv[i], "--no-wait")) o.do_launch = 1, o.do_wait = 0;
         else if (!strcmp(argv[i], "--json")) json = 1;
         else {
             usage();
             return 2;
         }
     }
-    int run_ka = strcmp(impl, "raw") != 0, run_raw = strcmp(impl, "ka") != 0;
-    if (iters < 1 || reps < 1 || (!run_ka && !run_raw)) {
+    o.run_ka = strcmp(impl, "raw") != 0;
+    o.run_raw = strcmp(impl, "ka") != 0;
+    if (o.iters < 1 || o.reps < 1 || (!o.run_ka && !o.run_raw)) {
         usage();
         return 2;
     }
     ka_device dev;
-    if (ka_device_open(sel, &dev) != KA_OK) {
+    ka_queue routed, threaded;
+    if (ka_device_open(sel, &dev) || ka_queue_create(dev, NULL, &routed) ||
+        ka_queue_create(dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &threaded)) {
         fprintf(stderr, "ka bench launch: %s\n", ka_last_error());
         return 1;
     }
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
-    cl_device_id cldev = di->backend == KA_BACKEND_OPENCL ? bench_cl_device(di->selector) : NULL;
-    if (run_raw && !cldev) {
-        fprintf(stderr, "ka bench launch: raw comparison needs an OpenCL device (got %s); use --impl ka\n", di->selector);
-        ka_device_close(dev);
+    ka_native_device nat = {0};
+    if (di->backend == KA_BACKEND_OPENCL) ka_device_get_native(dev, &nat);
+    ka_queue_stats qs;
+    ka_queue_get_stats(routed, &qs);
+    int routing = nat.inline_device && qs.inline_max_items >= 64;
+    if (o.run_raw && !nat.device) {
+        fprintf(stderr, "ka bench launch: the raw comparison needs an OpenCL device (got %s); use --impl ka\n", di->selector);
         return 1;
     }
-    result res[16];
+    int want_routed = strcmp(path, "threaded") != 0, want_threaded = routing && strcmp(path, "routed") != 0;
+    result res[32];
+    memset(res, 0, sizeof res);
     int nres = 0;
-    const size_t n = 64, local = 64;
-    for (char *tok = strtok(argspec, ","); tok && nres < 16; tok = strtok(NULL, ",")) {
+    for (char *tok = strtok(argspec, ","); tok && nres < 30; tok = strtok(NULL, ",")) {
         int nargs = atoi(tok);
         if (nargs < 1 || nargs > 64) {
             fprintf(stderr, "ka bench launch: --args must be 1..64\n");
             return 2;
         }
-        result *r = &res[nres++];
-        memset(r, 0, sizeof *r);
-        r->nargs = nargs;
-        kactx c;
-        ka_program prog;
-        ka_buffer buf;
-        char *src = kernel_source(nargs, 0);
-        if (ka_queue_create(dev, NULL, &c.q) || ka_program_build(dev, src, NULL, &prog) ||
-            ka_kernel_get(prog, "k", NULL, &c.k) || ka_buffer_create(dev, 64 * sizeof(float), &buf)) {
-            fprintf(stderr, "ka bench launch: %s\n", ka_last_error());
-            return 1;
+        if (want_routed) {
+            res[nres].path = routing ? "routed" : "direct";
+            if (measure(dev, routed, routing ? nat.inline_device : nat.device, routing, nargs, &o, &res[nres])) return 1;
+            nres++;
         }
-        free(src);
-        c.args[0] = ka_arg_buffer(buf);
-        for (int a = 1; a < nargs; a++) c.args[a] = ka_arg_f32((float)a);
-        c.range = (ka_range){.dims = 1, .size = {n}, .workgroup = {(uint32_t)local}};
-        raw rw;
-        memset(&rw, 0, sizeof rw);
-        if (run_raw) {
-            int err = raw_init(&rw, cldev, nargs, n);
-            if (err) {
-                fprintf(stderr, "ka bench launch: raw OpenCL set-up failed (%d)\n", err);
-                return 1;
-            }
+        if (want_threaded) {
+            res[nres].path = "threaded";
+            if (measure(dev, threaded, nat.device, 0, nargs, &o, &res[nres])) return 1;
+            nres++;
         }
-        /* Warm up: the first launch of a local size compiles the work-group function. */
-        if (run_ka) bench_ka_loop(&c, nargs, 50, 1);
-        if (run_raw) bench_raw_loop(&rw, nargs, 50, 1, n, local);
-        double *rl = calloc((size_t)reps, sizeof(double)), *kl = calloc((size_t)reps, sizeof(double));
-        double *rwv = calloc((size_t)reps, sizeof(double)), *kw = calloc((size_t)reps, sizeof(double));
-        uint64_t allocs = 0, launches = 0;
-        for (int rep = 0; rep < reps; rep++) {
-            /* Alternate which goes first, so drift favours neither. */
-            for (int turn = 0; turn < 2; turn++) {
-                int ka_turn = (turn + rep) % 2 == 0;
-                if (ka_turn && run_ka) {
-                    bench_count_allocs(1);
-                    uint64_t a0 = bench_allocs();
-                    if (do_launch) kl[rep] = bench_ka_loop(&c, nargs, iters, 0);
-                    if (do_wait) kw[rep] = bench_ka_loop(&c, nargs, iters, 1);
-                    allocs += bench_allocs() - a0;
-                    launches += (uint64_t)iters * (uint64_t)(do_launch + do_wait);
-                    bench_count_allocs(0);
-                } else if (!ka_turn && run_raw) {
-                    if (do_launch) rl[rep] = bench_raw_loop(&rw, nargs, iters, 0, n, local);
-                    if (do_wait) rwv[rep] = bench_raw_loop(&rw, nargs, iters, 1, n, local);
-                }
-            }
-        }
-        stats(rl, reps, r->raw_launch);
-        stats(kl, reps, r->ka_launch);
-        stats(rwv, reps, r->raw_wait);
-        stats(kw, reps, r->ka_wait);
-        r->allocs_per_launch = launches ? (double)allocs / (double)launches : 0;
-        free(rl), free(kl), free(rwv), free(kw);
-        if (run_raw) raw_fini(&rw);
-        ka_buffer_release(buf);
-        ka_program_release(prog);
-        ka_queue_release(c.q);
     }
-    ka_device_close(dev);
+    if (nres == 0) {
+        fprintf(stderr, "ka bench launch: nothing to measure (--path threaded needs PoCL routing)\n");
+        return 1;
+    }
     if (json) {
-        printf("{\"device\":\"%s\",\"selector\":\"%s\",\"iterations\":%d,\"reps\":%d,\"work_items\":%zu", di->name,
-               di->selector, iters, reps, n);
-        for (int i = 0; i <= nres; i++) {
-            const result *r = &res[i == 0 ? 0 : i - 1];
-            if (i == 1) printf(",\"by_args\":[");
-            printf(i == 0 ? "," : i == 1 ? "{" : ",{");
-            printf("\"args\":%d,\"raw_ns_per_launch\":%.1f,\"ka_ns_per_launch\":%.1f,\"ratio\":%.4f,"
-                   "\"raw_wait_ns\":%.1f,\"ka_wait_ns\":%.1f,\"wait_ratio\":%.4f,\"ka_allocs_per_launch\":%.4f,"
-                   "\"raw_launch_min\":%.1f,\"raw_launch_max\":%.1f,\"ka_launch_min\":%.1f,\"ka_launch_max\":%.1f,"
-                   "\"raw_wait_min\":%.1f,\"raw_wait_max\":%.1f,\"ka_wait_min\":%.1f,\"ka_wait_max\":%.1f",
-                   r->nargs, r->raw_launch[0], r->ka_launch[0],
-                   r->raw_launch[0] > 0 ? r->ka_launch[0] / r->raw_launch[0] : 0, r->raw_wait[0], r->ka_wait[0],
-                   r->raw_wait[0] > 0 ? r->ka_wait[0] / r->raw_wait[0] : 0, r->allocs_per_launch, r->raw_launch[1],
-                   r->raw_launch[2], r->ka_launch[1], r->ka_launch[2], r->raw_wait[1], r->raw_wait[2], r->ka_wait[1],
-                   r->ka_wait[2]);
-            if (i > 0) printf("}");
+        printf("{\"device\":\"%s\",\"selector\":\"%s\",\"iterations\":%d,\"reps\":%d,\"work_items\":64,"
+               "\"inline_max_items\":%llu,",
+               di->name, di->selector, o.iters, o.reps, (unsigned long long)(routing ? qs.inline_max_items : 0));
+        json_result(&res[0]); /* the first args count on the default queue */
+        for (int i = 0; i < nres; i++)
+            if (!strcmp(res[i].path, "threaded") && res[i].nargs == res[0].nargs)
+                printf(",\"routed_wait_ns\":%.1f,\"pthread_wait_ns\":%.1f", res[0].ka_wait[0], res[i].ka_wait[0]);
+        printf(",\"results\":[");
+        for (int i = 0; i < nres; i++) {
+            printf(i ? ",{" : "{");
+            json_result(&res[i]);
+            printf("}");
         }
         printf("]}\n");
     } else {
-        printf("ka bench launch on %s (%s): %d work-items, %d iterations x %d interleaved reps, ns per iteration "
-               "(median [min, max])\n", di->name, di->selector, (int)n, iters, reps);
-        printf("%5s  %-30s %-30s %7s  %-30s %-30s %7s  %s\n", "args", "raw launch", "ka launch", "ratio",
+        printf("ka bench launch on %s (%s): 64 work-items, %d iterations x %d interleaved reps, ns per iteration "
+               "(median [min, max]); raw runs on the device libka's launch runs on\n",
+               di->name, di->selector, o.iters, o.reps);
+        printf("%5s %-9s %-24s %-24s %6s  %-24s %-24s %6s  %s\n", "args", "path", "raw launch", "ka launch", "ratio",
                "raw launch+wait", "ka launch+wait", "ratio", "ka allocs/launch");
         for (int i = 0; i < nres; i++) {
             const result *r = &res[i];
             char a[4][64];
             const double *v[4] = {r->raw_launch, r->ka_launch, r->raw_wait, r->ka_wait};
-            for (int j = 0; j < 4; j++) snprintf(a[j], 64, "%9.0f [%.0f, %.0f]", v[j][0], v[j][1], v[j][2]);
-            printf("%5d  %-30s %-30s %7.3f  %-30s %-30s %7.3f  %.4f\n", r->nargs, a[0], a[1],
-                   r->raw_launch[0] > 0 ? r->ka_launch[0] / r->raw_launch[0] : 0, a[2], a[3],
-                   r->raw_wait[0] > 0 ? r->ka_wait[0] / r->raw_wait[0] : 0, r->allocs_per_launch);
+            for (int j = 0; j < 4; j++) snprintf(a[j], 64, "%7.0f [%.0f, %.0f]", v[j][0], v[j][1], v[j][2]);
+            printf("%5d %-9s %-24s %-24s %6.3f  %-24s %-24s %6.3f  %.4f\n", r->nargs, r->path, a[0], a[1],
+                   ratio(r->ka_launch[0], r->raw_launch[0]), a[2], a[3], ratio(r->ka_wait[0], r->raw_wait[0]),
+                   r->allocs_per_launch);
         }
     }
+    ka_queue_release(routed);
+    ka_queue_release(threaded);
+    ka_device_close(dev);
     return 0;
 }

@@ -161,3 +161,13 @@ ka_status ka_device_get_info(ka_device dev, const ka_device_info **out) {
     *out = &d->info;
     return KA_OK;
 }
+
+ka_status ka_device_get_native(ka_device dev, ka_native_device *out) {
+    ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_device_get_native: invalid or released device");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_device_get_native: out is NULL");
+    out->device = out->context = out->inline_device = NULL;
+    if (!d->ops->device_native) return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_get_native: the %s back-end has no native objects", d->ops->name);
+    d->ops->device_native(d, out);
+    return KA_OK;
+}

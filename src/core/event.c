@@ -144,6 +144,7 @@ ka_status ka__event_acquire(ka__queue *q, ka__event **out) {
     atomic_store_explicit(&e->cb_armed, 0, memory_order_relaxed);
     atomic_store_explicit(&e->user_cb, 0, memory_order_relaxed);
     atomic_store_explicit(&e->notify, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->sleepers, 0, memory_order_relaxed);
     atomic_store_explicit(&e->state, KA__EV_PENDING, memory_order_release);
     *out = e;
     return KA_OK;
@@ -186,9 +187,11 @@ static void fire_user(ka__event *e, ka_status st) {
 static void mark_done(ka__event *e, ka_status st) {
     uint32_t expect = KA__EV_PENDING;
     atomic_store_explicit(&e->status, st, memory_order_relaxed);
-    if (atomic_compare_exchange_strong_explicit(&e->state, &expect, KA__EV_DONE, memory_order_acq_rel,
-                                                memory_order_relaxed)) {
-        futex_wake_all(&e->state);
+    /* seq_cst on state and sleepers: either the sleeper sees DONE before it
+     * sleeps, or this sees the sleeper and wakes it. A wake is a system call,
+     * so it is skipped when nobody sleeps (the common, short-kernel case). */
+    if (atomic_compare_exchange_strong(&e->state, &expect, KA__EV_DONE)) {
+        if (atomic_load(&e->sleepers)) futex_wake_all(&e->state);
         if (atomic_load(&any_waiters)) {
             atomic_fetch_add(&any_seq, 1);
             futex_wake_all(&any_seq);
@@ -309,11 +312,16 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
         }
         return done_status(e);
     }
-    while (atomic_load_explicit(&e->state, memory_order_acquire) == KA__EV_PENDING) {
+    atomic_fetch_add(&e->sleepers, 1);
+    while (atomic_load(&e->state) == KA__EV_PENDING) {
         int64_t left = deadline == INT64_MAX ? INT64_MAX : deadline - ka__now_ns();
-        if (left <= 0) return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: timed out");
+        if (left <= 0) {
+            atomic_fetch_sub(&e->sleepers, 1);
+            return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: timed out");
+        }
         futex_wait(&e->state, KA__EV_PENDING, left);
     }
+    atomic_fetch_sub(&e->sleepers, 1);
     return done_status(e);
 }
 

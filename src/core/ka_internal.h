@@ -164,6 +164,7 @@ struct ka__event {
     void *native;              /* native event, NULL for a no-op launch */
     void *stale_native;        /* released when the slot is next used */
     _Atomic uint32_t state;    /* futex word */
+    _Atomic uint32_t sleepers; /* threads in futex_wait on state: wake only then */
     _Atomic int32_t status;    /* ka_status once done */
     _Atomic uint32_t refs;
     _Atomic uint32_t cb_armed; /* driver callback registered for this use */
@@ -179,6 +180,7 @@ struct ka__queue {
     ka__device *dev;
     void *native;
     int64_t spin_ns;
+    int64_t inline_max;        /* ka_queue_config.inline_max_items */
     int efd;                   /* eventfd, -1 until asked for */
     ka__event *events;
     uint32_t nevents;
@@ -231,6 +233,9 @@ struct ka_backend_ops {
     ka_status (*event_callback)(void *ev, ka__native_cb cb, void *ctx);
     ka_status (*event_wait)(void *ev);
     void (*event_release)(void *ev);
+    /* Optional (NULL: not available). */
+    void (*device_native)(ka__device *d, ka_native_device *out);
+    uint64_t (*queue_inline_max)(ka__queue *q);
 };
 
 extern const ka_backend_ops ka__opencl_ops;

@@ -18,6 +18,7 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
     q->dev = d;
     q->efd = -1;
     q->spin_ns = cfg ? cfg->spin_ns : -1;
+    q->inline_max = cfg ? cfg->inline_max_items : 0;
     ka_status st = d->ops->queue_create(q);
     if (st != KA_OK) goto fail_q;
     st = ka__events_init(q, cap);
@@ -86,5 +87,6 @@ ka_status ka_queue_get_stats(ka_queue queue, ka_queue_stats *out) {
     out->waits_polled = atomic_load(&q->waits_polled);
     out->waits_slept = atomic_load(&q->waits_slept);
     out->callbacks = atomic_load(&q->callbacks);
+    out->inline_max_items = q->dev->ops->queue_inline_max ? q->dev->ops->queue_inline_max(q) : 0;
     return KA_OK;
 }

@@ -100,17 +100,20 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
         switch (a->kind) {
         case KA_ARG_BUFFER: {
             ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
-            if (KA_UNLIKELY(!b)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: argument %u: invalid or released buffer", i);
+            if (KA_UNLIKELY(!b))
+                return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid or released buffer",
+                                k->name, i, k->sig[i].name);
             if (KA_UNLIKELY(b->dev != kq->dev))
-                return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: argument %u: buffer of another device", i);
+                return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): buffer of another device",
+                                k->name, i, k->sig[i].name);
             vals[i] = (uint64_t)(uintptr_t)b->native;
             params[i + 1] = &vals[i];
             break;
         }
         case KA_ARG_LOCAL:
             if (KA_UNLIKELY(k->sig[i].size && k->sig[i].size != 8))
-                return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u is a %u-byte value, not KA_LOCAL_ARG",
-                                k->name, i, k->sig[i].size);
+                return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s') is a %u-byte value, not KA_LOCAL_ARG",
+                                k->name, i, k->sig[i].name, k->sig[i].size);
             shmem = (shmem + 15u) & ~15u;
             vals[i] = shmem;
             params[i + 1] = &vals[i];

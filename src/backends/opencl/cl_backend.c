@@ -2,6 +2,7 @@
 #include "cl_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CL_CHECK(call, expr)                                 \
@@ -13,25 +14,72 @@
 static cl_dev *dev_of(const ka__device *d) { return d->native; }
 
 /* ---- queues ------------------------------------------------------------ */
+/* Work-items up to which a PoCL launch runs on `basic`, in the calling thread,
+ * unless $KA_INLINE_MAX_ITEMS or the queue says otherwise. Measured with
+ * `ka bench route` (docs/BENCHMARKS.md): below this, `basic`'s launch + wait
+ * beats the threaded device's. */
+#define KA__INLINE_DEFAULT 32768
+
+static uint64_t inline_limit(const ka__queue *q) {
+    if (q->inline_max > 0) return (uint64_t)q->inline_max;
+    if (q->inline_max < 0) return 0;
+    const char *e = getenv("KA_INLINE_MAX_ITEMS");
+    if (e && *e) {
+        char *end;
+        unsigned long long v = strtoull(e, &end, 10);
+        if (!*end) return v;
+    }
+    return KA__INLINE_DEFAULT;
+}
+
 static ka_status cl_queue_create(ka__queue *q) {
     cl_dev *cd = dev_of(q->dev);
+    cl_queue *cq = ka__calloc(1, sizeof *cq);
+    if (!cq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
     cl_int err;
-    cl_command_queue cq = clCreateCommandQueue(cd->context, cd->device, 0, &err);
-    if (err != CL_SUCCESS) return ka__cl_fail("clCreateCommandQueue", err);
+    cq->main = clCreateCommandQueue(cd->context, cd->device, 0, &err);
+    if (err != CL_SUCCESS) {
+        ka__free(cq, sizeof *cq);
+        return ka__cl_fail("clCreateCommandQueue", err);
+    }
+    cq->inline_max = inline_limit(q);
+    if (cd->inline_device && cq->inline_max) {
+        cq->inl = clCreateCommandQueue(cd->context, cd->inline_device, 0, &err);
+        if (err != CL_SUCCESS) {
+            clReleaseCommandQueue(cq->main);
+            ka__free(cq, sizeof *cq);
+            return ka__cl_fail("clCreateCommandQueue(basic)", err);
+        }
+    }
     q->native = cq;
     return KA_OK;
 }
 
-static void cl_queue_release(ka__queue *q) { clReleaseCommandQueue(q->native); }
+static void cl_queue_release(ka__queue *q) {
+    cl_queue *cq = q->native;
+    clReleaseCommandQueue(cq->main);
+    if (cq->inl) clReleaseCommandQueue(cq->inl);
+    ka__free(cq, sizeof *cq);
+}
 
 static ka_status cl_queue_finish(ka__queue *q) {
-    CL_CHECK("clFinish", clFinish(q->native));
+    cl_queue *cq = q->native;
+    CL_CHECK("clFinish", clFinish(cq->main));
+    atomic_store_explicit(&cq->main_busy, 0, memory_order_relaxed);
+    if (cq->inl) CL_CHECK("clFinish(basic)", clFinish(cq->inl));
     return KA_OK;
 }
 
 static ka_status cl_queue_flush(ka__queue *q) {
-    CL_CHECK("clFlush", clFlush(q->native));
+    CL_CHECK("clFlush", clFlush(((cl_queue *)q->native)->main));
     return KA_OK;
+}
+
+/* Commands on the main queue; an inline launch finishes them first. */
+static cl_command_queue main_q(ka__queue *q) {
+    cl_queue *cq = q->native;
+    atomic_store_explicit(&cq->main_busy, 1, memory_order_relaxed);
+    return cq->main;
 }
 
 /* ---- buffers ----------------------------------------------------------- */
@@ -47,19 +95,19 @@ static void cl_buffer_release(ka__buffer *b) { clReleaseMemObject(b->native); }
 
 static ka_status cl_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
     CL_CHECK("clEnqueueWriteBuffer",
-             clEnqueueWriteBuffer(q->native, b->native, ev ? CL_FALSE : CL_TRUE, off, n, src, 0, NULL, (cl_event *)ev));
+             clEnqueueWriteBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, src, 0, NULL, (cl_event *)ev));
     return KA_OK;
 }
 
 static ka_status cl_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
     CL_CHECK("clEnqueueReadBuffer",
-             clEnqueueReadBuffer(q->native, b->native, ev ? CL_FALSE : CL_TRUE, off, n, dst, 0, NULL, (cl_event *)ev));
+             clEnqueueReadBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, dst, 0, NULL, (cl_event *)ev));
     return KA_OK;
 }
 
 static ka_status cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
     cl_event e;
-    CL_CHECK("clEnqueueCopyBuffer", clEnqueueCopyBuffer(q->native, s->native, d->native, so, dof, n, 0, NULL, &e));
+    CL_CHECK("clEnqueueCopyBuffer", clEnqueueCopyBuffer(main_q(q), s->native, d->native, so, dof, n, 0, NULL, &e));
     if (ev) {
         *ev = e;
         return KA_OK;
@@ -73,7 +121,7 @@ static ka_status cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buff
 static ka_status cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
                                 void **ev) {
     cl_event e;
-    CL_CHECK("clEnqueueFillBuffer", clEnqueueFillBuffer(q->native, b->native, pat, psz, off, n, 0, NULL, &e));
+    CL_CHECK("clEnqueueFillBuffer", clEnqueueFillBuffer(main_q(q), b->native, pat, psz, off, n, 0, NULL, &e));
     if (ev) {
         *ev = e;
         return KA_OK;
@@ -85,38 +133,17 @@ static ka_status cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, si
 }
 
 /* ---- programs ---------------------------------------------------------- */
-static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *options) {
-    cl_dev *cd = dev_of(p->dev);
-    static const char line[] = "\n#line 1\n";
-    size_t plen = strlen(ka__prelude_opencl), slen = strlen(p->source), total = plen + sizeof line + slen;
-    char *src = ka__alloc(total);
-    if (!src) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
-    memcpy(src, ka__prelude_opencl, plen);
-    memcpy(src + plen, line, sizeof line - 1);
-    memcpy(src + plen + sizeof line - 1, p->source, slen + 1);
-    size_t olen = strlen(options) + 64;
-    char *opts = ka__alloc(olen);
-    if (!opts) {
-        ka__free(src, total);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
-    }
-    snprintf(opts, olen, "%s -cl-kernel-arg-info %s", cd->std_option, options);
-    const char *s = src;
+static ka_status build_for(cl_dev *cd, cl_device_id dev, const char *src, const char *opts, cl_program *out) {
     cl_int err;
-    cl_program prog = clCreateProgramWithSource(cd->context, 1, &s, NULL, &err);
-    ka__free(src, total);
-    if (err != CL_SUCCESS) {
-        ka__free(opts, olen);
-        return ka__cl_fail("clCreateProgramWithSource", err);
-    }
-    err = clBuildProgram(prog, 1, &cd->device, opts, NULL, NULL);
-    ka__free(opts, olen);
+    cl_program prog = clCreateProgramWithSource(cd->context, 1, &src, NULL, &err);
+    if (err != CL_SUCCESS) return ka__cl_fail("clCreateProgramWithSource", err);
+    err = clBuildProgram(prog, 1, &dev, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
         ka_status st = ka__cl_fail("clBuildProgram", err);
         size_t n = 0;
-        if (clGetProgramBuildInfo(prog, cd->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS && n > 1) {
+        if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS && n > 1) {
             char *log = ka__alloc(n);
-            if (log && clGetProgramBuildInfo(prog, cd->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
+            if (log && clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
                 log[n - 1] = 0;
                 ka__append_detail("\nbuild log:\n");
                 ka__append_detail(log);
@@ -128,22 +155,65 @@ static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *op
         clReleaseProgram(prog);
         return st;
     }
-    v->native = prog;
+    *out = prog;
+    return KA_OK;
+}
+
+/* Prelude + user source, and the full options, as one allocation each. */
+static ka_status compose(ka__program *p, const char *options, char **src, size_t *slen_out, char **opts,
+                         size_t *olen_out) {
+    static const char line[] = "\n#line 1\n";
+    size_t plen = strlen(ka__prelude_opencl), ulen = strlen(p->source), total = plen + sizeof line + ulen;
+    size_t olen = strlen(options) + 64;
+    *src = ka__alloc(total);
+    *opts = ka__alloc(olen);
+    if (!*src || !*opts) {
+        ka__free(*src, total);
+        ka__free(*opts, olen);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    }
+    memcpy(*src, ka__prelude_opencl, plen);
+    memcpy(*src + plen, line, sizeof line - 1);
+    memcpy(*src + plen + sizeof line - 1, p->source, ulen + 1);
+    snprintf(*opts, olen, "%s -cl-kernel-arg-info %s", dev_of(p->dev)->std_option, options);
+    *slen_out = total;
+    *olen_out = olen;
+    return KA_OK;
+}
+
+static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *options) {
+    cl_dev *cd = dev_of(p->dev);
+    cl_prog *cp = ka__calloc(1, sizeof *cp);
+    if (!cp) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    char *src, *opts;
+    size_t slen, olen;
+    ka_status st = compose(p, options, &src, &slen, &opts, &olen);
+    if (st == KA_OK) {
+        st = build_for(cd, cd->device, src, opts, &cp->main);
+        ka__free(src, slen);
+        /* Kept for building on `basic` when a small launch first needs it. */
+        cp->opts = opts;
+        cp->opts_len = olen;
+    }
+    if (st != KA_OK) {
+        ka__free(cp->opts, cp->opts_len);
+        ka__free(cp, sizeof *cp);
+        return st;
+    }
+    pthread_mutex_init(&cp->lock, NULL);
+    v->native = cp;
     return KA_OK;
 }
 
 static void cl_program_release(ka__program *p, ka__variant *v) {
     (void)p;
-    clReleaseProgram(v->native);
+    cl_prog *cp = v->native;
+    clReleaseProgram(cp->main);
+    if (cp->inl) clReleaseProgram(cp->inl);
+    pthread_mutex_destroy(&cp->lock);
+    ka__free(cp->opts, cp->opts_len);
+    ka__free(cp, sizeof *cp);
 }
-
-/* Argument values last set on a cl_kernel (values persist there): a launch
- * skips clSetKernelArg for an argument that did not change. */
-typedef struct argcache {
-    uint64_t v;
-    uint32_t size;
-    uint32_t kind; /* KA_ARG_*, 0 = never set */
-} argcache;
 
 /* ---- kernels ----------------------------------------------------------- */
 static uint32_t type_size(const char *t) {
@@ -168,7 +238,7 @@ static uint32_t type_size(const char *t) {
 static ka_status cl_kernel_create(ka__kernel *k) {
     cl_dev *cd = dev_of(k->prog->dev);
     cl_int err;
-    cl_kernel ck = clCreateKernel(k->var->native, k->name, &err);
+    cl_kernel ck = clCreateKernel(((cl_prog *)k->var->native)->main, k->name, &err);
     if (err == CL_INVALID_KERNEL_NAME)
         return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program (clCreateKernel: %s)",
                         k->name, ka__cl_error_name(err));
@@ -183,8 +253,11 @@ static ka_status cl_kernel_create(ka__kernel *k) {
     k->nargs = n - 1;
     k->sig = ka__calloc(k->nargs ? k->nargs : 1, sizeof *k->sig);
     if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
-    k->bk = ka__calloc(k->nargs ? k->nargs : 1, sizeof(argcache));
-    if (!k->bk) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    cl_kern *kk = ka__calloc(1, sizeof *kk);
+    if (!kk) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    k->bk = kk;
+    if (!(kk->cache = ka__calloc(k->nargs ? k->nargs : 1, sizeof(argcache))))
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     for (cl_uint i = 1; i < n; i++) {
         ka__argsig *s = &k->sig[i - 1];
         cl_kernel_arg_address_qualifier aq = CL_KERNEL_ARG_ADDRESS_PRIVATE;
@@ -218,19 +291,24 @@ static ka_status cl_kernel_create(ka__kernel *k) {
 
 static void cl_kernel_release(ka__kernel *k) {
     if (k->native) clReleaseKernel(k->native);
-    ka__free(k->bk, sizeof(argcache) * (k->nargs ? k->nargs : 1));
+    cl_kern *kk = k->bk;
+    if (!kk) return;
+    size_t n = sizeof(argcache) * (k->nargs ? k->nargs : 1);
+    if (kk->inl) clReleaseKernel(kk->inl);
+    ka__free(kk->cache, n);
+    ka__free(kk->inl_cache, n);
+    ka__free(kk, sizeof *kk);
 }
 
 /* ---- launch ------------------------------------------------------------ */
-static ka_status set_args(ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs) {
-    cl_kernel ck = k->native;
+static ka_status set_args(ka__kernel *k, cl_kernel ck, argcache *cache, uint64_t last_nd[4], const ka__launch *l,
+                          const ka_arg *args, uint32_t nargs) {
     /* The hidden range argument is set only when it changed: argument values
      * persist on the cl_kernel. */
-    if (KA_UNLIKELY(memcmp(k->last_nd, l->nd, sizeof l->nd))) {
+    if (KA_UNLIKELY(memcmp(last_nd, l->nd, sizeof l->nd))) {
         CL_CHECK("clSetKernelArg(hidden range)", clSetKernelArg(ck, 0, sizeof l->nd, l->nd));
-        memcpy(k->last_nd, l->nd, sizeof l->nd);
+        memcpy(last_nd, l->nd, sizeof l->nd);
     }
-    argcache *cache = k->bk;
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
         argcache *c = &cache[i];
@@ -275,14 +353,82 @@ static ka_status set_args(ka__kernel *k, const ka__launch *l, const ka_arg *args
     return KA_OK;
 }
 
+/* First inline launch of a kernel: its program built for `basic`, and the
+ * kernel made there. Off the hot path; serialized by the kernel's mutex. */
+static ka_status make_inline(ka__kernel *k, cl_kern *kk) {
+    cl_dev *cd = dev_of(k->prog->dev);
+    cl_prog *cp = k->var->native;
+    ka_status st = KA_OK;
+    pthread_mutex_lock(&k->lock);
+    if (kk->inl) goto out;
+    pthread_mutex_lock(&cp->lock);
+    if (!cp->inl) {
+        char *src, *opts;
+        size_t slen, olen;
+        st = compose(k->prog, "", &src, &slen, &opts, &olen);
+        if (st == KA_OK) {
+            ka__free(opts, olen);
+            st = build_for(cd, cd->inline_device, src, cp->opts, &cp->inl);
+            ka__free(src, slen);
+        }
+    }
+    pthread_mutex_unlock(&cp->lock);
+    if (st != KA_OK) goto out;
+    if (!(kk->inl_cache = ka__calloc(k->nargs ? k->nargs : 1, sizeof(argcache)))) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory");
+        goto out;
+    }
+    cl_int err;
+    cl_kernel ck = clCreateKernel(cp->inl, k->name, &err);
+    if (err != CL_SUCCESS) {
+        st = ka__cl_fail("clCreateKernel(basic)", err);
+        goto out;
+    }
+    atomic_store_explicit((void *_Atomic *)&kk->inl, ck, memory_order_release);
+out:
+    pthread_mutex_unlock(&k->lock);
+    return st;
+}
+
+/* A small launch on PoCL's `basic` device: it runs inside clFlush, in this
+ * thread. Ordering with the threaded device is kept on the host: pending work
+ * there is finished first, and the inline launch is complete on return, so
+ * later commands anywhere see its results. */
+static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                               void **ev) {
+    cl_queue *cq = q->native;
+    cl_kern *kk = k->bk;
+    ka_status st;
+    if (KA_UNLIKELY(!atomic_load_explicit((void *_Atomic *)&kk->inl, memory_order_acquire)) &&
+        (st = make_inline(k, kk)) != KA_OK)
+        return st;
+    if (atomic_load_explicit(&cq->main_busy, memory_order_relaxed)) {
+        CL_CHECK("clFinish", clFinish(cq->main));
+        atomic_store_explicit(&cq->main_busy, 0, memory_order_relaxed);
+    }
+    ka__spin_lock(&kk->inl_spin);
+    st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
+    if (KA_LIKELY(st == KA_OK)) {
+        cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, (cl_event *)ev);
+        if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel(basic)", err);
+        else if (KA_UNLIKELY((err = clFlush(cq->inl)) != CL_SUCCESS)) st = ka__cl_fail("clFlush(basic)", err);
+    }
+    ka__spin_unlock(&kk->inl_spin);
+    return st;
+}
+
 static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                            void **ev) {
+    cl_queue *cq = q->native;
+    if (cq->inl && (uint64_t)l->global[0] * l->global[1] * l->global[2] <= cq->inline_max)
+        return launch_inline(q, k, l, args, nargs, ev);
+    cl_kern *kk = k->bk;
     /* clSetKernelArg + enqueue on one cl_kernel must not interleave between
      * threads. */
     ka__spin_lock(&k->spin);
-    ka_status st = set_args(k, l, args, nargs);
+    ka_status st = set_args(k, k->native, kk->cache, k->last_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
-        cl_int err = clEnqueueNDRangeKernel(q->native, k->native, l->dims, NULL, l->global, l->local, 0, NULL,
+        cl_int err = clEnqueueNDRangeKernel(main_q(q), k->native, l->dims, NULL, l->global, l->local, 0, NULL,
                                             (cl_event *)ev);
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel", err);
     }
@@ -325,6 +471,18 @@ static ka_status cl_event_wait(void *ev) {
 
 static void cl_event_release(void *ev) { clReleaseEvent(ev); }
 
+static void cl_device_native(ka__device *d, ka_native_device *out) {
+    cl_dev *cd = d->native;
+    out->device = cd->device;
+    out->context = cd->context;
+    out->inline_device = cd->inline_device;
+}
+
+static uint64_t cl_queue_inline_max(ka__queue *q) {
+    cl_queue *cq = q->native;
+    return cq->inl ? cq->inline_max : 0;
+}
+
 const ka_backend_ops ka__opencl_ops = {
     .version = 1,
     .name = "opencl",
@@ -351,4 +509,6 @@ const ka_backend_ops ka__opencl_ops = {
     .event_callback = cl_event_callback,
     .event_wait = cl_event_wait,
     .event_release = cl_event_release,
+    .device_native = cl_device_native,
+    .queue_inline_max = cl_queue_inline_max,
 };

@@ -5,7 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* PoCL shows its `basic` device (commands run in the calling thread) only
+ * when POCL_DEVICES names it, and reads that variable once, when OpenCL is
+ * first used. Unless the user set it, or turned routing off with
+ * KA_INLINE_MAX_ITEMS=0, libka asks for both devices before its first OpenCL
+ * call and hides `basic` from the device list: it is reached through routing. */
+static bool basic_hidden;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void setup_env(void) {
+    const char *inl = getenv("KA_INLINE_MAX_ITEMS");
+    if (getenv("POCL_DEVICES") || (inl && !strcmp(inl, "0"))) return;
+    if (setenv("POCL_DEVICES", "pthread basic", 0) == 0) basic_hidden = true;
+}
+
+bool ka__cl_is_basic(cl_device_id d) {
+    char name[64] = "";
+    if (clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS) return false;
+    return !strncmp(name, "basic", 5);
+}
+
+static bool is_pocl_platform(cl_platform_id p) {
+    char name[128] = "";
+    clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name, name, NULL);
+    return strstr(name, "Portable Computing Language") != NULL;
+}
+
 cl_int ka__cl_devices(cl_platform_id *plats_out, cl_device_id *devs, uint32_t cap, uint32_t *n) {
+    pthread_once(&env_once, setup_env);
     cl_platform_id plats[16];
     cl_uint np = 0;
     *n = 0;
@@ -18,7 +45,9 @@ cl_int ka__cl_devices(cl_platform_id *plats_out, cl_device_id *devs, uint32_t ca
         cl_uint nd = 0;
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS) continue;
         if (nd > 16) nd = 16;
+        bool pocl = basic_hidden && is_pocl_platform(plats[p]);
         for (cl_uint i = 0; i < nd; i++) {
+            if (pocl && ka__cl_is_basic(ds[i])) continue;
             if (*n < cap) {
                 plats_out[*n] = plats[p];
                 devs[*n] = ds[i];
@@ -161,7 +190,18 @@ ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
     snprintf(cd->std_option, sizeof cd->std_option, "-cl-std=CL%d.%d", d->info.opencl_c_major ? d->info.opencl_c_major : 1,
              d->info.opencl_c_major ? d->info.opencl_c_minor : 2);
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform, 0};
-    cd->context = clCreateContext(props, 1, &cd->device, NULL, NULL, &err);
+    /* PoCL's threaded device gets its `basic` sibling in the same context, for
+     * routing small launches (buffers are shared within a context). */
+    cl_device_id both[2] = {cd->device, NULL};
+    cl_uint ndev = 1;
+    if (is_pocl_platform(cd->platform) && !ka__cl_is_basic(cd->device)) {
+        cl_device_id ds[16];
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(cd->platform, CL_DEVICE_TYPE_ALL, 16, ds, &nd) == CL_SUCCESS)
+            for (cl_uint i = 0; i < nd && i < 16 && ndev == 1; i++)
+                if (ka__cl_is_basic(ds[i])) both[ndev++] = cd->inline_device = ds[i];
+    }
+    cd->context = clCreateContext(props, ndev, both, NULL, NULL, &err);
     if (err != CL_SUCCESS) {
         ka__free(cd, sizeof *cd);
         return ka__cl_fail("clCreateContext", err);

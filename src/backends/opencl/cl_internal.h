@@ -15,7 +15,45 @@ typedef struct cl_dev {
     cl_context context;
     int cl_version;      /* device OpenCL version * 10, e.g. 30 */
     char std_option[24]; /* "-cl-std=CL3.0" */
+    cl_device_id inline_device; /* PoCL's `basic` device in the same context, or NULL */
 } cl_dev;
+
+/* A queue: the device's own, and for PoCL a second one on `basic`, where a
+ * launch of at most inline_max work-items runs in the calling thread. */
+typedef struct cl_queue {
+    cl_command_queue main;
+    cl_command_queue inl;       /* NULL: no routing */
+    uint64_t inline_max;        /* work-items; 0 = routing off */
+    _Atomic uint32_t main_busy; /* commands may be pending on main */
+} cl_queue;
+
+/* A build variant: the main device's program, and `basic`'s, built when a
+ * small launch first needs it (PoCL compiles per device). */
+typedef struct cl_prog {
+    cl_program main;
+    cl_program inl;
+    char *opts;                /* the build options, for `basic` */
+    size_t opts_len;
+    pthread_mutex_t lock;
+} cl_prog;
+
+/* Argument values last set on a cl_kernel (values persist there): a launch
+ * skips clSetKernelArg for an argument that did not change. */
+typedef struct argcache {
+    uint64_t v;
+    uint32_t size;
+    uint32_t kind; /* KA_ARG_*, 0 = never set */
+} argcache;
+
+/* Per-kernel state: the argument caches of the main and inline cl_kernels. */
+typedef struct cl_kern {
+    cl_kernel inl;             /* created on first inline launch */
+    uint64_t inl_nd[4];        /* hidden argument last set on inl */
+    _Atomic uint32_t inl_spin;
+    argcache *cache, *inl_cache;
+} cl_kern;
+
+bool ka__cl_is_basic(cl_device_id d);
 
 const char *ka__cl_error_name(cl_int err);
 /* Maps an OpenCL error to a status and records "call: CL_NAME" in the detail. */
