@@ -59,7 +59,9 @@ static const char *src =
 
 typedef struct fix {
     ka_device dev;
-    ka_queue q, q_nospin;
+    ka_queue q;        /* the default queue: on PoCL, small launches run inline on `basic` */
+    ka_queue q_thr;    /* routing off: every launch on the threaded device */
+    ka_queue q_nospin; /* routing off, no spin: waits sleep on the completion callback */
     ka_program prog;
     ka_kernel inc, spin, inc3, many;
     ka_buffer buf, fbuf;
@@ -76,7 +78,8 @@ static int setup(void **state) {
     for (int i = 1; i <= 39; i++) n += snprintf(args39 + n, sizeof args39 - (size_t)n, "%sint a%d", i > 1 ? ", " : "", i);
     snprintf(full, sizeof full, src, args39);
     if (ka_device_open(NULL, &F.dev) || ka_queue_create(F.dev, NULL, &F.q) ||
-        ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 0}, &F.q_nospin) ||
+        ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &F.q_thr) ||
+        ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 0, .inline_max_items = KA_INLINE_OFF}, &F.q_nospin) ||
         ka_program_build(F.dev, full, NULL, &F.prog) || ka_kernel_get(F.prog, "inc", NULL, &F.inc) ||
         ka_kernel_get(F.prog, "spin", NULL, &F.spin) || ka_kernel_get(F.prog, "inc3", NULL, &F.inc3) ||
         ka_kernel_get(F.prog, "many", NULL, &F.many) || ka_buffer_create(F.dev, 1 << 20, &F.buf) ||
@@ -94,6 +97,7 @@ static int teardown(void **state) {
     ka_program_release(F.prog);
     ka_queue_release(F.q);
     ka_queue_release(F.q_nospin);
+    ka_queue_release(F.q_thr);
     ka_device_close(F.dev);
     return 0;
 }
@@ -127,36 +131,36 @@ static void zero_alloc_lookup(void **state) {
 }
 
 static void zero_alloc_launch(void **state) {
-    (void)state;
-    zero(F.q, F.buf);
+    ka_queue Q = *(ka_queue *)*state;
+    zero(Q, F.buf);
     ka_arg args[] = {ka_arg_buffer(F.buf)};
     ka_range r = {.dims = 1, .size = {100}}; /* a partial group */
-    KA_OK_OR_FAIL(ka_launch(F.q, F.inc, &r, args, 1, NULL)); /* warm-up: local size compiled */
-    KA_OK_OR_FAIL(ka_queue_finish(F.q));
+    KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, args, 1, NULL)); /* warm-up: local size compiled */
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
     count_begin();
     for (int i = 0; i < N; i++)
-        if (ka_launch(F.q, F.inc, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
+        if (ka_launch(Q, F.inc, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
     COUNT_END_ZERO("launch");
-    KA_OK_OR_FAIL(ka_queue_finish(F.q));
-    expect_all(F.q, F.buf, 100, N + 1);
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
+    expect_all(Q, F.buf, 100, N + 1);
 }
 
 static void zero_alloc_launch_wait_short(void **state) {
-    (void)state;
-    zero(F.q, F.buf);
+    ka_queue Q = *(ka_queue *)*state;
+    zero(Q, F.buf);
     ka_arg args[] = {ka_arg_buffer(F.buf)};
     ka_range r = {.dims = 1, .size = {64}};
     ka_event ev;
-    KA_OK_OR_FAIL(ka_launch(F.q, F.inc, &r, args, 1, &ev));
+    KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, args, 1, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
     count_begin();
     for (int i = 0; i < N; i++) {
-        if (ka_launch(F.q, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+        if (ka_launch(Q, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", i, ka_last_error());
     }
     COUNT_END_ZERO("launch + wait (short kernel)");
-    expect_all(F.q, F.buf, 64, N + 1);
+    expect_all(Q, F.buf, 64, N + 1);
 }
 
 /* With spinning off, every wait that does not find the kernel done at its
@@ -196,7 +200,7 @@ static void zero_alloc_launch_wait_long(void **state) {
         ka_event ev;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        KA_OK_OR_FAIL(ka_launch(F.q, F.spin, &r, args, 2, &ev));
+        KA_OK_OR_FAIL(ka_launch(F.q_thr, F.spin, &r, args, 2, &ev));
         KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
         KA_OK_OR_FAIL(ka_event_release(ev));
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -206,56 +210,56 @@ static void zero_alloc_launch_wait_long(void **state) {
     }
     const int reps = 10;
     ka_queue_stats s0, s1;
-    KA_OK_OR_FAIL(ka_queue_get_stats(F.q, &s0));
+    KA_OK_OR_FAIL(ka_queue_get_stats(F.q_thr, &s0));
     count_begin();
     for (int i = 0; i < reps; i++) {
         ka_event ev;
-        if (ka_launch(F.q, F.spin, &r, args, 2, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+        if (ka_launch(F.q_thr, F.spin, &r, args, 2, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", i, ka_last_error());
     }
     COUNT_END_ZERO("launch + wait of a 50 ms kernel");
-    KA_OK_OR_FAIL(ka_queue_get_stats(F.q, &s1));
+    KA_OK_OR_FAIL(ka_queue_get_stats(F.q_thr, &s1));
     assert_int_equal(s1.waits_slept - s0.waits_slept, reps);
     assert_true(s1.callbacks - s0.callbacks >= (uint64_t)reps);
 }
 
 static void zero_alloc_40_args(void **state) {
-    (void)state;
-    zero(F.q, F.buf);
+    ka_queue Q = *(ka_queue *)*state;
+    zero(Q, F.buf);
     ka_arg args[40];
     args[0] = ka_arg_buffer(F.buf);
     for (int i = 1; i < 40; i++) args[i] = ka_arg_i32(i);
     ka_range r = {.dims = 1, .size = {8}};
-    KA_OK_OR_FAIL(ka_launch(F.q, F.many, &r, args, 40, NULL));
-    KA_OK_OR_FAIL(ka_queue_finish(F.q));
+    KA_OK_OR_FAIL(ka_launch(Q, F.many, &r, args, 40, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
     count_begin();
     for (int i = 0; i < N; i++) {
         ka_event ev;
-        if (ka_launch(F.q, F.many, &r, args, 40, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+        if (ka_launch(Q, F.many, &r, args, 40, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", i, ka_last_error());
     }
     COUNT_END_ZERO("40-argument launch + wait");
-    expect_all(F.q, F.buf, 1, N + 1);
+    expect_all(Q, F.buf, 1, N + 1);
 }
 
 static void zero_alloc_3d_partial(void **state) {
-    (void)state;
-    zero(F.q, F.buf);
+    ka_queue Q = *(ka_queue *)*state;
+    zero(Q, F.buf);
     ka_arg args[] = {ka_arg_buffer(F.buf)};
     ka_range r = {.dims = 3, .size = {5, 7, 3}, .workgroup = {4, 4, 2}};
-    KA_OK_OR_FAIL(ka_launch(F.q, F.inc3, &r, args, 1, NULL));
-    KA_OK_OR_FAIL(ka_queue_finish(F.q));
+    KA_OK_OR_FAIL(ka_launch(Q, F.inc3, &r, args, 1, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
     count_begin();
     for (int i = 0; i < N; i++)
-        if (ka_launch(F.q, F.inc3, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
+        if (ka_launch(Q, F.inc3, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
     COUNT_END_ZERO("3-D launch with partial groups");
-    KA_OK_OR_FAIL(ka_queue_finish(F.q));
-    expect_all(F.q, F.buf, 5 * 7 * 3, N + 1);
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
+    expect_all(Q, F.buf, 5 * 7 * 3, N + 1);
 }
 
 static void zero_alloc_wait_many(void **state) {
-    (void)state;
-    zero(F.q, F.buf);
+    ka_queue Q = *(ka_queue *)*state;
+    zero(Q, F.buf);
     ka_arg args[] = {ka_arg_buffer(F.buf)};
     ka_range r = {.dims = 1, .size = {64}};
     enum { M = 8 };
@@ -264,14 +268,14 @@ static void zero_alloc_wait_many(void **state) {
     count_begin();
     for (int i = 0; i < loops; i++) {
         for (int j = 0; j < M; j++)
-            if (ka_launch(F.q, F.inc, &r, args, 1, &evs[j])) fail_msg("launch: %s", ka_last_error());
+            if (ka_launch(Q, F.inc, &r, args, 1, &evs[j])) fail_msg("launch: %s", ka_last_error());
         uint32_t idx;
         if (ka_wait_any(evs, M, KA_WAIT_FOREVER, &idx) || idx >= M) fail_msg("wait_any: %s", ka_last_error());
         if (ka_wait_all(evs, M, KA_WAIT_FOREVER)) fail_msg("wait_all: %s", ka_last_error());
         for (int j = 0; j < M; j++) ka_event_release(evs[j]);
     }
     COUNT_END_ZERO("ka_wait_any + ka_wait_all over 8 events");
-    expect_all(F.q, F.buf, 64, loops * M);
+    expect_all(Q, F.buf, 64, loops * M);
 }
 
 typedef struct worker {
@@ -295,14 +299,16 @@ static void *work(void *p) {
 }
 
 static void zero_alloc_4_threads(void **state) {
-    (void)state;
+    ka_queue Q = *(ka_queue *)*state;
+    ka_queue_config cfg = {.spin_ns = KA_SPIN_DEFAULT,
+                           .inline_max_items = Q.id == F.q_thr.id ? KA_INLINE_OFF : 0};
     worker w[4];
     pthread_t t[4];
     for (int i = 0; i < 4; i++) {
         memset(&w[i], 0, sizeof w[i]);
         /* two threads share the fixture's queue, two have their own */
-        if (i < 2) w[i].q = F.q;
-        else KA_OK_OR_FAIL(ka_queue_create(F.dev, NULL, &w[i].q));
+        if (i < 2) w[i].q = Q;
+        else KA_OK_OR_FAIL(ka_queue_create(F.dev, &cfg, &w[i].q));
         KA_OK_OR_FAIL(ka_buffer_create(F.dev, 64 * sizeof(int), &w[i].b));
         int z = 0;
         KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].b, &z, sizeof z, 0, 64 * sizeof(int), NULL));
@@ -332,17 +338,20 @@ static void harness_sees_allocations(void **state) {
 }
 
 int main(void) {
+    /* Each launch test runs on the default queue (on PoCL: inline on `basic`
+     * for these small ranges) and on a queue with routing off. */
+#define BOTH(f) cmocka_unit_test_prestate(f, &F.q), cmocka_unit_test_prestate(f, &F.q_thr)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(harness_sees_allocations),
         cmocka_unit_test(zero_alloc_lookup),
-        cmocka_unit_test(zero_alloc_launch),
-        cmocka_unit_test(zero_alloc_launch_wait_short),
+        BOTH(zero_alloc_launch),
+        BOTH(zero_alloc_launch_wait_short),
         cmocka_unit_test(zero_alloc_launch_wait_callback),
         cmocka_unit_test(zero_alloc_launch_wait_long),
-        cmocka_unit_test(zero_alloc_40_args),
-        cmocka_unit_test(zero_alloc_3d_partial),
-        cmocka_unit_test(zero_alloc_wait_many),
-        cmocka_unit_test(zero_alloc_4_threads),
+        BOTH(zero_alloc_40_args),
+        BOTH(zero_alloc_3d_partial),
+        BOTH(zero_alloc_wait_many),
+        BOTH(zero_alloc_4_threads),
     };
 #ifdef KA_INJECT_LAUNCH_ALLOC
     cmocka_set_test_filter("zero_alloc_launch");

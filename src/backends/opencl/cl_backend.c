@@ -19,6 +19,10 @@ static cl_dev *dev_of(const ka__device *d) { return d->native; }
  * `ka bench route` (docs/BENCHMARKS.md): below this, `basic`'s launch + wait
  * beats the threaded device's. */
 #define KA__INLINE_DEFAULT 32768
+/* An inline launch slower than this would have been faster on the threaded
+ * device (its launch + wait costs 20-60 us on PoCL, the work then splits over
+ * the cores). */
+#define KA__INLINE_SLOW_NS 100000
 
 static uint64_t inline_limit(const ka__queue *q) {
     if (q->inline_max > 0) return (uint64_t)q->inline_max;
@@ -407,11 +411,24 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
         atomic_store_explicit(&cq->main_busy, 0, memory_order_relaxed);
     }
     ka__spin_lock(&kk->inl_spin);
+    /* Few work-items need not mean little work: the second inline launch of
+     * a kernel and every 64th after are timed (the first may compile), and
+     * two slow ones in a row send the kernel to the threaded device for good. */
+    bool timed = (kk->inl_count++ & 63) == 1;
+    int64_t t0 = timed ? ka__now_ns() : 0;
     st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
         cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, (cl_event *)ev);
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel(basic)", err);
         else if (KA_UNLIKELY((err = clFlush(cq->inl)) != CL_SUCCESS)) st = ka__cl_fail("clFlush(basic)", err);
+    }
+    if (timed) {
+        kk->slow_streak = ka__now_ns() - t0 > KA__INLINE_SLOW_NS ? kk->slow_streak + 1 : 0;
+        if (kk->slow_streak >= 2) {
+            atomic_store_explicit(&kk->demoted, 1, memory_order_relaxed);
+            ka__log(KA_LOG_INFO, "kernel '%s' runs longer than %d us inline: launching it on the threaded device",
+                    k->name, KA__INLINE_SLOW_NS / 1000);
+        }
     }
     ka__spin_unlock(&kk->inl_spin);
     return st;
@@ -420,9 +437,10 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
 static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                            void **ev) {
     cl_queue *cq = q->native;
-    if (cq->inl && (uint64_t)l->global[0] * l->global[1] * l->global[2] <= cq->inline_max)
-        return launch_inline(q, k, l, args, nargs, ev);
     cl_kern *kk = k->bk;
+    if (cq->inl && (uint64_t)l->global[0] * l->global[1] * l->global[2] <= cq->inline_max &&
+        !atomic_load_explicit(&kk->demoted, memory_order_relaxed))
+        return launch_inline(q, k, l, args, nargs, ev);
     /* clSetKernelArg + enqueue on one cl_kernel must not interleave between
      * threads. */
     ka__spin_lock(&k->spin);

@@ -50,6 +50,9 @@ typedef struct cl_kern {
     cl_kernel inl;             /* created on first inline launch */
     uint64_t inl_nd[4];        /* hidden argument last set on inl */
     _Atomic uint32_t inl_spin;
+    uint32_t inl_count;        /* inline launches (under inl_spin) */
+    uint32_t slow_streak;      /* consecutive timed inline launches that were slow */
+    _Atomic uint32_t demoted;  /* too slow inline: always on the threaded device */
     argcache *cache, *inl_cache;
 } cl_kern;
 
