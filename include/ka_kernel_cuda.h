@@ -268,17 +268,6 @@ KA__CLAMP(ulong)
 #undef KA__CLAMP
 KA__FN float mix(float a, float b, float t) { return a + (b - a) * t; }
 KA__FN double mix(double a, double b, double t) { return a + (b - a) * t; }
-KA__FN float native_exp(float x) { return __expf(x); }
-KA__FN float native_log(float x) { return __logf(x); }
-KA__FN float native_log2(float x) { return __log2f(x); }
-KA__FN float native_sin(float x) { return __sinf(x); }
-KA__FN float native_cos(float x) { return __cosf(x); }
-KA__FN float native_tan(float x) { return __tanf(x); }
-KA__FN float native_powr(float x, float y) { return __powf(x, y); }
-KA__FN float native_divide(float x, float y) { return __fdividef(x, y); }
-KA__FN float native_recip(float x) { return __fdividef(1.0f, x); }
-KA__FN float native_sqrt(float x) { return sqrtf(x); }
-KA__FN float native_rsqrt(float x) { return rsqrtf(x); }
 KA__FN uint popcount(uint x) { return (uint)__popc(x); }
 KA__FN int popcount(int x) { return __popc((unsigned)x); }
 KA__FN ulong popcount(ulong x) { return (ulong)__popcll(x); }
@@ -287,6 +276,117 @@ KA__FN uint clz(uint x) { return (uint)__clz((int)x); }
 KA__FN int clz(int x) { return __clz(x); }
 KA__FN ulong clz(ulong x) { return (ulong)__clzll((long long)x); }
 KA__FN long clz(long x) { return __clzll(x); }
+
+/* More OpenCL C built-ins CUDA lacks (scalar forms). native_ and half_
+ * functions map to CUDA's fast intrinsics. */
+KA__FN float pown(float x, int n) { return powf(x, (float)n); }
+KA__FN double pown(double x, int n) { return ::pow(x, (double)n); }
+KA__FN float powr(float x, float y) { return powf(x, y); }
+KA__FN double powr(double x, double y) { return ::pow(x, y); }
+KA__FN float rootn(float x, int n) {
+    float r = powf(fabsf(x), 1.0f / (float)n);
+    return x < 0.0f ? ((n & 1) ? -r : __int_as_float(0x7fc00000)) : r;
+}
+KA__FN double rootn(double x, int n) {
+    double r = ::pow(::fabs(x), 1.0 / (double)n);
+    return x < 0.0 ? ((n & 1) ? -r : __longlong_as_double(0x7ff8000000000000LL)) : r;
+}
+KA__FN float fract(float x, float *ip) {
+    float f = floorf(x);
+    *ip = f;
+    return fminf(x - f, 0x1.fffffep-1f);
+}
+KA__FN double fract(double x, double *ip) {
+    double f = ::floor(x);
+    *ip = f;
+    return ::fmin(x - f, 0x1.fffffffffffffp-1);
+}
+KA__FN float sincos(float x, float *c) {
+    float s;
+    sincosf(x, &s, c);
+    return s;
+}
+KA__FN double sincos(double x, double *c) {
+    double s;
+    ::sincos(x, &s, c);
+    return s;
+}
+KA__FN float maxmag(float x, float y) { return fabsf(x) > fabsf(y) ? x : fabsf(y) > fabsf(x) ? y : fmaxf(x, y); }
+KA__FN double maxmag(double x, double y) { return ::fabs(x) > ::fabs(y) ? x : ::fabs(y) > ::fabs(x) ? y : ::fmax(x, y); }
+KA__FN float minmag(float x, float y) { return fabsf(x) < fabsf(y) ? x : fabsf(y) < fabsf(x) ? y : fminf(x, y); }
+KA__FN double minmag(double x, double y) { return ::fabs(x) < ::fabs(y) ? x : ::fabs(y) < ::fabs(x) ? y : ::fmin(x, y); }
+KA__FN float degrees(float r) { return r * 57.295779513082320876798f; }
+KA__FN double degrees(double r) { return r * 57.295779513082320876798; }
+KA__FN float radians(float d) { return d * 0.017453292519943295769f; }
+KA__FN double radians(double d) { return d * 0.017453292519943295769; }
+KA__FN float step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }
+KA__FN double step(double edge, double x) { return x < edge ? 0.0 : 1.0; }
+KA__FN float smoothstep(float e0, float e1, float x) {
+    float t = clamp((x - e0) / (e1 - e0), 0.0f, 1.0f);
+    return t * t * (3.0f - 2.0f * t);
+}
+KA__FN double smoothstep(double e0, double e1, double x) {
+    double t = clamp((x - e0) / (e1 - e0), 0.0, 1.0);
+    return t * t * (3.0 - 2.0 * t);
+}
+KA__FN float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x != x ? 0.0f : x; }
+KA__FN double sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x != x ? 0.0 : x; }
+#define KA__NATIVE(name, expr)                                                \
+    KA__FN float native_##name(float x) { return expr; }                      \
+    KA__FN float half_##name(float x) { return expr; }
+KA__NATIVE(exp, __expf(x))
+KA__NATIVE(exp2, exp2f(x))
+KA__NATIVE(exp10, __exp10f(x))
+KA__NATIVE(log, __logf(x))
+KA__NATIVE(log2, __log2f(x))
+KA__NATIVE(log10, __log10f(x))
+KA__NATIVE(sin, __sinf(x))
+KA__NATIVE(cos, __cosf(x))
+KA__NATIVE(tan, __tanf(x))
+KA__NATIVE(sqrt, sqrtf(x))
+KA__NATIVE(rsqrt, rsqrtf(x))
+KA__NATIVE(recip, __fdividef(1.0f, x))
+#undef KA__NATIVE
+KA__FN float native_powr(float x, float y) { return __powf(x, y); }
+KA__FN float half_powr(float x, float y) { return __powf(x, y); }
+KA__FN float native_divide(float x, float y) { return __fdividef(x, y); }
+KA__FN float half_divide(float x, float y) { return __fdividef(x, y); }
+/* integer built-ins */
+KA__FN int mul24(int x, int y) { return __mul24(x, y); }
+KA__FN uint mul24(uint x, uint y) { return __umul24(x, y); }
+KA__FN int mad24(int x, int y, int z) { return __mul24(x, y) + z; }
+KA__FN uint mad24(uint x, uint y, uint z) { return __umul24(x, y) + z; }
+KA__FN int mul_hi(int x, int y) { return __mulhi(x, y); }
+KA__FN uint mul_hi(uint x, uint y) { return __umulhi(x, y); }
+KA__FN long mul_hi(long x, long y) { return (long)__mul64hi((long long)x, (long long)y); }
+KA__FN ulong mul_hi(ulong x, ulong y) { return (ulong)__umul64hi((unsigned long long)x, (unsigned long long)y); }
+KA__FN int mad_hi(int x, int y, int z) { return __mulhi(x, y) + z; }
+KA__FN uint mad_hi(uint x, uint y, uint z) { return __umulhi(x, y) + z; }
+KA__FN int hadd(int x, int y) { return __hadd(x, y); }
+KA__FN uint hadd(uint x, uint y) { return __uhadd(x, y); }
+KA__FN int rhadd(int x, int y) { return __rhadd(x, y); }
+KA__FN uint rhadd(uint x, uint y) { return __urhadd(x, y); }
+KA__FN uint abs_diff(int x, int y) { return x > y ? (uint)x - (uint)y : (uint)y - (uint)x; }
+KA__FN uint abs_diff(uint x, uint y) { return x > y ? x - y : y - x; }
+KA__FN int add_sat(int x, int y) { long long s = (long long)x + y; return s > 2147483647LL ? 2147483647 : s < -2147483648LL ? (int)-2147483648LL : (int)s; }
+KA__FN uint add_sat(uint x, uint y) { uint s = x + y; return s < x ? 0xffffffffu : s; }
+KA__FN int sub_sat(int x, int y) { long long s = (long long)x - y; return s > 2147483647LL ? 2147483647 : s < -2147483648LL ? (int)-2147483648LL : (int)s; }
+KA__FN uint sub_sat(uint x, uint y) { return x > y ? x - y : 0u; }
+KA__FN uint rotate(uint v, uint i) { return __funnelshift_l(v, v, i); }
+KA__FN int rotate(int v, int i) { return (int)__funnelshift_l((uint)v, (uint)v, (uint)i); }
+KA__FN ulong rotate(ulong v, ulong i) { i &= 63; return i ? (v << i) | (v >> (64 - i)) : v; }
+KA__FN long rotate(long v, long i) { return (long)rotate((ulong)v, (ulong)i); }
+KA__FN uint ctz(uint x) { return x ? (uint)(__ffs((int)x) - 1) : 32u; }
+KA__FN int ctz(int x) { return x ? __ffs(x) - 1 : 32; }
+KA__FN ulong ctz(ulong x) { return x ? (ulong)(__ffsll((long long)x) - 1) : 64ul; }
+KA__FN long ctz(long x) { return x ? (long)(__ffsll(x) - 1) : 64l; }
+/* select(a, b, c): c ? b : a (scalars: any nonzero c picks b) */
+template <typename T, typename C> KA__FN T select(T a, T b, C c) { return c ? b : a; }
+KA__FN uint bitselect(uint a, uint b, uint c) { return (a & ~c) | (b & c); }
+KA__FN ulong bitselect(ulong a, ulong b, ulong c) { return (a & ~c) | (b & c); }
+KA__FN float bitselect(float a, float b, float c) {
+    return __uint_as_float((__float_as_uint(a) & ~__float_as_uint(c)) | (__float_as_uint(b) & __float_as_uint(c)));
+}
 
 /* Bit reinterpretation (OpenCL's as_<type>). */
 KA__FN uint as_uint(float x) { return __float_as_uint(x); }

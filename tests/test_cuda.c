@@ -79,6 +79,10 @@ static void info(void **state) {
     assert_true(i->local_mem_size >= 48 * 1024);
     assert_true(i->has_double && i->has_atomic64 && i->has_atomic_float_add && i->has_subgroup_shuffle && i->has_printf);
     assert_true(strncmp(i->version, "CUDA ", 5) == 0);
+    ka_native_device nd;
+    KA_OK_OR_FAIL(ka_device_get_native(F.dev, &nd));
+    assert_int_equal((intptr_t)nd.device, 0); /* CUdevice of ordinal 0 */
+    assert_non_null(nd.context);
     /* describe() lists the same device without opening it */
     uint32_t n;
     KA_OK_OR_FAIL(ka_device_count(&n));
@@ -384,6 +388,38 @@ static void callbacks(void **state) {
     KA_OK_OR_FAIL(ka_event_wait(ev, 0));
     KA_OK_OR_FAIL(ka_event_release(ev));
     print_message("sleeping wait on a %.1f ms kernel returned after %.1f ms\n", dt * 1e3, waited * 1e3);
+    /* Wake-up cost of a sleeping wait by kernel length: a queue that does not
+     * spin (every wait sleeps on the callback) against one that spins for the
+     * whole kernel, median of 7. */
+    ka_queue qs, qp;
+    KA_OK_OR_FAIL(ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 0}, &qs));
+    KA_OK_OR_FAIL(ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 1000000000}, &qp));
+    for (uint32_t it = iters >> 12; it <= iters; it <<= 2) {
+        double med[2];
+        for (int v = 0; v < 2; v++) {
+            double ts[7];
+            for (int rep = 0; rep < 7; rep++) {
+                ka_arg a2[] = {ka_arg_buffer(b), ka_arg_u32(it)};
+                double t_start = now_s();
+                KA_OK_OR_FAIL(ka_launch(v ? qp : qs, k, &r, a2, 2, &ev));
+                KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+                ts[rep] = now_s() - t_start;
+                KA_OK_OR_FAIL(ka_event_release(ev));
+            }
+            for (int i = 0; i < 7; i++)
+                for (int j = i + 1; j < 7; j++)
+                    if (ts[j] < ts[i]) {
+                        double x = ts[i];
+                        ts[i] = ts[j];
+                        ts[j] = x;
+                    }
+            med[v] = ts[3];
+        }
+        print_message("kernel %8.3f ms: sleeping wait %8.3f ms, spinning wait %8.3f ms, wake cost %6.1f us\n",
+                      med[1] * 1e3, med[0] * 1e3, med[1] * 1e3, (med[0] - med[1]) * 1e6);
+    }
+    ka_queue_release(qs);
+    ka_queue_release(qp);
     ka_buffer_release(b);
 }
 
@@ -440,8 +476,30 @@ static void *thr_main(void *arg) {
     }
     return NULL;
 }
+/* A thread that never touched CUDA waits on, queries and releases an event. */
+static void *waiter_main(void *arg) {
+    ka_event ev = *(ka_event *)arg;
+    if (ka_event_wait(ev, KA_WAIT_FOREVER) != KA_OK) return (void *)1;
+    if (ka_event_release(ev) != KA_OK) return (void *)2;
+    return NULL;
+}
 static void threads(void **state) {
     (void)state;
+    {
+        ka_kernel k;
+        ka_buffer b;
+        KA_OK_OR_FAIL(ka_kernel_get(F.prog, "spin", NULL, &k));
+        KA_OK_OR_FAIL(ka_buffer_create(F.dev, 1024 * 4, &b));
+        ka_arg args[] = {ka_arg_buffer(b), ka_arg_u32(1u << 20)};
+        ka_event ev;
+        KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {1024}}, args, 2, &ev));
+        pthread_t w;
+        void *rv;
+        pthread_create(&w, NULL, waiter_main, &ev);
+        pthread_join(w, &rv);
+        assert_null(rv);
+        ka_buffer_release(b);
+    }
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "inc", NULL, &thr_k));
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, 64 * 4, &thr_b));
     int z = 0;

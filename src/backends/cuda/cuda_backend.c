@@ -155,6 +155,14 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
     return KA_OK;
 }
 
+/* Interop: the CUdevice (an int, carried in the pointer) and the retained
+ * primary context, which any CUDA runtime code on the device also uses. */
+static void cuda_device_native(ka__device *kd, ka_native_device *out) {
+    ka__cudev *d = kd->native;
+    out->device = (void *)(intptr_t)d->dev;
+    out->context = d->ctx;
+}
+
 const ka_backend_ops ka__cuda_ops = {
     .version = 1,
     .name = "cuda",
@@ -181,6 +189,7 @@ const ka_backend_ops ka__cuda_ops = {
     .event_callback = ka__cuda_event_callback,
     .event_wait = ka__cuda_event_wait,
     .event_release = ka__cuda_event_release,
+    .device_native = cuda_device_native,
 };
 
 #endif
