@@ -305,6 +305,7 @@ typedef struct ka_queue_stats {
     uint64_t waits_slept;    /* waits that armed the completion callback and slept */
     uint64_t callbacks;      /* driver completion callbacks run */
     uint64_t inline_max_items; /* routing limit in effect (0: every launch on the device) */
+    uint64_t inline_launches;  /* launches that ran inline on PoCL's `basic` device */
 } ka_queue_stats;
 KA_API ka_status ka_queue_get_stats(ka_queue q, ka_queue_stats *out);
 

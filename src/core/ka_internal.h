@@ -235,7 +235,7 @@ struct ka_backend_ops {
     void (*event_release)(void *ev);
     /* Optional (NULL: not available). */
     void (*device_native)(ka__device *d, ka_native_device *out);
-    uint64_t (*queue_inline_max)(ka__queue *q);
+    void (*queue_stats)(ka__queue *q, ka_queue_stats *out); /* back-end fields */
 };
 
 extern const ka_backend_ops ka__opencl_ops;

@@ -87,6 +87,7 @@ ka_status ka_queue_get_stats(ka_queue queue, ka_queue_stats *out) {
     out->waits_polled = atomic_load(&q->waits_polled);
     out->waits_slept = atomic_load(&q->waits_slept);
     out->callbacks = atomic_load(&q->callbacks);
-    out->inline_max_items = q->dev->ops->queue_inline_max ? q->dev->ops->queue_inline_max(q) : 0;
+    out->inline_max_items = out->inline_launches = 0;
+    if (q->dev->ops->queue_stats) q->dev->ops->queue_stats(q, out);
     return KA_OK;
 }

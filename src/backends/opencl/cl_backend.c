@@ -412,9 +412,9 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     }
     ka__spin_lock(&kk->inl_spin);
     /* Few work-items need not mean little work: the second inline launch of
-     * a kernel and every 64th after are timed (the first may compile), and
+     * a kernel and every 8th after are timed (the first may compile), and
      * two slow ones in a row send the kernel to the threaded device for good. */
-    bool timed = (kk->inl_count++ & 63) == 1;
+    bool timed = (kk->inl_count++ & 7) == 1;
     int64_t t0 = timed ? ka__now_ns() : 0;
     st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
@@ -422,6 +422,7 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel(basic)", err);
         else if (KA_UNLIKELY((err = clFlush(cq->inl)) != CL_SUCCESS)) st = ka__cl_fail("clFlush(basic)", err);
     }
+    atomic_fetch_add_explicit(&cq->inline_launches, 1, memory_order_relaxed);
     if (timed) {
         kk->slow_streak = ka__now_ns() - t0 > KA__INLINE_SLOW_NS ? kk->slow_streak + 1 : 0;
         if (kk->slow_streak >= 2) {
@@ -496,9 +497,10 @@ static void cl_device_native(ka__device *d, ka_native_device *out) {
     out->inline_device = cd->inline_device;
 }
 
-static uint64_t cl_queue_inline_max(ka__queue *q) {
+static void cl_queue_stats(ka__queue *q, ka_queue_stats *out) {
     cl_queue *cq = q->native;
-    return cq->inl ? cq->inline_max : 0;
+    out->inline_max_items = cq->inl ? cq->inline_max : 0;
+    out->inline_launches = atomic_load_explicit(&cq->inline_launches, memory_order_relaxed);
 }
 
 const ka_backend_ops ka__opencl_ops = {
@@ -528,5 +530,5 @@ const ka_backend_ops ka__opencl_ops = {
     .event_wait = cl_event_wait,
     .event_release = cl_event_release,
     .device_native = cl_device_native,
-    .queue_inline_max = cl_queue_inline_max,
+    .queue_stats = cl_queue_stats,
 };

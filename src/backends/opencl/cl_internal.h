@@ -25,6 +25,7 @@ typedef struct cl_queue {
     cl_command_queue inl;       /* NULL: no routing */
     uint64_t inline_max;        /* work-items; 0 = routing off */
     _Atomic uint32_t main_busy; /* commands may be pending on main */
+    _Atomic uint64_t inline_launches;
 } cl_queue;
 
 /* A build variant: the main device's program, and `basic`'s, built when a
