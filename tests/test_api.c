@@ -6,6 +6,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -1301,6 +1302,15 @@ static void test_event_stale_after_queue_reuse(void **state) {
     KA_OK_OR_FAIL(ka_buffer_release(b));
 }
 
+/* Waits by polling only (timeout 0): no driver callback is armed, so a
+ * release returns the slot at once. */
+static void poll_done(ka_event ev) {
+    int64_t until = now_ns() + 60 * 1000000000LL;
+    ka_status st;
+    while ((st = ka_event_wait(ev, 0)) == KA_ERR_TIMEOUT && now_ns() < until) sched_yield();
+    KA_OK_OR_FAIL(st);
+}
+
 static void test_event_pool_exhaustion(void **state) {
     (void)state;
     enum { CAP = 4 };
@@ -1311,7 +1321,7 @@ static void test_event_pool_exhaustion(void **state) {
     uint32_t v[CAP + 1] = {0};
     ka_event ev[CAP + 1];
     for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_buffer_write(q, b, 4 * (size_t)i, 4, &v[i], &ev[i]));
-    KA_OK_OR_FAIL(ka_wait_all(ev, CAP, KA_WAIT_FOREVER)); /* completed, still held */
+    for (int i = 0; i < CAP; i++) poll_done(ev[i]); /* completed, still held */
     ev[CAP].id = 77;
     KA_EXPECT(KA_ERR_EVENT_POOL_EXHAUSTED, ka_buffer_write(q, b, 0, 4, &v[0], &ev[CAP]));
     EXPECT_DETAIL("event_capacity");
@@ -1326,12 +1336,37 @@ static void test_event_pool_exhaustion(void **state) {
     KA_OK_OR_FAIL(ka_event_release(ev[1]));
     KA_OK_OR_FAIL(ka_launch(q, k, &(ka_range){.dims = 1, .size = {1}}, NULL, 0, &ev[1]));
     KA_EXPECT(KA_ERR_EVENT_POOL_EXHAUSTED, ka_buffer_write(q, b, 0, 4, &v[0], &ev[CAP]));
-    KA_OK_OR_FAIL(ka_wait_all(ev, CAP, KA_WAIT_FOREVER));
+    for (int i = 0; i < CAP; i++) poll_done(ev[i]);
     for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_event_release(ev[i]));
     /* All free again: CAP events at once work. */
     for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, 4, &v[0], &ev[i]));
     KA_OK_OR_FAIL(ka_wait_all(ev, CAP, KA_WAIT_FOREVER));
     for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_event_release(ev[i]));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_OK_OR_FAIL(ka_queue_release(q));
+}
+
+/* Waiting (asleep, on the driver's callback) and releasing every event must
+ * give every slot back: the next CAP events must fit, at once, every time. */
+static void test_event_pool_slots_back_after_wait(void **state) {
+    (void)state;
+    enum { CAP = 1, ROUNDS = 3000 };
+    ka_queue q;
+    ka_queue_config cfg = {.event_capacity = CAP, .spin_ns = 0}; /* sleep at once */
+    KA_OK_OR_FAIL(ka_queue_create(g_dev, &cfg, &q));
+    ka_buffer b = make_buffer(g_dev, 64);
+    uint32_t v = 1;
+    ka_event ev[CAP];
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < CAP; i++) {
+            ka_status st = ka_buffer_write(q, b, 4 * (size_t)i, 4, &v, &ev[i]);
+            if (st != KA_OK)
+                fail_msg("round %d, event %d of %d: %s after all %d events of the previous round were waited for and "
+                         "released\n%s", round, i, CAP, ka_status_name(st), CAP, ka_last_error());
+        }
+        KA_OK_OR_FAIL(ka_wait_all(ev, CAP, KA_WAIT_FOREVER));
+        for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_event_release(ev[i]));
+    }
     KA_OK_OR_FAIL(ka_buffer_release(b));
     KA_OK_OR_FAIL(ka_queue_release(q));
 }
@@ -1502,6 +1537,26 @@ static void test_on_complete_then_release(void **state) {
     KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, 4, &v, &e2));
     KA_OK_OR_FAIL(ka_event_wait(e2, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(e2));
+    sleep_ms(20);
+    assert_int_equal(atomic_load(&r.calls), 1);
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+}
+
+/* Releasing a queue with a callback armed on a running command: the release
+ * finishes the work and returns only after the callback ran, once. */
+static void test_queue_release_waits_for_callbacks(void **state) {
+    (void)state;
+    ka_queue q;
+    KA_OK_OR_FAIL(ka_queue_create(g_dev, NULL, &q));
+    ka_buffer b = make_buffer(g_dev, 64);
+    ka_event ev = launch_long(q, b);
+    cb_rec r = {0, -100};
+    KA_OK_OR_FAIL(ka_event_on_complete(ev, on_done, &r));
+    KA_OK_OR_FAIL(ka_queue_release(q));
+    assert_int_equal(atomic_load(&r.calls), 1);
+    assert_int_equal(atomic_load(&r.status), KA_OK);
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_event_wait(ev, 0));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_event_release(ev));
     sleep_ms(20);
     assert_int_equal(atomic_load(&r.calls), 1);
     KA_OK_OR_FAIL(ka_buffer_release(b));
@@ -1880,12 +1935,14 @@ int main(void) {
         cmocka_unit_test(test_event_stale_after_slot_reuse),
         cmocka_unit_test(test_event_stale_after_queue_reuse),
         cmocka_unit_test(test_event_pool_exhaustion),
+        cmocka_unit_test(test_event_pool_slots_back_after_wait),
         cmocka_unit_test(test_wait_timeouts),
         cmocka_unit_test(test_wait_all),
         cmocka_unit_test(test_wait_any),
         cmocka_unit_test(test_on_complete_already_done),
         cmocka_unit_test(test_on_complete_pending),
         cmocka_unit_test(test_on_complete_then_release),
+        cmocka_unit_test(test_queue_release_waits_for_callbacks),
         cmocka_unit_test(test_event_notify_fd),
         cmocka_unit_test(test_wait_spin_settings),
         cmocka_unit_test(test_released_handles_everywhere),

@@ -3,6 +3,7 @@
  * padded lanes, atomics, printf, argument passing and buffer round trips. */
 #include "test_util.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -110,6 +111,10 @@ static const char *kernels_src =
     "KA_KERNEL(hello, uint tag) {\n"
     "    if (!ka_in_range()) return;\n"
     "    KA_PRINTF(\"libka printf: item %u of tag %u\\n\", (uint)ka_global_id(0), tag);\n"
+    "}\n"
+    "KA_KERNEL(add_tag, KA_GLOBAL uint *p, uint tag) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    p[ka_global_id(0)] += tag;\n"
     "}\n"
     "KA_KERNEL(inc_bytes, KA_GLOBAL uchar *p) {\n"
     "    if (!ka_in_range()) return;\n"
@@ -613,6 +618,71 @@ static void test_repeated_launches_same_range(void **state) {
     KA_OK_OR_FAIL(ka_buffer_release(a));
 }
 
+/* ======================= one kernel, several threads ====================== */
+
+enum { THREADS = 4, ITERS = 60, TN = 1000 };
+
+typedef struct worker {
+    ka_kernel k;
+    uint32_t tag, n;     /* this thread's value and range */
+    ka_status st;        /* first failure */
+    char detail[256];
+    uint32_t *out;
+} worker;
+
+static void *work(void *arg) {
+    worker *w = arg;
+    ka_queue q;
+    ka_buffer b;
+    w->st = ka_queue_create(g_dev, NULL, &q);
+    if (w->st != KA_OK) goto out;
+    if ((w->st = ka_buffer_create(g_dev, TN * sizeof(uint32_t), &b)) != KA_OK) goto out_q;
+    memset(w->out, 0, TN * sizeof(uint32_t));
+    if ((w->st = ka_buffer_write(q, b, 0, TN * sizeof(uint32_t), w->out, NULL)) != KA_OK) goto out_b;
+    ka_arg a[] = {ka_arg_buffer(b), ka_arg_u32(w->tag)};
+    for (int i = 0; i < ITERS && w->st == KA_OK; i++) {
+        /* Alternate two ranges: the hidden range argument changes every time. */
+        uint64_t n = i % 2 ? w->n / 2 : w->n;
+        ka_event ev;
+        w->st = ka_launch(q, w->k, &(ka_range){.dims = 1, .size = {n}}, a, 2, i % 5 ? NULL : &ev);
+        if (w->st == KA_OK && i % 5 == 0) {
+            w->st = ka_event_wait(ev, 60 * 1000000000LL);
+            ka_event_release(ev);
+        }
+    }
+    if (w->st == KA_OK) w->st = ka_buffer_read(q, b, 0, TN * sizeof(uint32_t), w->out, NULL);
+out_b:
+    ka_buffer_release(b);
+out_q:
+    ka_queue_release(q);
+out:
+    if (w->st != KA_OK) snprintf(w->detail, sizeof w->detail, "%s", ka_last_error());
+    return NULL;
+}
+
+static void test_concurrent_launches_one_kernel(void **state) {
+    (void)state;
+    ka_kernel k = kernel("add_tag", NULL);
+    pthread_t t[THREADS];
+    worker w[THREADS];
+    for (uint32_t i = 0; i < THREADS; i++) {
+        w[i] = (worker){.k = k, .tag = 1u << (8 * i), .n = TN - 37 * i, .st = KA_OK};
+        w[i].out = malloc(TN * sizeof(uint32_t));
+        assert_non_null(w[i].out);
+        assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+    }
+    for (uint32_t i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    for (uint32_t i = 0; i < THREADS; i++) {
+        if (w[i].st != KA_OK) fail_msg("thread %u: %s\n%s", i, ka_status_name(w[i].st), w[i].detail);
+        for (uint32_t j = 0; j < TN; j++) {
+            uint32_t launches = j < w[i].n / 2 ? ITERS : j < w[i].n ? ITERS / 2 : 0;
+            if (w[i].out[j] != launches * w[i].tag)
+                fail_msg("thread %u, item %u: %#x, expected %u launches of %#x", i, j, w[i].out[j], launches, w[i].tag);
+        }
+        free(w[i].out);
+    }
+}
+
 int main(void) {
     enum { NL = sizeof layout_cases / sizeof layout_cases[0] };
     struct CMUnitTest layout[NL];
@@ -635,6 +705,7 @@ int main(void) {
         cmocka_unit_test(test_scalar_double),
         cmocka_unit_test(test_buffer_round_trips),
         cmocka_unit_test(test_repeated_launches_same_range),
+        cmocka_unit_test(test_concurrent_launches_one_kernel),
     };
     if (group_setup(NULL) != 0) return 1;
     if (g_info->backend == KA_BACKEND_NULL) { /* $KA_DEVICE=null runs no kernels */
