@@ -8,7 +8,10 @@
  * FAIL (ctest WILL_FAIL): the test of the test. */
 #include "test_util.h"
 
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -278,6 +281,49 @@ static void zero_alloc_wait_many(void **state) {
     expect_all(Q, F.buf, 64, loops * M);
 }
 
+static _Atomic int cb_calls;
+static void on_done(ka_status st, void *user) {
+    (void)user;
+    if (st == KA_OK) atomic_fetch_add(&cb_calls, 1);
+}
+
+/* ka_event_on_complete, with the event released at once: the user callback
+ * runs on the driver's thread (or in the call, inline). */
+static void zero_alloc_on_complete(void **state) {
+    ka_queue Q = *(ka_queue *)*state;
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 1, .size = {64}};
+    atomic_store(&cb_calls, 0);
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        ka_event ev;
+        if (ka_launch(Q, F.inc, &r, args, 1, &ev) || ka_event_on_complete(ev, on_done, NULL) || ka_event_release(ev))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+        while (atomic_load(&cb_calls) <= i) sched_yield();
+    }
+    COUNT_END_ZERO("launch + ka_event_on_complete");
+    assert_int_equal(atomic_load(&cb_calls), N);
+}
+
+/* ka_event_notify and the queue's eventfd. */
+static void zero_alloc_notify(void **state) {
+    ka_queue Q = *(ka_queue *)*state;
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 1, .size = {64}};
+    int fd;
+    KA_OK_OR_FAIL(ka_queue_fd(Q, &fd));
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        ka_event ev;
+        if (ka_launch(Q, F.inc, &r, args, 1, &ev) || ka_event_notify(ev) || ka_event_release(ev))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+        struct pollfd p = {fd, POLLIN, 0};
+        uint64_t n;
+        if (poll(&p, 1, 10000) != 1 || read(fd, &n, sizeof n) != sizeof n) fail_msg("iteration %d: no notification", i);
+    }
+    COUNT_END_ZERO("launch + ka_event_notify + eventfd");
+}
+
 typedef struct worker {
     ka_queue q;
     ka_buffer b;
@@ -352,6 +398,8 @@ int main(void) {
         BOTH(zero_alloc_3d_partial),
         BOTH(zero_alloc_wait_many),
         BOTH(zero_alloc_4_threads),
+        BOTH(zero_alloc_on_complete),
+        BOTH(zero_alloc_notify),
     };
 #ifdef KA_INJECT_LAUNCH_ALLOC
     cmocka_set_test_filter("zero_alloc_launch");
