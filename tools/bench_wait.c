@@ -26,19 +26,24 @@ static const char *src =
     "}\n";
 static const char *raw_src = "__kernel void k(ulong4 nd, __global float *p, float v) { if (get_global_id(0) == 0) p[0] = v; }\n";
 
-enum { RAW, KA_DEFAULT, KA_POLL, KA_SLEEP, KA_CALLBACK, KA_EVENTFD, NMODES };
+/* All modes but the last two run on a queue with routing off (the device's
+ * own path, where waiting matters); ROUTED is the default queue (on PoCL a
+ * 64-item launch runs inline on `basic`), RAW_BASIC its raw counterpart. */
+enum { RAW, KA_DEFAULT, KA_POLL, KA_SLEEP, KA_CALLBACK, KA_EVENTFD, ROUTED, RAW_BASIC, NMODES };
 static const char *mode_names[NMODES] = {"raw clWaitForEvents", "ka spin then sleep (default)", "ka poll (timeout 0 loop)",
-                                         "ka sleep only (spin 0)", "ka_event_on_complete", "ka eventfd + poll()"};
-static const char *mode_keys[NMODES] = {"raw", "ka_default", "ka_poll", "ka_sleep", "ka_callback", "ka_eventfd"};
+                                         "ka sleep only (spin 0)", "ka_event_on_complete", "ka eventfd + poll()",
+                                         "ka routed queue (default)", "raw basic + clFlush"};
+static const char *mode_keys[NMODES] = {"raw", "ka_default", "ka_poll", "ka_sleep", "ka_callback", "ka_eventfd",
+                                        "routed", "raw_basic"};
 
 typedef struct ctx {
-    ka_queue q, q_nospin;
+    ka_queue q, q_nospin, routed;
     ka_kernel k, spin;
     ka_buffer buf;
     int efd;
-    cl_command_queue rq;
-    cl_kernel rk;
-    cl_mem rbuf;
+    cl_command_queue rq, bq;
+    cl_kernel rk, bk;
+    cl_mem rbuf, bbuf;
     sem_t sem;
 } ctx;
 
@@ -66,6 +71,21 @@ __attribute__((noinline)) double bench_wait_loop(ctx *c, int mode, int iters) {
             clReleaseEvent(e);
             break;
         }
+        case RAW_BASIC: {
+            cl_event e;
+            clSetKernelArg(c->bk, 1, sizeof(cl_mem), &c->bbuf);
+            clSetKernelArg(c->bk, 2, sizeof v, &v);
+            clEnqueueNDRangeKernel(c->bq, c->bk, 1, NULL, &n, &local, 0, NULL, &e);
+            clFlush(c->bq);
+            clWaitForEvents(1, &e);
+            clReleaseEvent(e);
+            break;
+        }
+        case ROUTED:
+            ka_launch(c->routed, c->k, &r, args, 2, &ev);
+            ka_event_wait(ev, KA_WAIT_FOREVER);
+            ka_event_release(ev);
+            break;
         case KA_DEFAULT:
             ka_launch(c->q, c->k, &r, args, 2, &ev);
             ka_event_wait(ev, KA_WAIT_FOREVER);
@@ -101,6 +121,37 @@ __attribute__((noinline)) double bench_wait_loop(ctx *c, int mode, int iters) {
         }
     }
     return (double)(bench_now_ns() - t0) / iters;
+}
+
+typedef struct raw_side {
+    cl_context ctx;
+    cl_command_queue q;
+    cl_program prog;
+    cl_kernel k;
+    cl_mem buf;
+} raw_side;
+
+static int raw_setup(raw_side *r, cl_device_id d) {
+    cl_int err;
+    r->ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
+    r->q = clCreateCommandQueue(r->ctx, d, 0, &err);
+    r->prog = clCreateProgramWithSource(r->ctx, 1, &raw_src, NULL, &err);
+    err |= clBuildProgram(r->prog, 1, &d, bench_cl_options(d), NULL, NULL);
+    r->k = clCreateKernel(r->prog, "k", &err);
+    r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+    cl_ulong nd[4] = {64, 1, 1, 1};
+    err |= clSetKernelArg(r->k, 0, sizeof nd, nd);
+    if (err) fprintf(stderr, "ka bench wait: raw OpenCL set-up failed\n");
+    return err != 0;
+}
+
+static void raw_teardown(raw_side *r) {
+    if (!r->ctx) return;
+    clReleaseMemObject(r->buf);
+    clReleaseKernel(r->k);
+    clReleaseProgram(r->prog);
+    clReleaseCommandQueue(r->q);
+    clReleaseContext(r->ctx);
 }
 
 static double thread_cpu_s(void) {
@@ -148,8 +199,9 @@ int bench_wait_main(int argc, char **argv) {
     ctx c;
     memset(&c, 0, sizeof c);
     ka_program prog;
-    if (ka_device_open(sel, &dev) || ka_queue_create(dev, NULL, &c.q) ||
-        ka_queue_create(dev, &(ka_queue_config){.spin_ns = 0}, &c.q_nospin) || ka_program_build(dev, src, NULL, &prog) ||
+    if (ka_device_open(sel, &dev) || ka_queue_create(dev, NULL, &c.routed) ||
+        ka_queue_create(dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &c.q) ||
+        ka_queue_create(dev, &(ka_queue_config){.spin_ns = 0, .inline_max_items = KA_INLINE_OFF}, &c.q_nospin) || ka_program_build(dev, src, NULL, &prog) ||
         ka_kernel_get(prog, "k", NULL, &c.k) || ka_kernel_get(prog, "spin", NULL, &c.spin) ||
         ka_buffer_create(dev, 4096, &c.buf) || ka_queue_fd(c.q, &c.efd)) {
         fprintf(stderr, "ka bench wait: %s\n", ka_last_error());
@@ -158,34 +210,25 @@ int bench_wait_main(int argc, char **argv) {
     sem_init(&c.sem, 0, 0);
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
-    cl_device_id cd = bench_cl_device(di->selector);
-    int have_raw = cd != NULL;
-    cl_context rctx = NULL;
-    cl_program rprog = NULL;
-    if (have_raw) {
-        cl_int err;
-        rctx = clCreateContext(NULL, 1, &cd, NULL, NULL, &err);
-        c.rq = clCreateCommandQueue(rctx, cd, 0, &err);
-        rprog = clCreateProgramWithSource(rctx, 1, &raw_src, NULL, &err);
-        err |= clBuildProgram(rprog, 1, &cd, bench_cl_options(cd), NULL, NULL);
-        c.rk = clCreateKernel(rprog, "k", &err);
-        c.rbuf = clCreateBuffer(rctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
-        cl_ulong nd[4] = {64, 1, 1, 1};
-        err |= clSetKernelArg(c.rk, 0, sizeof nd, nd);
-        if (err) {
-            fprintf(stderr, "ka bench wait: raw OpenCL set-up failed\n");
-            return 1;
-        }
-    }
+    ka_native_device nat = {0};
+    if (di->backend == KA_BACKEND_OPENCL) ka_device_get_native(dev, &nat);
+    int have[NMODES];
+    for (int m = 0; m < NMODES; m++) have[m] = 1;
+    have[RAW] = nat.device != NULL;
+    have[RAW_BASIC] = nat.inline_device != NULL;
+    raw_side rs = {0}, bs = {0};
+    if (have[RAW] && raw_setup(&rs, nat.device)) return 1;
+    if (have[RAW_BASIC] && raw_setup(&bs, nat.inline_device)) return 1;
+    c.rq = rs.q, c.rk = rs.k, c.rbuf = rs.buf;
+    c.bq = bs.q, c.bk = bs.k, c.bbuf = bs.buf;
     double *v[NMODES];
     for (int m = 0; m < NMODES; m++) v[m] = calloc((size_t)reps, sizeof(double));
     for (int m = 0; m < NMODES; m++)
-        if (m != RAW || have_raw) bench_wait_loop(&c, m, 20); /* warm-up */
+        if (have[m]) bench_wait_loop(&c, m, 20); /* warm-up */
     for (int rep = 0; rep < reps; rep++)
         for (int i = 0; i < NMODES; i++) {
             int m = (i + rep) % NMODES; /* rotate the order */
-            if (m == RAW && !have_raw) continue;
-            v[m][rep] = bench_wait_loop(&c, m, iters);
+            if (have[m]) v[m][rep] = bench_wait_loop(&c, m, iters);
         }
     double med[NMODES], mn[NMODES], mx[NMODES];
     for (int m = 0; m < NMODES; m++) {
@@ -194,36 +237,34 @@ int bench_wait_main(int argc, char **argv) {
         mx[m] = bench_max(v[m], reps);
     }
     double wall_ms = 0, share = long_wait_share(&c, 200, &wall_ms);
-    double ratio = have_raw && med[RAW] > 0 ? med[KA_DEFAULT] / med[RAW] : 0;
+    double ratio = have[RAW] && med[RAW] > 0 ? med[KA_DEFAULT] / med[RAW] : 0;
     if (json) {
         printf("{\"device\":\"%s\",\"selector\":\"%s\",\"iterations\":%d,\"reps\":%d,\"wait_ratio\":%.4f,"
-               "\"long_wait_cpu_share\":%.4f,\"long_wait_ms\":%.1f",
-               di->name, di->selector, iters, reps, ratio, share, wall_ms);
+               "\"long_wait_cpu_share\":%.4f,\"long_wait_ms\":%.1f,\"routed_wait_ns\":%.1f,\"pthread_wait_ns\":%.1f",
+               di->name, di->selector, iters, reps, ratio, share, wall_ms, med[ROUTED], med[KA_DEFAULT]);
         for (int m = 0; m < NMODES; m++)
-            printf(",\"%s_ns\":%.1f,\"%s_min\":%.1f,\"%s_max\":%.1f", mode_keys[m], med[m], mode_keys[m], mn[m],
+            if (have[m]) printf(",\"%s_ns\":%.1f,\"%s_min\":%.1f,\"%s_max\":%.1f", mode_keys[m], med[m], mode_keys[m], mn[m],
                    mode_keys[m], mx[m]);
         printf("}\n");
     } else {
-        printf("ka bench wait on %s (%s): launch + wait of a 64-item kernel, %d iterations x %d interleaved reps\n",
+        printf("ka bench wait on %s (%s): launch + wait of a 64-item kernel, %d iterations x %d interleaved reps;\n"
+               "all ka modes but the routed queue run with routing off\n",
                di->name, di->selector, iters, reps);
         printf("%-32s %12s %12s %12s\n", "mode", "median ns", "min", "max");
         for (int m = 0; m < NMODES; m++)
-            if (m != RAW || have_raw) printf("%-32s %12.0f %12.0f %12.0f\n", mode_names[m], med[m], mn[m], mx[m]);
-        printf("wait_ratio (ka default / raw): %.3f\n", ratio);
+            if (have[m]) printf("%-32s %12.0f %12.0f %12.0f\n", mode_names[m], med[m], mn[m], mx[m]);
+        printf("wait_ratio (ka default / raw, routing off): %.3f\n", ratio);
+        printf("routed_wait_ns %.0f, pthread_wait_ns %.0f (ka, 64 items)\n", med[ROUTED], med[KA_DEFAULT]);
         printf("long wait: %.0f ms kernel, waiting thread's CPU share %.4f\n", wall_ms, share);
     }
     for (int m = 0; m < NMODES; m++) free(v[m]);
-    if (have_raw) {
-        clReleaseMemObject(c.rbuf);
-        clReleaseKernel(c.rk);
-        clReleaseProgram(rprog);
-        clReleaseCommandQueue(c.rq);
-        clReleaseContext(rctx);
-    }
+    raw_teardown(&rs);
+    raw_teardown(&bs);
     ka_buffer_release(c.buf);
     ka_program_release(prog);
     ka_queue_release(c.q);
     ka_queue_release(c.q_nospin);
+    ka_queue_release(c.routed);
     ka_device_close(dev);
     sem_destroy(&c.sem);
     return 0;
