@@ -75,7 +75,11 @@ static const char *api_src =
     "__kernel void plain_cl(__global int *p) { p[0] = 1; }\n";
 
 static ka_device g_dev;
-static ka_queue g_q;
+static ka_queue g_q;     /* default configuration (PoCL: small launches may run inline) */
+static ka_queue g_qlong; /* every launch on the threaded device: the long kernel runs asynchronously */
+/* PoCL runs small launches inline on its `basic` device, in the calling
+ * thread; the long kernel must run asynchronously for the wait tests. */
+static const ka_queue_config async_cfg = {.event_capacity = 0, .spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF};
 static ka_program g_prog;
 static const ka_device_info *g_info;
 /* Iterations of `spin` for one work-item to run about 300 ms (calibrated). */
@@ -88,8 +92,8 @@ static double run_spin_ms(uint32_t iters) {
     if (ka_buffer_create(g_dev, 64, &b) != KA_OK) return -1;
     ka_arg a[] = {ka_arg_buffer(b), ka_arg_u32(iters)};
     int64_t t0 = now_ns();
-    ka_status st = ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {1}}, a, 2, NULL);
-    if (st == KA_OK) st = ka_queue_finish(g_q);
+    ka_status st = ka_launch(g_qlong, k, &(ka_range){.dims = 1, .size = {1}}, a, 2, NULL);
+    if (st == KA_OK) st = ka_queue_finish(g_qlong);
     int64_t t1 = now_ns();
     ka_buffer_release(b);
     return st == KA_OK ? (double)(t1 - t0) / 1e6 : -1;
@@ -103,6 +107,7 @@ static int group_setup(void **state) {
     }
     if (ka_device_get_info(g_dev, &g_info) != KA_OK) return -1;
     if (ka_queue_create(g_dev, NULL, &g_q) != KA_OK) return -1;
+    if (ka_queue_create(g_dev, &async_cfg, &g_qlong) != KA_OK) return -1;
     if (ka_program_build(g_dev, api_src, NULL, &g_prog) != KA_OK) {
         fprintf(stderr, "build: %s\n", ka_last_error());
         return -1;
@@ -125,6 +130,7 @@ static int group_teardown(void **state) {
     (void)state;
     ka_program_release(g_prog);
     ka_queue_release(g_q);
+    ka_queue_release(g_qlong);
     ka_status st = ka_device_close(g_dev);
     if (st != KA_OK) fprintf(stderr, "teardown: ka_device_close: %s %s\n", ka_status_name(st), ka_last_error());
     return 0;
@@ -1374,7 +1380,7 @@ static void test_event_pool_slots_back_after_wait(void **state) {
 static void test_wait_timeouts(void **state) {
     (void)state;
     ka_buffer b = make_buffer(g_dev, 64);
-    ka_event ev = launch_long(g_q, b);
+    ka_event ev = launch_long(g_qlong, b);
     KA_EXPECT(KA_ERR_TIMEOUT, ka_event_wait(ev, 0));
     EXPECT_DETAIL("ka_event_wait");
     int64_t t0 = now_ns();
@@ -1396,7 +1402,7 @@ static void test_wait_all(void **state) {
     (void)state;
     ka_buffer b = make_buffer(g_dev, 256);
     ka_event ev[5];
-    ev[0] = launch_long(g_q, b);
+    ev[0] = launch_long(g_qlong, b);
     uint32_t vals[4] = {1, 2, 3, 4};
     for (int i = 0; i < 4; i++) KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 64 + 4 * (size_t)i, 4, &vals[i], &ev[i + 1]));
     KA_EXPECT(KA_ERR_TIMEOUT, ka_wait_all(ev, 5, 0));
@@ -1417,7 +1423,7 @@ static void test_wait_any(void **state) {
     (void)state;
     ka_buffer b = make_buffer(g_dev, 64);
     ka_event ev[2];
-    ev[0] = launch_long(g_q, b);
+    ev[0] = launch_long(g_qlong, b);
     /* An empty launch completes at once: wait_any must find it, even polling. */
     KA_OK_OR_FAIL(ka_launch(g_q, get_kernel("noargs"), &(ka_range){.dims = 1, .size = {0}}, NULL, 0, &ev[1]));
     uint32_t idx = 99;
@@ -1482,7 +1488,7 @@ static void test_on_complete_already_done(void **state) {
     assert_int_equal(atomic_load(&r2.calls), 0);
     /* After a wait that slept: the driver's callback was armed for the wait
      * and has run; a user callback still runs, once, in this call. */
-    ev = launch_long(g_q, b);
+    ev = launch_long(g_qlong, b);
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     sleep_ms(20); /* let the driver's callback finish */
     cb_rec r4 = {0, -100};
@@ -1505,7 +1511,7 @@ static void test_on_complete_already_done(void **state) {
 static void test_on_complete_pending(void **state) {
     (void)state;
     ka_buffer b = make_buffer(g_dev, 64);
-    ka_event ev = launch_long(g_q, b);
+    ka_event ev = launch_long(g_qlong, b);
     cb_rec r = {0, -100};
     KA_OK_OR_FAIL(ka_event_on_complete(ev, on_done, &r));
     assert_int_equal(atomic_load(&r.calls), 0); /* the kernel runs ~300 ms */
@@ -1524,11 +1530,11 @@ static void test_on_complete_pending(void **state) {
 static void test_on_complete_then_release(void **state) {
     (void)state;
     ka_buffer b = make_buffer(g_dev, 64);
-    ka_event ev = launch_long(g_q, b);
+    ka_event ev = launch_long(g_qlong, b);
     cb_rec r = {0, -100};
     KA_OK_OR_FAIL(ka_event_on_complete(ev, on_done, &r));
     KA_OK_OR_FAIL(ka_event_release(ev)); /* before completion: the callback still runs once */
-    KA_OK_OR_FAIL(ka_queue_finish(g_q));
+    KA_OK_OR_FAIL(ka_queue_finish(g_qlong));
     assert_int_equal(await_count(&r.calls, 1, 5000), 1);
     assert_int_equal(atomic_load(&r.status), KA_OK);
     /* The slot is free again and works. */
@@ -1547,7 +1553,7 @@ static void test_on_complete_then_release(void **state) {
 static void test_queue_release_waits_for_callbacks(void **state) {
     (void)state;
     ka_queue q;
-    KA_OK_OR_FAIL(ka_queue_create(g_dev, NULL, &q));
+    KA_OK_OR_FAIL(ka_queue_create(g_dev, &async_cfg, &q));
     ka_buffer b = make_buffer(g_dev, 64);
     ka_event ev = launch_long(q, b);
     cb_rec r = {0, -100};
@@ -1565,7 +1571,7 @@ static void test_queue_release_waits_for_callbacks(void **state) {
 static void test_event_notify_fd(void **state) {
     (void)state;
     ka_queue q;
-    KA_OK_OR_FAIL(ka_queue_create(g_dev, NULL, &q));
+    KA_OK_OR_FAIL(ka_queue_create(g_dev, &async_cfg, &q));
     ka_buffer b = make_buffer(g_dev, 64);
     ka_event ev = launch_long(q, b);
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_event_notify(ev)); /* no fd yet */
