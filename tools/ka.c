@@ -14,6 +14,7 @@ static void usage(void) {
           "  ka run [--device SEL] [--n N]    runs saxpy on the device and checks the result\n"
           "  ka bench launch [options]        launch cost against raw OpenCL (ka bench launch --help)\n"
           "  ka bench wait [options]          wait latency by mode (ka bench wait --help)\n"
+          "  ka bench route [options]         PoCL routing: launch + wait by work size, crossover, saxpy\n"
           "  ka version\n",
           stderr);
 }
@@ -198,6 +199,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench") && argc >= 3) {
         if (!strcmp(argv[2], "launch")) return bench_launch_main(argc - 3, argv + 3);
         if (!strcmp(argv[2], "wait")) return bench_wait_main(argc - 3, argv + 3);
+        if (!strcmp(argv[2], "route")) return bench_route_main(argc - 3, argv + 3);
     }
     if (!strcmp(cmd, "version")) {
         printf("libka %s\n", ka_version());

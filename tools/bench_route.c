@@ -1,0 +1,218 @@
+/* ka bench route: launch + wait time against work size on PoCL's two
+ * devices (raw OpenCL on `basic` and on the threaded device) and through
+ * libka's routed queue; the measured crossover; and saxpy on 16M floats
+ * through the routed queue against the threaded device alone. */
+#define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+static const char *ka_src = "KA_KERNEL(saxpy, KA_GLOBAL float *y, KA_GLOBAL const float *x, float a) {\n"
+                            "    if (!ka_in_range()) return;\n"
+                            "    size_t i = ka_global_id(0);\n"
+                            "    y[i] = a * x[i] + y[i];\n"
+                            "}\n";
+static const char *raw_src = "__kernel void saxpy(ulong4 nd, __global float *y, __global const float *x, float a) {\n"
+                             "    size_t i = get_global_id(0);\n"
+                             "    if (i >= nd.x) return;\n"
+                             "    y[i] = a * x[i] + y[i];\n"
+                             "}\n";
+
+typedef struct rawdev {
+    cl_context ctx;
+    cl_command_queue q;
+    cl_program prog;
+    cl_kernel k;
+    cl_mem x, y;
+    int flush;
+} rawdev;
+
+static int raw_open(rawdev *r, cl_device_id d, size_t maxn, int flush) {
+    cl_int err;
+    r->flush = flush;
+    r->ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
+    r->q = clCreateCommandQueue(r->ctx, d, 0, &err);
+    r->prog = clCreateProgramWithSource(r->ctx, 1, &raw_src, NULL, &err);
+    err |= clBuildProgram(r->prog, 1, &d, bench_cl_options(d), NULL, NULL);
+    r->k = clCreateKernel(r->prog, "saxpy", &err);
+    r->x = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, maxn * 4, NULL, &err);
+    r->y = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, maxn * 4, NULL, &err);
+    float zero = 0;
+    err |= clEnqueueFillBuffer(r->q, r->x, &zero, 4, 0, maxn * 4, 0, NULL, NULL);
+    err |= clEnqueueFillBuffer(r->q, r->y, &zero, 4, 0, maxn * 4, 0, NULL, NULL);
+    err |= clFinish(r->q);
+    return err != 0;
+}
+
+static void raw_close(rawdev *r) {
+    clReleaseMemObject(r->x);
+    clReleaseMemObject(r->y);
+    clReleaseKernel(r->k);
+    clReleaseProgram(r->prog);
+    clReleaseCommandQueue(r->q);
+    clReleaseContext(r->ctx);
+}
+
+/* Work-group of 64 (PoCL 3.1 needs the global size padded to it). */
+static double raw_loop(rawdev *r, size_t n, int iters) {
+    size_t local = 64, global = (n + 63) / 64 * 64;
+    cl_ulong nd[4] = {n, 1, 1, 1};
+    float a = 2.0f;
+    clSetKernelArg(r->k, 0, sizeof nd, nd);
+    int64_t t0 = bench_now_ns();
+    for (int i = 0; i < iters; i++) {
+        cl_event e;
+        clSetKernelArg(r->k, 1, sizeof(cl_mem), &r->y);
+        clSetKernelArg(r->k, 2, sizeof(cl_mem), &r->x);
+        clSetKernelArg(r->k, 3, sizeof a, &a);
+        clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &global, &local, 0, NULL, &e);
+        if (r->flush) clFlush(r->q);
+        clWaitForEvents(1, &e);
+        clReleaseEvent(e);
+    }
+    return (double)(bench_now_ns() - t0) / iters;
+}
+
+static double ka_loop(ka_queue q, ka_kernel k, ka_buffer y, ka_buffer x, size_t n, int iters) {
+    ka_arg args[] = {ka_arg_buffer(y), ka_arg_buffer(x), ka_arg_f32(2.0f)};
+    ka_range r = {.dims = 1, .size = {n}, .workgroup = {64}};
+    int64_t t0 = bench_now_ns();
+    for (int i = 0; i < iters; i++) {
+        ka_event ev;
+        ka_launch(q, k, &r, args, 3, &ev);
+        ka_event_wait(ev, KA_WAIT_FOREVER);
+        ka_event_release(ev);
+    }
+    return (double)(bench_now_ns() - t0) / iters;
+}
+
+static int iters_for(size_t n) {
+    if (n <= 4096) return 300;
+    if (n <= 262144) return 60;
+    if (n <= 1u << 20) return 20;
+    return 6;
+}
+
+int bench_route_main(int argc, char **argv) {
+    const char *sel = NULL;
+    int reps = 5, json = 0;
+    size_t maxn = 1u << 24;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--max") && i + 1 < argc) maxn = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--json")) json = 1;
+        else {
+            fputs("usage: ka bench route [--device SEL] [--reps R] [--max N] [--json]\n", stderr);
+            return 2;
+        }
+    }
+    ka_device dev;
+    ka_queue routed, threaded;
+    ka_program prog;
+    ka_kernel k;
+    ka_buffer x, y;
+    if (ka_device_open(sel, &dev) || ka_queue_create(dev, NULL, &routed) ||
+        ka_queue_create(dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &threaded) ||
+        ka_program_build(dev, ka_src, NULL, &prog) || ka_kernel_get(prog, "saxpy", NULL, &k) ||
+        ka_buffer_create(dev, maxn * 4, &x) || ka_buffer_create(dev, maxn * 4, &y)) {
+        fprintf(stderr, "ka bench route: %s\n", ka_last_error());
+        return 1;
+    }
+    float zero = 0;
+    ka_buffer_fill(routed, x, &zero, 4, 0, maxn * 4, NULL);
+    ka_buffer_fill(routed, y, &zero, 4, 0, maxn * 4, NULL);
+    const ka_device_info *di;
+    ka_device_get_info(dev, &di);
+    ka_native_device nat = {0};
+    ka_device_get_native(dev, &nat);
+    ka_queue_stats qs;
+    ka_queue_get_stats(routed, &qs);
+    if (!nat.device || !nat.inline_device) {
+        fprintf(stderr, "ka bench route: %s has no PoCL routing (needs PoCL with its basic device)\n", di->name);
+        return 1;
+    }
+    rawdev basic, pthr;
+    if (raw_open(&basic, nat.inline_device, maxn, 1) || raw_open(&pthr, nat.device, maxn, 0)) {
+        fprintf(stderr, "ka bench route: raw OpenCL set-up failed\n");
+        return 1;
+    }
+    size_t sizes[32];
+    int ns = 0;
+    for (size_t n = 64; n <= maxn && ns < 32; n *= 4) sizes[ns++] = n;
+    double basic_ns[32], pthr_ns[32], routed_ns[32];
+    double *v[3];
+    for (int j = 0; j < 3; j++) v[j] = calloc((size_t)reps, sizeof(double));
+    for (int s = 0; s < ns; s++) {
+        size_t n = sizes[s];
+        int it = iters_for(n);
+        /* warm-up: PoCL compiles each local size lazily, per device */
+        raw_loop(&basic, n, 2);
+        raw_loop(&pthr, n, 2);
+        ka_loop(routed, k, y, x, n, 2);
+        for (int rep = 0; rep < reps; rep++)
+            for (int j = 0; j < 3; j++) {
+                int m = (j + rep) % 3;
+                v[m][rep] = m == 0 ? raw_loop(&basic, n, it) : m == 1 ? raw_loop(&pthr, n, it) : ka_loop(routed, k, y, x, n, it);
+            }
+        basic_ns[s] = bench_median(v[0], reps);
+        pthr_ns[s] = bench_median(v[1], reps);
+        routed_ns[s] = bench_median(v[2], reps);
+    }
+    /* The smallest size from which the threaded device wins at every larger size. */
+    size_t crossover = 0;
+    for (int s = ns - 1; s >= 0 && pthr_ns[s] < basic_ns[s]; s--) crossover = sizes[s];
+    /* saxpy on the largest size: routed queue against the threaded device alone */
+    size_t n = maxn;
+    double sr[16], st[16];
+    int sreps = reps > 16 ? 16 : reps;
+    for (int rep = 0; rep < sreps; rep++) {
+        if (rep % 2) {
+            sr[rep] = ka_loop(routed, k, y, x, n, 4);
+            st[rep] = ka_loop(threaded, k, y, x, n, 4);
+        } else {
+            st[rep] = ka_loop(threaded, k, y, x, n, 4);
+            sr[rep] = ka_loop(routed, k, y, x, n, 4);
+        }
+    }
+    double sr_ns = bench_median(sr, sreps), st_ns = bench_median(st, sreps);
+    double bytes = 12.0 * (double)n; /* read x and y, write y */
+    if (json) {
+        printf("{\"device\":\"%s\",\"reps\":%d,\"inline_max_items\":%llu,\"crossover_items\":%zu,\"sizes\":[", di->name, reps,
+               (unsigned long long)qs.inline_max_items, crossover);
+        for (int s = 0; s < ns; s++) printf("%s%zu", s ? "," : "", sizes[s]);
+        printf("],\"basic_ns\":[");
+        for (int s = 0; s < ns; s++) printf("%s%.0f", s ? "," : "", basic_ns[s]);
+        printf("],\"pthread_ns\":[");
+        for (int s = 0; s < ns; s++) printf("%s%.0f", s ? "," : "", pthr_ns[s]);
+        printf("],\"routed_ns\":[");
+        for (int s = 0; s < ns; s++) printf("%s%.0f", s ? "," : "", routed_ns[s]);
+        printf("],\"routed_wait_ns\":%.0f,\"pthread_wait_ns\":%.0f,\"saxpy_items\":%zu,\"saxpy_routed_gbs\":%.2f,"
+               "\"saxpy_pthread_gbs\":%.2f,\"saxpy_ratio\":%.4f}\n",
+               routed_ns[0], pthr_ns[0], n, bytes / sr_ns, bytes / st_ns, sr_ns / st_ns);
+    } else {
+        printf("ka bench route on %s: saxpy launch + wait, ns (median of %d interleaved reps)\n", di->name, reps);
+        printf("%10s %14s %14s %14s\n", "items", "raw basic", "raw pthread", "ka routed");
+        for (int s = 0; s < ns; s++)
+            printf("%10zu %14.0f %14.0f %14.0f\n", sizes[s], basic_ns[s], pthr_ns[s], routed_ns[s]);
+        printf("measured crossover: the threaded device wins from %zu items (routing limit in effect: %llu;\n"
+               "set KA_INLINE_MAX_ITEMS to change it)\n",
+               crossover, (unsigned long long)qs.inline_max_items);
+        printf("saxpy %zu floats: routed %.2f GB/s, threaded alone %.2f GB/s, ratio %.3f\n", n, bytes / sr_ns,
+               bytes / st_ns, sr_ns / st_ns);
+    }
+    for (int j = 0; j < 3; j++) free(v[j]);
+    raw_close(&basic);
+    raw_close(&pthr);
+    ka_buffer_release(x);
+    ka_buffer_release(y);
+    ka_program_release(prog);
+    ka_queue_release(routed);
+    ka_queue_release(threaded);
+    ka_device_close(dev);
+    return 0;
+}
