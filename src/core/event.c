@@ -119,19 +119,33 @@ void ka__events_fini(ka__queue *q) {
     q->events = NULL;
 }
 
+/* A waiter wakes as soon as the completion callback marks its event done; the
+ * callback drops its own reference a moment later. A pool that looks empty
+ * while callbacks are in that window is waited for, briefly. */
+static bool settle_callbacks(ka__queue *q) {
+    for (int i = 0; i < 10000 && atomic_load(&q->callbacks_running); i++) sched_yield();
+    return atomic_load_explicit(&q->free_head, memory_order_acquire) & 0xffffffffu;
+}
+
 ka_status ka__event_acquire(ka__queue *q, ka__event **out) {
     uint64_t head = atomic_load_explicit(&q->free_head, memory_order_acquire);
     ka__event *e;
-    do {
+    for (;;) {
         uint32_t idx = (uint32_t)head;
-        if (KA_UNLIKELY(idx == 0))
+        if (KA_UNLIKELY(idx == 0)) {
+            if (atomic_load(&q->callbacks_running) && settle_callbacks(q)) {
+                head = atomic_load_explicit(&q->free_head, memory_order_acquire);
+                continue;
+            }
             return ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED,
                             "the queue's %u event slots are all in use: release events after waiting, or raise "
                             "ka_queue_config.event_capacity", q->nevents);
+        }
         e = &q->events[idx - 1];
-    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head,
-                                                    ((head >> 32) + 1) << 32 | e->next,
-                                                    memory_order_acquire, memory_order_acquire));
+        if (atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | e->next,
+                                                  memory_order_acquire, memory_order_acquire))
+            break;
+    }
     if (e->stale_native) {
         q->dev->ops->event_release(e->stale_native);
         e->stale_native = NULL;
@@ -209,11 +223,13 @@ void ka__event_native_done(void *ctx, ka_status st) {
     ka__event *e = ctx;
     ka__queue *q = e->q;
     atomic_fetch_add_explicit(&q->callbacks, 1, memory_order_relaxed);
+    atomic_fetch_add(&q->callbacks_running, 1);
     mark_done(e, st);
     st = (ka_status)atomic_load(&e->status);
     fire_user(e, st);
     notify_fd(e);
     unref(e);
+    atomic_fetch_sub(&q->callbacks_running, 1);
     atomic_fetch_sub_explicit(&q->callbacks_pending, 1, memory_order_release);
 }
 

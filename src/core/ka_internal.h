@@ -186,6 +186,7 @@ struct ka__queue {
     uint32_t nevents;
     _Atomic uint64_t free_head; /* tag<<32 | index+1 */
     _Atomic uint32_t callbacks_pending;
+    _Atomic uint32_t callbacks_running; /* completion callbacks between their first and last step */
     _Atomic uint64_t waits_polled, waits_slept, callbacks;
 };
 
