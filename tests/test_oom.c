@@ -416,6 +416,70 @@ static void test_queue_create_large_pool_grows_table(void **state) {
     assert_true(fails >= 16); /* at least one per handle-table chunk */
 }
 
+/* The first launch of a kernel may build it for another device (PoCL: the
+ * `basic` device that runs small launches inline). Failing each allocation
+ * of that first launch: KA_ERR_OUT_OF_MEMORY, nothing kept, no event, and the
+ * next launch works and computes the right thing. */
+static void test_first_launch(void **state) {
+    (void)state;
+    ctx c = {.device = NULL};
+    snap zero = now();
+    long fails = 0;
+    for (long n = 1;; n++) {
+        if (n > 5000) fail_msg("still failing after 5000 steps");
+        setup(&c, 2);
+        ka_queue q;
+        ka_kernel k;
+        ka_buffer b;
+        KA_OK_OR_FAIL(ka_queue_create(c.dev, NULL, &q));
+        KA_OK_OR_FAIL(ka_kernel_get(c.prog, "k", NULL, &k));
+        KA_OK_OR_FAIL(ka_buffer_create(c.dev, 16 * sizeof(float), &b));
+        float in[16], out[16];
+        for (int i = 0; i < 16; i++) in[i] = (float)i;
+        KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, sizeof in, in, NULL));
+        ka_arg a[] = {ka_arg_buffer(b), ka_arg_f32(1.0f), ka_arg_u32(16)};
+        const ka_range r = {.dims = 1, .size = {16}};
+        snap before = now();
+        ka_event ev = {55};
+        arm(n, false);
+        ka_status st = ka_launch(q, k, &r, a, 3, &ev);
+        long injected = disarm();
+        snap after = now();
+        check_sizes("first launch");
+        int launches = 1;
+        if (st != KA_OK) {
+            fails++;
+            KA_EXPECT(KA_ERR_OUT_OF_MEMORY, st);
+            assert_true(injected > 0);
+            assert_int_equal(ev.id, 0);
+            if (after.live != before.live || after.bytes != before.bytes)
+                fail_msg("step %ld: %ld blocks / %ld bytes live after the failed launch, %ld / %ld before", n, after.live,
+                         after.bytes, before.live, before.bytes);
+            /* The kernel still launches afterwards. */
+            KA_OK_OR_FAIL(ka_launch(q, k, &r, a, 3, &ev));
+        }
+        KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+        KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, sizeof out, out, NULL));
+        for (int i = 0; i < 16; i++) /* a[i] *= s + VALUE (2): times 3 per launch */
+            if (out[i] != in[i] * 3.0f * (float)launches) fail_msg("step %ld: item %d = %g", n, i, (double)out[i]);
+        ka_queue_stats qs;
+        KA_OK_OR_FAIL(ka_queue_get_stats(q, &qs));
+        KA_OK_OR_FAIL(ka_buffer_release(b));
+        KA_OK_OR_FAIL(ka_queue_release(q));
+        teardown(&c);
+        snap end = now();
+        if (end.live != zero.live || end.bytes != zero.bytes || end.chunks != zero.chunks)
+            fail_msg("step %ld: after teardown %ld blocks / %ld bytes / %ld chunks live", n, end.live, end.bytes, end.chunks);
+        if (st == KA_OK && !injected) {
+            print_message("[ INFO     ] first launch: %ld failing steps (%llu inline launches on the last queue)\n", fails,
+                          (unsigned long long)qs.inline_launches);
+            if (qs.inline_launches) assert_true(fails >= 1); /* the inline build allocates */
+            return;
+        }
+    }
+}
+
 int main(void) {
     static const ka_allocator counting = {t_alloc, t_free, NULL};
     ka_set_allocator(&counting); /* before any libka object exists */
@@ -429,7 +493,7 @@ int main(void) {
     bool real_device = info->backend != KA_BACKEND_NULL;
     ka_device_close(d);
     enum { NC = sizeof cases / sizeof cases[0] };
-    struct CMUnitTest tests[NC + 2];
+    struct CMUnitTest tests[NC + 3];
     size_t nt = 0;
     for (size_t i = 0; i < NC; i++) {
         if (!real_device && cases[i].device == NULL) continue;
@@ -439,6 +503,7 @@ int main(void) {
     if (real_device) {
         tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_known_kernel_get_allocates_nothing);
         tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_queue_create_large_pool_grows_table);
+        tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_first_launch);
     }
     int fails = _cmocka_run_group_tests("oom", tests, nt, NULL, NULL);
     /* Everything was released: nothing of libka's may remain. */
