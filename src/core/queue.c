@@ -19,6 +19,7 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
     q->efd = -1;
     q->spin_ns = cfg ? cfg->spin_ns : -1;
     q->inline_max = cfg ? cfg->inline_max_items : 0;
+    q->nevents = cap; /* back-ends size their native event pools by it */
     ka_status st = d->ops->queue_create(q);
     if (st != KA_OK) goto fail_q;
     st = ka__events_init(q, cap);
