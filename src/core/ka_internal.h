@@ -127,6 +127,7 @@ struct ka__kernel {
     void *native;              /* cl_kernel / CUfunction */
     uint32_t nargs;            /* user arguments */
     ka__argsig *sig;
+    uint64_t *fast_tag;        /* per argument: the (kind, size) word of a matching ka_arg, 0 = check fully */
     uint32_t max_wg;
     uint32_t pref_multiple;
     uint64_t local_mem;

@@ -21,6 +21,9 @@ static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t na
     if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
+        uint64_t tag;
+        memcpy(&tag, a, sizeof tag); /* kind and size */
+        if (KA_LIKELY(tag == k->fast_tag[i])) continue;
         const ka__argsig *s = &k->sig[i];
         bool ok;
         switch (a->kind) {

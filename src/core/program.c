@@ -163,6 +163,7 @@ static void kernel_free(ka__kernel *k) {
     if (k->id) ka__handle_free(k->id);
     pthread_mutex_destroy(&k->lock);
     ka__free(k->sig, sizeof(ka__argsig) * (k->nargs ? k->nargs : 1));
+    ka__free(k->fast_tag, sizeof(uint64_t) * (k->nargs ? k->nargs : 1));
     ka__strfree(k->name);
     ka__free(k, sizeof *k);
 }
@@ -259,6 +260,20 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
         return st;
     }
     choose_auto(k);
+    /* The (kind, size) word of the ka_arg each argument most likely gets, so a
+     * launch checks it with one compare (ka_arg starts with kind and size). */
+    if (!(k->fast_tag = ka__calloc(k->nargs ? k->nargs : 1, sizeof(uint64_t)))) {
+        kernel_free(k);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    }
+    for (uint32_t i = 0; i < k->nargs; i++) {
+        const ka__argsig *sg = &k->sig[i];
+        ka_arg a = {0, 0, {0}};
+        if (sg->kind == KA__SIG_BUFFER) a = ka_arg_buffer((ka_buffer){0});
+        else if (sg->kind == KA__SIG_SCALAR && (sg->size == 1 || sg->size == 2 || sg->size == 4 || sg->size == 8))
+            a.kind = KA_ARG_SCALAR, a.size = sg->size;
+        if (a.kind) memcpy(&k->fast_tag[i], &a, sizeof(uint64_t));
+    }
     if (!(k->id = ka__handle_new(KA__T_KERNEL, k))) {
         kernel_free(k);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory for a handle");

@@ -309,7 +309,7 @@ static ka_status set_args(ka__kernel *k, cl_kernel ck, argcache *cache, uint64_t
                           const ka_arg *args, uint32_t nargs) {
     /* The hidden range argument is set only when it changed: argument values
      * persist on the cl_kernel. */
-    if (KA_UNLIKELY(memcmp(last_nd, l->nd, sizeof l->nd))) {
+    if (KA_UNLIKELY((last_nd[0] ^ l->nd[0]) | (last_nd[1] ^ l->nd[1]) | (last_nd[2] ^ l->nd[2]) | (last_nd[3] ^ l->nd[3]))) {
         CL_CHECK("clSetKernelArg(hidden range)", clSetKernelArg(ck, 0, sizeof l->nd, l->nd));
         memcpy(last_nd, l->nd, sizeof l->nd);
     }
