@@ -25,7 +25,7 @@ count() {
     /\?\?\?:clReleaseEvent \[/ {gsub(",","",$1); r=$1}
     /\?\?\?:clSetEventCallback \[/ {gsub(",","",$1); c=$1}
     /\?\?\?:clFlush \[/ {gsub(",","",$1); f=$1}
-    END {print t+0, e+s+w+g+r+c+f}'
+    END {printf "%.0f %.0f\n", t, e+s+w+g+r+c+f}'
   rm -f "$out"
 }
 for impl in raw ka; do

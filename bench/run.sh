@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs the PoCL benchmarks, keeps their JSON and tables under docs/bench/ and
+# draws the plots. Run on a quiet machine: bench/run.sh [build-dir]
+set -euo pipefail
+build=${1:-build}
+out=docs/bench
+mkdir -p "$out"
+{ date -u +%Y-%m-%dT%H:%MZ; uname -srm; nproc; grep -m1 "model name" /proc/cpuinfo || true; } > "$out/machine.txt"
+"$build/ka" bench launch --args 1,2,4,8,16,32,40 --iterations 2000 --reps 9 --json > "$out/launch.json"
+"$build/ka" bench launch --args 2,40 --iterations 2000 --reps 9 > "$out/launch.txt"
+"$build/ka" bench wait --iterations 500 --reps 9 --json > "$out/wait.json"
+"$build/ka" bench wait --iterations 500 --reps 9 > "$out/wait.txt"
+"$build/ka" bench route --reps 7 --json > "$out/route.json"
+"$build/ka" bench route --reps 7 > "$out/route.txt"
+for a in 2 40; do bench/callgrind_launch.sh "$build" "$a" launch; done > "$out/callgrind.txt"
+python3 bench/plot.py "$out"
