@@ -1,5 +1,7 @@
 /* ka bench launch: libka's launch (and launch + wait) against the same loop
- * written with raw OpenCL calls, in one process, interleaved repetitions. */
+ * written with raw OpenCL calls (OpenCL devices) or raw driver-API calls
+ * (CUDA devices: cuLaunchKernel, bench_cuda.c), in one process, interleaved
+ * repetitions. */
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
@@ -7,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_common.h"
+#include "bench_cuda.h"
 
 typedef struct raw raw;
 typedef struct kactx kactx;
@@ -23,14 +25,21 @@ struct raw {
     cl_mem buf;
 };
 
-/* Kernel with nargs user arguments: a buffer, then floats. */
-static char *kernel_source(int nargs, int raw_form) {
+/* Kernel with nargs user arguments: a buffer, then floats. The raw forms
+ * take the same parameters as libka's kernel: the 32-byte range first. */
+enum { SRC_KA, SRC_OPENCL, SRC_CUDA };
+static char *kernel_source(int nargs, int form) {
+    static const char *head[] = {"KA_KERNEL(k, KA_GLOBAL float *p0", "__kernel void k(ulong4 nd, __global float *p0",
+                                 "struct nd_t { unsigned long long x, y, z, w; };\n"
+                                 "extern \"C\" __global__ void k(const nd_t nd, float *p0"};
+    static const char *body[] = {") { if (ka_global_id(0) == 0) p0[0] = 1.0f; }\n",
+                                 ") { if (get_global_id(0) == 0) p0[0] = 1.0f; }\n",
+                                 ") { if (blockIdx.x * blockDim.x + threadIdx.x == 0) p0[0] = 1.0f; }\n"};
     size_t cap = 256 + (size_t)nargs * 32;
     char *s = malloc(cap);
-    int n = snprintf(s, cap, raw_form ? "__kernel void k(ulong4 nd, __global float *p0" : "KA_KERNEL(k, KA_GLOBAL float *p0");
+    int n = snprintf(s, cap, "%s", head[form]);
     for (int i = 1; i < nargs; i++) n += snprintf(s + n, cap - (size_t)n, ", float s%d", i);
-    snprintf(s + n, cap - (size_t)n, raw_form ? ") { if (get_global_id(0) == 0) p0[0] = 1.0f; }\n"
-                                              : ") { if (ka_global_id(0) == 0) p0[0] = 1.0f; }\n");
+    snprintf(s + n, cap - (size_t)n, "%s", body[form]);
     return s;
 }
 
@@ -40,7 +49,7 @@ static int raw_init(raw *r, cl_device_id dev, int nargs, size_t n) {
     if (err) return err;
     r->q = clCreateCommandQueue(r->ctx, dev, 0, &err);
     if (err) return err;
-    char *src = kernel_source(nargs, 1);
+    char *src = kernel_source(nargs, SRC_OPENCL);
     const char *s = src;
     r->prog = clCreateProgramWithSource(r->ctx, 1, &s, NULL, &err);
     free(src);
@@ -116,6 +125,7 @@ typedef struct result {
     int nargs;
     const char *path; /* "routed" (the default queue) or "threaded" (routing off) */
     double raw_launch[3], ka_launch[3], raw_wait[3], ka_wait[3]; /* median, min, max */
+    double raw_sync[3]; /* CUDA: launch + cuStreamSynchronize (raw_wait: + cuEventRecord + cuEventSynchronize) */
     double allocs_per_launch;
 } result;
 
@@ -130,7 +140,9 @@ static void usage(void) {
           "                       [--impl ka|raw|both] [--wait | --no-wait] [--path routed|threaded|both] [--json]\n"
           "  Launches an almost empty kernel of 64 work-items with N arguments (a buffer, then floats;\n"
           "  one float changes every launch). The raw loop runs on the device libka's launch runs on:\n"
-          "  with PoCL routing, `basic` for the routed queue and the threaded device with routing off.\n"
+          "  with PoCL routing, `basic` for the routed queue and the threaded device with routing off;\n"
+          "  on CUDA, cuLaunchKernel on libka's context (NVRTC-built kernel of the same parameters),\n"
+          "  waiting with cuEventRecord + cuEventSynchronize (and, also shown, cuStreamSynchronize).\n"
           "  Default: --args 2,40 --iterations 2000 --reps 7 --path both, launch and launch+wait.\n",
           stderr);
 }
@@ -140,12 +152,13 @@ typedef struct opts {
 } opts;
 
 /* One (args, path) measurement: ka on queue q against raw on rawdev. */
-static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, int flush, int nargs, const opts *o, result *r) {
+static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, bench_cu *cu, int flush, int nargs, const opts *o,
+                   result *r) {
     const size_t n = 64, local = 64;
     kactx c;
     ka_program prog;
     ka_buffer buf;
-    char *src = kernel_source(nargs, 0);
+    char *src = kernel_source(nargs, SRC_KA);
     c.q = q;
     if (ka_program_build(dev, src, NULL, &prog) || ka_kernel_get(prog, "k", NULL, &c.k) ||
         ka_buffer_create(dev, 64 * sizeof(float), &buf)) {
@@ -160,16 +173,28 @@ static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, int flush, in
     raw rw;
     memset(&rw, 0, sizeof rw);
     rw.flush = flush;
-    if (o->run_raw && raw_init(&rw, rawdev, nargs, n)) {
+    uint64_t cubuf = 0;
+    if (o->run_raw && cu) {
+        char why[4096];
+        char *rsrc = kernel_source(nargs, SRC_CUDA);
+        int bad = bench_cu_build(cu, rsrc, "k", why, sizeof why) || bench_cu_alloc(cu, 64 * sizeof(float), &cubuf);
+        free(rsrc);
+        if (bad) {
+            fprintf(stderr, "ka bench launch: raw CUDA set-up failed: %s\n", why);
+            return 1;
+        }
+    } else if (o->run_raw && raw_init(&rw, rawdev, nargs, n)) {
         fprintf(stderr, "ka bench launch: raw OpenCL set-up failed\n");
         return 1;
     }
     /* Warm up: the first launch of a local size compiles the work-group function. */
     if (o->run_ka) bench_ka_loop(&c, nargs, 50, 1);
-    if (o->run_raw) bench_raw_loop(&rw, nargs, 50, 1, n, local);
+    if (o->run_raw && cu) bench_cu_launch_loop(cu, cubuf, nargs, 50, BENCH_CU_EVENT_SYNC, (unsigned)n, (unsigned)local);
+    else if (o->run_raw) bench_raw_loop(&rw, nargs, 50, 1, n, local);
     int reps = o->reps, iters = o->iters;
     double *rl = calloc((size_t)reps, sizeof(double)), *kl = calloc((size_t)reps, sizeof(double));
     double *rwv = calloc((size_t)reps, sizeof(double)), *kw = calloc((size_t)reps, sizeof(double));
+    double *rs = calloc((size_t)reps, sizeof(double));
     uint64_t allocs = 0, launches = 0;
     for (int rep = 0; rep < reps; rep++) {
         /* Alternate which goes first, so drift favours neither. */
@@ -183,6 +208,11 @@ static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, int flush, in
                 allocs += bench_allocs() - a0;
                 launches += (uint64_t)iters * (uint64_t)(o->do_launch + o->do_wait);
                 bench_count_allocs(0);
+            } else if (!ka_turn && o->run_raw && cu) {
+                const unsigned un = (unsigned)n, ul = (unsigned)local;
+                if (o->do_launch) rl[rep] = bench_cu_launch_loop(cu, cubuf, nargs, iters, BENCH_CU_NO_WAIT, un, ul);
+                if (o->do_wait) rwv[rep] = bench_cu_launch_loop(cu, cubuf, nargs, iters, BENCH_CU_EVENT_SYNC, un, ul);
+                if (o->do_wait) rs[rep] = bench_cu_launch_loop(cu, cubuf, nargs, iters, BENCH_CU_STREAM_SYNC, un, ul);
             } else if (!ka_turn && o->run_raw) {
                 if (o->do_launch) rl[rep] = bench_raw_loop(&rw, nargs, iters, 0, n, local);
                 if (o->do_wait) rwv[rep] = bench_raw_loop(&rw, nargs, iters, 1, n, local);
@@ -194,15 +224,19 @@ static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, int flush, in
     stats(kl, reps, r->ka_launch);
     stats(rwv, reps, r->raw_wait);
     stats(kw, reps, r->ka_wait);
+    stats(rs, reps, r->raw_sync);
     r->allocs_per_launch = launches ? (double)allocs / (double)launches : 0;
-    free(rl), free(kl), free(rwv), free(kw);
-    if (o->run_raw) raw_fini(&rw);
+    free(rl), free(kl), free(rwv), free(kw), free(rs);
+    if (o->run_raw && cu) bench_cu_free(cu, cubuf);
+    else if (o->run_raw) raw_fini(&rw);
     ka_buffer_release(buf);
     ka_program_release(prog);
     return 0;
 }
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+static int is_cuda;
 
 static void json_result(const result *r) {
     printf("\"args\":%d,\"path\":\"%s\",\"raw_ns_per_launch\":%.1f,\"ka_ns_per_launch\":%.1f,\"ratio\":%.4f,"
@@ -212,6 +246,10 @@ static void json_result(const result *r) {
            r->nargs, r->path, r->raw_launch[0], r->ka_launch[0], ratio(r->ka_launch[0], r->raw_launch[0]), r->raw_wait[0],
            r->ka_wait[0], ratio(r->ka_wait[0], r->raw_wait[0]), r->allocs_per_launch, r->raw_launch[1], r->raw_launch[2],
            r->ka_launch[1], r->ka_launch[2], r->raw_wait[1], r->raw_wait[2], r->ka_wait[1], r->ka_wait[2]);
+    if (is_cuda)
+        printf(",\"raw_wait_kind\":\"cuEventRecord+cuEventSynchronize\",\"raw_stream_sync_ns\":%.1f,"
+               "\"raw_stream_sync_min\":%.1f,\"raw_stream_sync_max\":%.1f,\"stream_sync_ratio\":%.4f",
+               r->raw_sync[0], r->raw_sync[1], r->raw_sync[2], ratio(r->ka_wait[0], r->raw_sync[0]));
 }
 
 int bench_launch_main(int argc, char **argv) {
@@ -254,8 +292,17 @@ int bench_launch_main(int argc, char **argv) {
     ka_queue_stats qs;
     ka_queue_get_stats(routed, &qs);
     int routing = nat.inline_device && qs.inline_max_items >= 64;
-    if (o.run_raw && !nat.device) {
-        fprintf(stderr, "ka bench launch: the raw comparison needs an OpenCL device (got %s); use --impl ka\n", di->selector);
+    bench_cu *cu = NULL;
+    is_cuda = di->backend == KA_BACKEND_CUDA;
+    if (o.run_raw && is_cuda) {
+        char why[256];
+        if (!(cu = bench_cu_open(dev, why, sizeof why))) {
+            fprintf(stderr, "ka bench launch: raw CUDA unavailable on %s: %s; use --impl ka\n", di->selector, why);
+            return 1;
+        }
+    } else if (o.run_raw && !nat.device) {
+        fprintf(stderr, "ka bench launch: the raw comparison needs an OpenCL or CUDA device (got %s); use --impl ka\n",
+                di->selector);
         return 1;
     }
     int want_routed = strcmp(path, "threaded") != 0, want_threaded = routing && strcmp(path, "routed") != 0;
@@ -270,12 +317,12 @@ int bench_launch_main(int argc, char **argv) {
         }
         if (want_routed) {
             res[nres].path = routing ? "routed" : "direct";
-            if (measure(dev, routed, routing ? nat.inline_device : nat.device, routing, nargs, &o, &res[nres])) return 1;
+            if (measure(dev, routed, routing ? nat.inline_device : nat.device, cu, routing, nargs, &o, &res[nres])) return 1;
             nres++;
         }
         if (want_threaded) {
             res[nres].path = "threaded";
-            if (measure(dev, threaded, nat.device, 0, nargs, &o, &res[nres])) return 1;
+            if (measure(dev, threaded, nat.device, cu, 0, nargs, &o, &res[nres])) return 1;
             nres++;
         }
     }
@@ -313,7 +360,16 @@ int bench_launch_main(int argc, char **argv) {
                    ratio(r->ka_launch[0], r->raw_launch[0]), a[2], a[3], ratio(r->ka_wait[0], r->raw_wait[0]),
                    r->allocs_per_launch);
         }
+        if (is_cuda && o.run_raw && o.do_wait) {
+            printf("raw launch+wait = cuLaunchKernel + cuEventRecord + cuEventSynchronize (libka records a pooled event "
+                   "per launch and polls it); with cuStreamSynchronize instead:\n");
+            for (int i = 0; i < nres; i++)
+                printf("%5d %-9s raw launch+stream sync %7.0f [%.0f, %.0f], ka/that %.3f\n", res[i].nargs, res[i].path,
+                       res[i].raw_sync[0], res[i].raw_sync[1], res[i].raw_sync[2],
+                       ratio(res[i].ka_wait[0], res[i].raw_sync[0]));
+        }
     }
+    bench_cu_close(cu);
     ka_queue_release(routed);
     ka_queue_release(threaded);
     ka_device_close(dev);

@@ -12,9 +12,10 @@ static void usage(void) {
           "  ka build FILE [-DNAME[=V]...] [--device SEL] [--options OPTS]\n"
           "                                   compile check; prints the build log, exit 1 on failure\n"
           "  ka run [--device SEL] [--n N]    runs saxpy on the device and checks the result\n"
-          "  ka bench launch [options]        launch cost against raw OpenCL (ka bench launch --help)\n"
+          "  ka bench launch [options]        launch cost against raw OpenCL or CUDA (ka bench launch --help)\n"
           "  ka bench wait [options]          wait latency by mode (ka bench wait --help)\n"
           "  ka bench route [options]         PoCL routing: launch + wait by work size, crossover, saxpy\n"
+          "  ka bench saxpy [options]         saxpy bandwidth against the device's copy bandwidth\n"
           "  ka version\n",
           stderr);
 }
@@ -200,6 +201,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[2], "launch")) return bench_launch_main(argc - 3, argv + 3);
         if (!strcmp(argv[2], "wait")) return bench_wait_main(argc - 3, argv + 3);
         if (!strcmp(argv[2], "route")) return bench_route_main(argc - 3, argv + 3);
+        if (!strcmp(argv[2], "saxpy")) return bench_saxpy_main(argc - 3, argv + 3);
     }
     if (!strcmp(cmd, "version")) {
         printf("libka %s\n", ka_version());

@@ -1,0 +1,318 @@
+/* Raw CUDA for the `ka bench` comparisons: the driver API and NVRTC loaded
+ * with dlopen (the tools do not link libcuda, as libka does not), on the
+ * context libka uses for the device (its retained primary context), with a
+ * stream of its own made as libka makes its queues' (non-blocking).
+ *
+ * Without cuda.h at build time (KA_HAVE_CUDA unset) every entry point fails
+ * with "built without cuda.h". */
+#include "bench_cuda.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef KA_HAVE_CUDA
+
+bench_cu *bench_cu_open(ka_device dev, char *why, size_t len) {
+    (void)dev;
+    snprintf(why, len, "ka was built without cuda.h: no raw CUDA comparison");
+    return NULL;
+}
+void bench_cu_close(bench_cu *c) { (void)c; }
+int bench_cu_build(bench_cu *c, const char *src, const char *name, char *why, size_t len) {
+    (void)c, (void)src, (void)name, (void)why, (void)len;
+    return -1;
+}
+int bench_cu_alloc(bench_cu *c, size_t bytes, uint64_t *dptr) {
+    (void)c, (void)bytes, (void)dptr;
+    return -1;
+}
+void bench_cu_free(bench_cu *c, uint64_t dptr) { (void)c, (void)dptr; }
+int bench_cu_fill32(bench_cu *c, uint64_t dptr, uint32_t v, size_t count) {
+    (void)c, (void)dptr, (void)v, (void)count;
+    return -1;
+}
+int bench_cu_read(bench_cu *c, void *dst, uint64_t src, size_t bytes) {
+    (void)c, (void)dst, (void)src, (void)bytes;
+    return -1;
+}
+double bench_cu_launch_loop(bench_cu *c, uint64_t buf, int nargs, int iters, int mode, unsigned n, unsigned local) {
+    (void)c, (void)buf, (void)nargs, (void)iters, (void)mode, (void)n, (void)local;
+    return 0;
+}
+double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters) {
+    (void)c, (void)y, (void)x, (void)a, (void)n, (void)local, (void)iters;
+    return 0;
+}
+double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int iters) {
+    (void)c, (void)dst, (void)src, (void)bytes, (void)iters;
+    return 0;
+}
+
+#else
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <stdlib.h>
+
+/* cuda.h renames entry points by macro (cuMemAlloc -> cuMemAlloc_v2); the
+ * field, its declared type and the looked-up symbol use the same spelling. */
+#define CU_FNS(X)                                                                                       \
+    X(cuInit) X(cuGetErrorName) X(cuDriverGetVersion) X(cuDeviceGetAttribute) X(cuCtxSetCurrent)        \
+    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy)      \
+    X(cuEventRecord) X(cuEventSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
+    X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoDAsync) X(cuMemcpyDtoH) X(cuMemsetD32Async)
+#define NVRTC_FNS(X)                                                                                     \
+    X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)        \
+    X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) X(nvrtcGetPTX) X(nvrtcGetErrorString)
+#define NVRTC_OPT_FNS(X) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN)
+
+#define FIELD(name) __typeof__(&name) name;
+static struct {
+    CU_FNS(FIELD)
+} cu;
+static struct {
+    NVRTC_FNS(FIELD)
+    NVRTC_OPT_FNS(FIELD)
+} rtc;
+#undef FIELD
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+struct bench_cu {
+    CUcontext ctx;
+    CUdevice dev;
+    int cc_major, cc_minor;
+    CUstream stream;
+    CUevent ev;
+    CUmodule mod;
+    CUfunction fn;
+};
+
+static void *sym(void *lib, const char *name, int *bad) {
+    void *p = dlsym(lib, name);
+    if (!p) *bad = 1;
+    return p;
+}
+
+static int load(char *why, size_t len) {
+    static int state; /* 0 not tried, 1 loaded, -1 failed */
+    static char reason[160];
+    if (state) {
+        if (state < 0) snprintf(why, len, "%s", reason);
+        return state > 0 ? 0 : -1;
+    }
+    state = -1;
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(reason, sizeof reason, "libcuda.so.1 not found (no NVIDIA driver)");
+        snprintf(why, len, "%s", reason);
+        return -1;
+    }
+    int bad = 0;
+    void *p;
+#define GET(name) p = sym(lib, STR(name), &bad), memcpy(&cu.name, &p, sizeof p);
+    CU_FNS(GET)
+#undef GET
+    if (bad || cu.cuInit(0) != CUDA_SUCCESS) {
+        snprintf(reason, sizeof reason, "libcuda.so.1: %s", bad ? "an entry point is missing" : "cuInit failed");
+        snprintf(why, len, "%s", reason);
+        return -1;
+    }
+    int drv = 0;
+    cu.cuDriverGetVersion(&drv);
+    char first[32];
+    snprintf(first, sizeof first, "libnvrtc.so.%d", drv / 1000);
+    const char *names[] = {first, "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
+                           "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so"};
+    void *rl = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !rl; i++) rl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!rl) {
+        snprintf(reason, sizeof reason, "libnvrtc.so not found");
+        snprintf(why, len, "%s", reason);
+        return -1;
+    }
+#define GET(name) p = sym(rl, STR(name), &bad), memcpy(&rtc.name, &p, sizeof p);
+#define OPT(name) p = dlsym(rl, STR(name)), memcpy(&rtc.name, &p, sizeof p);
+    NVRTC_FNS(GET)
+    NVRTC_OPT_FNS(OPT)
+#undef GET
+#undef OPT
+    if (bad) {
+        snprintf(reason, sizeof reason, "libnvrtc: an entry point is missing");
+        snprintf(why, len, "%s", reason);
+        return -1;
+    }
+    state = 1;
+    return 0;
+}
+
+static const char *cuname(CUresult r) {
+    const char *s = NULL;
+    cu.cuGetErrorName(r, &s);
+    return s ? s : "CUDA_ERROR_?";
+}
+
+bench_cu *bench_cu_open(ka_device dev, char *why, size_t len) {
+    const ka_device_info *di;
+    ka_native_device nat = {0};
+    if (ka_device_get_info(dev, &di) != KA_OK || di->backend != KA_BACKEND_CUDA) {
+        snprintf(why, len, "not a CUDA device");
+        return NULL;
+    }
+    if (load(why, len) || ka_device_get_native(dev, &nat) != KA_OK) return NULL;
+    bench_cu *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->ctx = nat.context;
+    c->dev = (CUdevice)(intptr_t)nat.device;
+    CUresult r;
+    if ((r = cu.cuCtxSetCurrent(c->ctx)) || (r = cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)) ||
+        (r = cu.cuEventCreate(&c->ev, CU_EVENT_DISABLE_TIMING))) {
+        snprintf(why, len, "raw CUDA set-up: %s", cuname(r));
+        free(c);
+        return NULL;
+    }
+    cu.cuDeviceGetAttribute(&c->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev);
+    cu.cuDeviceGetAttribute(&c->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev);
+    return c;
+}
+
+void bench_cu_close(bench_cu *c) {
+    if (!c) return;
+    cu.cuCtxSetCurrent(c->ctx);
+    cu.cuStreamSynchronize(c->stream);
+    if (c->mod) cu.cuModuleUnload(c->mod);
+    cu.cuEventDestroy(c->ev);
+    cu.cuStreamDestroy(c->stream);
+    free(c);
+}
+
+/* NVRTC for the device's own architecture (a cubin, as libka builds), PTX
+ * for the virtual one when NVRTC gives no cubin. */
+int bench_cu_build(bench_cu *c, const char *src, const char *name, char *why, size_t len) {
+    nvrtcProgram p;
+    nvrtcResult nr = rtc.nvrtcCreateProgram(&p, src, "raw.cu", 0, NULL, NULL);
+    if (nr != NVRTC_SUCCESS) {
+        snprintf(why, len, "nvrtcCreateProgram: %s", rtc.nvrtcGetErrorString(nr));
+        return -1;
+    }
+    int cubin = rtc.nvrtcGetCUBIN != NULL;
+    char arch[48];
+    snprintf(arch, sizeof arch, "--gpu-architecture=%s_%d%d", cubin ? "sm" : "compute", c->cc_major, c->cc_minor);
+    const char *opts[] = {arch, "-std=c++17"};
+    nr = rtc.nvrtcCompileProgram(p, 2, opts);
+    if (nr != NVRTC_SUCCESS) {
+        size_t n = 0;
+        rtc.nvrtcGetProgramLogSize(p, &n);
+        char *log = malloc(n + 1);
+        if (log) rtc.nvrtcGetProgramLog(p, log), log[n] = 0;
+        snprintf(why, len, "nvrtcCompileProgram: %s\n%s", rtc.nvrtcGetErrorString(nr), log ? log : "");
+        free(log);
+        rtc.nvrtcDestroyProgram(&p);
+        return -1;
+    }
+    size_t n = 0;
+    if (cubin) rtc.nvrtcGetCUBINSize(p, &n);
+    else rtc.nvrtcGetPTXSize(p, &n);
+    char *img = malloc(n ? n : 1);
+    if (!img) return -1;
+    if (cubin) rtc.nvrtcGetCUBIN(p, img);
+    else rtc.nvrtcGetPTX(p, img);
+    rtc.nvrtcDestroyProgram(&p);
+    CUresult r;
+    cu.cuCtxSetCurrent(c->ctx);
+    if (c->mod) cu.cuModuleUnload(c->mod), c->mod = NULL;
+    if ((r = cu.cuModuleLoadData(&c->mod, img)) || (r = cu.cuModuleGetFunction(&c->fn, c->mod, name))) {
+        snprintf(why, len, "raw CUDA module: %s", cuname(r));
+        free(img);
+        return -1;
+    }
+    free(img);
+    return 0;
+}
+
+int bench_cu_alloc(bench_cu *c, size_t bytes, uint64_t *dptr) {
+    CUdeviceptr p = 0;
+    cu.cuCtxSetCurrent(c->ctx);
+    if (cu.cuMemAlloc(&p, bytes) != CUDA_SUCCESS) return -1;
+    *dptr = p;
+    return 0;
+}
+
+void bench_cu_free(bench_cu *c, uint64_t dptr) {
+    cu.cuCtxSetCurrent(c->ctx);
+    cu.cuMemFree((CUdeviceptr)dptr);
+}
+
+int bench_cu_fill32(bench_cu *c, uint64_t dptr, uint32_t v, size_t count) {
+    cu.cuCtxSetCurrent(c->ctx);
+    if (cu.cuMemsetD32Async((CUdeviceptr)dptr, v, count, c->stream)) return -1;
+    return cu.cuStreamSynchronize(c->stream) == CUDA_SUCCESS ? 0 : -1;
+}
+
+int bench_cu_read(bench_cu *c, void *dst, uint64_t src, size_t bytes) {
+    cu.cuCtxSetCurrent(c->ctx);
+    cu.cuStreamSynchronize(c->stream);
+    return cu.cuMemcpyDtoH(dst, (CUdeviceptr)src, bytes) == CUDA_SUCCESS ? 0 : -1;
+}
+
+typedef struct nd_t {
+    unsigned long long x, y, z, w;
+} nd_t;
+
+/* ns per iteration. The parameter array is filled every launch, as a caller
+ * that changes an argument each time does (the OpenCL loop's clSetKernelArg). */
+__attribute__((noinline)) double bench_cu_launch_loop(bench_cu *c, uint64_t buf, int nargs, int iters, int mode,
+                                                      unsigned n, unsigned local) {
+    float vals[64];
+    void *params[65];
+    CUdeviceptr p0 = (CUdeviceptr)buf;
+    nd_t nd = {n, 1, 1, 1};
+    for (int i = 0; i < 64; i++) vals[i] = (float)i;
+    cu.cuCtxSetCurrent(c->ctx);
+    int64_t t0 = bench_now_ns();
+    for (int it = 0; it < iters; it++) {
+        vals[1] = (float)it; /* one argument changes every launch */
+        params[0] = &nd;
+        params[1] = &p0;
+        for (int a = 1; a < nargs; a++) params[a + 1] = &vals[a & 63];
+        cu.cuLaunchKernel(c->fn, (n + local - 1) / local, 1, 1, local, 1, 1, 0, c->stream, params, NULL);
+        if (mode == BENCH_CU_EVENT_SYNC) {
+            cu.cuEventRecord(c->ev, c->stream);
+            cu.cuEventSynchronize(c->ev);
+        } else if (mode == BENCH_CU_STREAM_SYNC) {
+            cu.cuStreamSynchronize(c->stream);
+        }
+    }
+    int64_t t1 = bench_now_ns();
+    cu.cuStreamSynchronize(c->stream);
+    return (double)(t1 - t0) / iters;
+}
+
+/* saxpy launch + stream sync, ns per iteration; the function is the built "saxpy". */
+double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters) {
+    CUdeviceptr py = (CUdeviceptr)y, px = (CUdeviceptr)x;
+    nd_t nd = {n, 1, 1, 1};
+    void *params[] = {&nd, &py, &px, &a, &n};
+    cu.cuCtxSetCurrent(c->ctx);
+    int64_t t0 = bench_now_ns();
+    for (int it = 0; it < iters; it++) {
+        cu.cuLaunchKernel(c->fn, (n + local - 1) / local, 1, 1, local, 1, 1, 0, c->stream, params, NULL);
+        cu.cuStreamSynchronize(c->stream);
+    }
+    return (double)(bench_now_ns() - t0) / iters;
+}
+
+/* cuMemcpyDtoDAsync + cuStreamSynchronize, ns per copy. */
+double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int iters) {
+    cu.cuCtxSetCurrent(c->ctx);
+    int64_t t0 = bench_now_ns();
+    for (int it = 0; it < iters; it++) {
+        cu.cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, c->stream);
+        cu.cuStreamSynchronize(c->stream);
+    }
+    return (double)(bench_now_ns() - t0) / iters;
+}
+
+#endif

@@ -1,0 +1,30 @@
+/* Raw CUDA driver API for the `ka bench` comparisons (bench_cuda.c): loaded
+ * with dlopen, on the context libka uses for the device. */
+#ifndef KA_BENCH_CUDA_H
+#define KA_BENCH_CUDA_H
+#include "bench_common.h"
+
+typedef struct bench_cu bench_cu;
+
+/* How the raw launch loop waits for each launch. */
+enum { BENCH_CU_NO_WAIT = 0, BENCH_CU_EVENT_SYNC = 1, BENCH_CU_STREAM_SYNC = 2 };
+
+/* NULL with the reason in why when dev is not a CUDA device, libcuda or NVRTC
+ * cannot be loaded, or the tool was built without cuda.h. */
+bench_cu *bench_cu_open(ka_device dev, char *why, size_t len);
+void bench_cu_close(bench_cu *c);
+/* Compiles src with NVRTC and keeps the function `name` for the loops below. */
+int bench_cu_build(bench_cu *c, const char *src, const char *name, char *why, size_t len);
+int bench_cu_alloc(bench_cu *c, size_t bytes, uint64_t *dptr);
+void bench_cu_free(bench_cu *c, uint64_t dptr);
+int bench_cu_fill32(bench_cu *c, uint64_t dptr, uint32_t v, size_t count);
+int bench_cu_read(bench_cu *c, void *dst, uint64_t src, size_t bytes);
+/* The built function takes (32-byte range, float *p0, float s1 .. s{nargs-1});
+ * one float changes every launch. ns per iteration. */
+double bench_cu_launch_loop(bench_cu *c, uint64_t buf, int nargs, int iters, int mode, unsigned n, unsigned local);
+/* The built function is saxpy(range, float *y, const float *x, float a, uint n);
+ * launch + cuStreamSynchronize, ns per iteration. */
+double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters);
+/* cuMemcpyDtoDAsync + cuStreamSynchronize, ns per copy. */
+double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int iters);
+#endif
