@@ -1377,6 +1377,50 @@ static void test_event_pool_slots_back_after_wait(void **state) {
     KA_OK_OR_FAIL(ka_queue_release(q));
 }
 
+/* Same, when the completion is seen by polling: a timed-out wait armed the
+ * driver's callback, then a poll finds the command complete, perhaps before
+ * that callback has run. The released slot must still be there at once. */
+static void test_event_pool_slots_back_after_poll(void **state) {
+    (void)state;
+    /* The window is narrow (a few rounds in 10000 hit it): many rounds, within 4 s. */
+    enum { ROUNDS = 50000 };
+    int64_t until = now_ns() + 4 * 1000000000LL;
+    ka_queue q;
+    ka_queue_config cfg = {.event_capacity = 1, .spin_ns = 0};
+    KA_OK_OR_FAIL(ka_queue_create(g_dev, &cfg, &q));
+    ka_buffer b = make_buffer(g_dev, 64);
+    uint32_t v = 1;
+    int failed_round = -1;
+    ka_status fst = KA_OK;
+    char detail[512] = "";
+    int round = 0;
+    for (; round < ROUNDS && (round % 256 || now_ns() < until); round++) {
+        ka_event ev;
+        ka_status st = ka_buffer_write(q, b, 0, 4, &v, &ev);
+        if (st != KA_OK) {
+            failed_round = round, fst = st;
+            snprintf(detail, sizeof detail, "%s", ka_last_error());
+            break;
+        }
+        st = ka_event_wait(ev, 1); /* 1 ns: arms the callback, times out */
+        if (st == KA_ERR_TIMEOUT) /* then poll, tightly, to see the completion early */
+            while ((st = ka_event_wait(ev, 0)) == KA_ERR_TIMEOUT) {
+            }
+        if (st == KA_OK) st = ka_event_release(ev);
+        if (st != KA_OK) {
+            failed_round = round, fst = st;
+            snprintf(detail, sizeof detail, "wait or release failed: %s", ka_last_error());
+            break;
+        }
+    }
+    if (failed_round >= 0)
+        fail_msg("round %d: %s after the previous round's event completed and was released\n%s", failed_round,
+                 ka_status_name(fst), detail);
+    print_message("[ INFO     ] %d rounds\n", round);
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_OK_OR_FAIL(ka_queue_release(q));
+}
+
 static void test_wait_timeouts(void **state) {
     (void)state;
     ka_buffer b = make_buffer(g_dev, 64);
@@ -1942,6 +1986,7 @@ int main(void) {
         cmocka_unit_test(test_event_stale_after_queue_reuse),
         cmocka_unit_test(test_event_pool_exhaustion),
         cmocka_unit_test(test_event_pool_slots_back_after_wait),
+        cmocka_unit_test(test_event_pool_slots_back_after_poll),
         cmocka_unit_test(test_wait_timeouts),
         cmocka_unit_test(test_wait_all),
         cmocka_unit_test(test_wait_any),
