@@ -7,7 +7,9 @@
  *
  * Hot path (no heap allocation once a kernel is compiled): ka_kernel_get for a
  * known configuration, ka_launch, ka_event_wait / ka_wait_all / ka_wait_any,
- * ka_event_release, ka_event_on_complete.
+ * ka_event_release, ka_event_on_complete, ka_event_notify. One exception: on
+ * PoCL, the first small launch of a kernel builds it for the `basic` device
+ * (routing, see docs/DESIGN.md) and allocates then; warm each kernel up.
  */
 #ifndef KA_H
 #define KA_H
@@ -132,7 +134,9 @@ KA_API ka_status ka_device_count(uint32_t *count);
 KA_API ka_status ka_device_describe(uint32_t index, ka_device_info *out);
 /* Open by selector: "opencl:N", "cuda:N", "null", "pocl", or a case-insensitive
  * substring of the device or platform name. NULL or "" reads $KA_DEVICE, else
- * the first PoCL CPU device, else device 0. Limits are read here, once. */
+ * the first PoCL device (not its `basic` one), else device 0. Limits are read
+ * here, once (ka_device_describe leaves the probed ones, the preferred
+ * multiple and sub-group sizes, at 0). The null device is not counted. */
 KA_API ka_status ka_device_open(const char *selector, ka_device *out);
 /* KA_ERR_IN_USE while queues, buffers or programs of the device are alive. */
 KA_API ka_status ka_device_close(ka_device dev);
@@ -150,8 +154,10 @@ KA_API ka_status ka_device_get_native(ka_device dev, ka_native_device *out);
 /* ---- queues ------------------------------------------------------------- */
 typedef struct ka_queue_config {
     uint32_t event_capacity;  /* events alive at once; 0 = 1024 */
-    int64_t spin_ns;          /* waits poll this long before sleeping: KA_SPIN_DEFAULT (-1)
-                                 for the device's default (0 on CPUs, 50 us on GPUs), 0 = off */
+    int64_t spin_ns;          /* waits poll this long before sleeping; 0 = off; negative
+                                 (KA_SPIN_DEFAULT): ka_set_wait_spin's value if set, else the
+                                 device's default (0 on CPUs, 50 us on GPUs). A zeroed
+                                 config therefore has spinning off. */
     int64_t inline_max_items; /* PoCL: launches of at most this many work-items (padded)
                                  run on PoCL's `basic` device, in the calling thread;
                                  0 = $KA_INLINE_MAX_ITEMS, else the measured default;
@@ -201,6 +207,13 @@ KA_API ka_status ka_program_build(ka_device dev, const char *source, const ka_bu
 KA_API ka_status ka_program_release(ka_program p);
 /* Number of native builds made for this program so far (variants included). */
 KA_API ka_status ka_program_build_count(ka_program p, uint32_t *count);
+/* How many of the program's native builds were loaded from the persistent
+ * kernel cache instead of compiled: each variant's build for the device and,
+ * on PoCL, its lazy build for the `basic` device of routed small launches
+ * (which ka_program_build_count does not count). The cache keeps compiled
+ * binaries under $KA_CACHE_DIR, else $XDG_CACHE_HOME/libka, else
+ * $HOME/.cache/libka; KA_CACHE=0 turns it off (docs/DESIGN.md). */
+KA_API ka_status ka_program_cache_hits(ka_program p, uint32_t *hits);
 
 /* A kernel configuration. Zero means "not fixed": defaults are settled when a
  * configuration is first seen by ka_kernel_get and become part of its key. */

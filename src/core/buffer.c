@@ -105,8 +105,8 @@ static ka_status end(ka_status st, ka_event *ev, pending *p) {
 
 ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n, const void *src, ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
-    ka__queue *q;
-    ka__buffer *b;
+    ka__queue *q = NULL;
+    ka__buffer *b = NULL;
     ka_status st = prep("ka_buffer_write", queue, dst, offset, n, &q, &b);
     if (st != KA_OK) return st;
     if (!src && n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_write: src is NULL");
@@ -115,8 +115,8 @@ ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n
 
 ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n, void *dst, ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
-    ka__queue *q;
-    ka__buffer *b;
+    ka__queue *q = NULL;
+    ka__buffer *b = NULL;
     ka_status st = prep("ka_buffer_read", queue, src, offset, n, &q, &b);
     if (st != KA_OK) return st;
     if (!dst && n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_read: dst is NULL");
@@ -125,8 +125,8 @@ ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n,
 
 ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst, size_t dof, size_t n, ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
-    ka__queue *q;
-    ka__buffer *s, *d;
+    ka__queue *q = NULL;
+    ka__buffer *s = NULL, *d = NULL;
     ka_status st = prep("ka_buffer_copy", queue, src, so, n, &q, &s);
     if (st != KA_OK) return st;
     st = prep("ka_buffer_copy", queue, dst, dof, n, &q, &d);
@@ -139,8 +139,8 @@ ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst
 ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, size_t psz, size_t offset, size_t n,
                          ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
-    ka__queue *q;
-    ka__buffer *b;
+    ka__queue *q = NULL;
+    ka__buffer *b = NULL;
     ka_status st = prep("ka_buffer_fill", queue, dst, offset, n, &q, &b);
     if (st != KA_OK) return st;
     if (!pattern) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: pattern is NULL");

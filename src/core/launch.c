@@ -96,7 +96,8 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
     const uint32_t *w = k->auto_wg[dims - 1];
     for (uint32_t d = 0; d < 3; d++) {
         uint64_t n = l->nd[d];
-        local[d] = n < w[d] ? pow2ceil(n) : w[d];
+        uint32_t p2 = n < w[d] ? pow2ceil(n) : w[d];
+        local[d] = p2 < w[d] ? p2 : w[d]; /* w[d] need not be a power of two */
     }
     return KA_OK;
 }

@@ -66,10 +66,19 @@ static void cl_queue_release(ka__queue *q) {
     ka__free(cq, sizeof *cq);
 }
 
+/* Finishes main and records that every command counted before covered it. */
+static ka_status finish_main(cl_queue *cq) {
+    uint64_t n = atomic_load(&cq->main_enqueued);
+    CL_CHECK("clFinish", clFinish(cq->main));
+    uint64_t done = atomic_load(&cq->main_finished);
+    while (done < n && !atomic_compare_exchange_weak(&cq->main_finished, &done, n)) {}
+    return KA_OK;
+}
+
 static ka_status cl_queue_finish(ka__queue *q) {
     cl_queue *cq = q->native;
-    CL_CHECK("clFinish", clFinish(cq->main));
-    atomic_store_explicit(&cq->main_busy, 0, memory_order_relaxed);
+    ka_status st = finish_main(cq);
+    if (st != KA_OK) return st;
     if (cq->inl) CL_CHECK("clFinish(basic)", clFinish(cq->inl));
     return KA_OK;
 }
@@ -82,7 +91,7 @@ static ka_status cl_queue_flush(ka__queue *q) {
 /* Commands on the main queue; an inline launch finishes them first. */
 static cl_command_queue main_q(ka__queue *q) {
     cl_queue *cq = q->native;
-    atomic_store_explicit(&cq->main_busy, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&cq->main_enqueued, 1, memory_order_relaxed);
     return cq->main;
 }
 
@@ -406,10 +415,10 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     if (KA_UNLIKELY(!atomic_load_explicit((void *_Atomic *)&kk->inl, memory_order_acquire)) &&
         (st = make_inline(k, kk)) != KA_OK)
         return st;
-    if (atomic_load_explicit(&cq->main_busy, memory_order_relaxed)) {
-        CL_CHECK("clFinish", clFinish(cq->main));
-        atomic_store_explicit(&cq->main_busy, 0, memory_order_relaxed);
-    }
+    if (atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) !=
+            atomic_load_explicit(&cq->main_finished, memory_order_relaxed) &&
+        (st = finish_main(cq)) != KA_OK)
+        return st;
     ka__spin_lock(&kk->inl_spin);
     /* Few work-items need not mean little work: the second inline launch of
      * a kernel and every 8th after are timed (the first may compile), and

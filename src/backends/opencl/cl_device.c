@@ -58,6 +58,13 @@ cl_int ka__cl_devices(cl_platform_id *plats_out, cl_device_id *devs, uint32_t ca
     return CL_SUCCESS;
 }
 
+static void copy_trunc(char *dst, size_t size, const char *src) {
+    size_t n = strlen(src);
+    if (n >= size) n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
 /* Reads a string property, truncated to size (OpenCL refuses a short buffer). */
 static void str_info(cl_device_id d, cl_device_info what, char *buf, size_t size) {
     char tmp[8192];
@@ -66,7 +73,7 @@ static void str_info(cl_device_id d, cl_device_info what, char *buf, size_t size
     if (clGetDeviceInfo(d, what, 0, NULL, &n) != CL_SUCCESS || n > sizeof tmp) return;
     if (clGetDeviceInfo(d, what, n, tmp, NULL) != CL_SUCCESS) return;
     tmp[n ? n - 1 : 0] = 0;
-    snprintf(buf, size, "%s", tmp);
+    copy_trunc(buf, size, tmp);
 }
 
 static bool has_ext(const char *exts, const char *name) {
@@ -87,7 +94,7 @@ void ka__cl_fill_info(cl_platform_id plat, cl_device_id d, uint32_t index, ka_de
     char pname[1024];
     if (clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS) pname[0] = 0;
     pname[sizeof pname - 1] = 0;
-    snprintf(info->platform, sizeof info->platform, "%s", pname);
+    copy_trunc(info->platform, sizeof info->platform, pname);
     char cver[64];
     str_info(d, CL_DEVICE_OPENCL_C_VERSION, cver, sizeof cver);
     sscanf(cver, "OpenCL C %d.%d", &info->opencl_c_major, &info->opencl_c_minor);

@@ -24,7 +24,11 @@ typedef struct cl_queue {
     cl_command_queue main;
     cl_command_queue inl;       /* NULL: no routing */
     uint64_t inline_max;        /* work-items; 0 = routing off */
-    _Atomic uint32_t main_busy; /* commands may be pending on main */
+    /* Commands enqueued on main, and how many of them a clFinish has covered:
+     * an inline launch finishes main only when they differ. Counters, not a
+     * flag, so a command enqueued by another thread during that clFinish is
+     * not forgotten. */
+    _Atomic uint64_t main_enqueued, main_finished;
     _Atomic uint64_t inline_launches;
 } cl_queue;
 
