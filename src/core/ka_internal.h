@@ -145,6 +145,7 @@ struct ka__program {
     char *options;             /* base compiler options (with defines) */
     ka__variant *variants;
     uint32_t builds;
+    _Atomic uint32_t cache_hits; /* native builds loaded from the persistent cache */
     pthread_mutex_t lock;      /* kernel table and variants */
     ka__kernel **table;        /* open addressing, power-of-two capacity */
     uint32_t cap, count;
@@ -268,6 +269,31 @@ ka_status ka__event_out(ka__queue *q, void *native, ka_event *ev);
 
 int64_t ka__now_ns(void);
 uint64_t ka__hash(const void *p, size_t n, uint64_t seed);
+
+/* ---- persistent kernel cache (kcache.c) --------------------------------- */
+/* Compiled binaries on disk, keyed by a 128-bit hash of everything that makes
+ * them (docs/DESIGN.md, "Persistent kernel cache"). A failure here never fails
+ * a build: load misses, store does nothing; details go to ka__log only (the
+ * per-thread error detail is left alone). */
+typedef struct ka__kcache_key {
+    uint64_t lo, hi;
+} ka__kcache_key;
+/* false when KA_CACHE is "0", "off", "no" or "false". Read at each call. */
+bool ka__kcache_enabled(void);
+/* Key over libka's version, the back-end, d's name, vendor, platform, version
+ * and driver version, target (what the back-end compiles for beyond d->info:
+ * the actual OpenCL device, the CUDA architecture and compiler version), the
+ * full source and the full options. */
+void ka__kcache_key_make(const ka__device *d, const char *target, const char *source, const char *options,
+                         ka__kcache_key *key);
+void ka__kcache_key_hex(const ka__kcache_key *key, char out[33]);
+/* KA_OK: *data (ka__alloc'd, *size bytes; the caller frees it with ka__free)
+ * holds a verified entry. Anything else is a miss: absent, corrupt, truncated,
+ * untrusted (owner, mode), cache off, or I/O trouble. */
+ka_status ka__kcache_load(const ka__kcache_key *key, void **data, size_t *size);
+/* Writes the entry atomically (temp file, fsync, rename); silently does
+ * nothing on any failure, or when an untrusted entry is in the way. */
+void ka__kcache_store(const ka__kcache_key *key, const void *data, size_t size);
 
 /* Embedded kernel dialect preludes (generated from include/ka_kernel_*.h). */
 extern const char ka__prelude_opencl[];

@@ -198,6 +198,14 @@ ka_status ka_program_build_count(ka_program prog, uint32_t *count) {
     return KA_OK;
 }
 
+ka_status ka_program_cache_hits(ka_program prog, uint32_t *hits) {
+    ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
+    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_cache_hits: invalid or released program");
+    if (!hits) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_cache_hits: hits is NULL");
+    *hits = atomic_load_explicit(&p->cache_hits, memory_order_relaxed);
+    return KA_OK;
+}
+
 /* Default work-groups per dimensionality, within the kernel's and device's limits. */
 static void choose_auto(ka__kernel *k) {
     const ka_device_info *di = &k->prog->dev->info;

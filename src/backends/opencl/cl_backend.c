@@ -146,7 +146,19 @@ static ka_status cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, si
 }
 
 /* ---- programs ---------------------------------------------------------- */
-static ka_status build_for(cl_dev *cd, cl_device_id dev, const char *src, const char *opts, cl_program *out) {
+static ka_status build_for(ka__program *p, cl_device_id dev, const char *src, const char *opts, cl_program *out) {
+    cl_dev *cd = dev_of(p->dev);
+    /* The persistent kernel cache first (cl_kcache.c); any trouble there
+     * just means compiling. */
+    ka__kcache_key key;
+    bool cache = ka__kcache_enabled();
+    if (cache) {
+        ka__cl_cache_key(p->dev, dev, src, opts, &key);
+        if (ka__cl_cache_load(cd, dev, &key, opts, out)) {
+            atomic_fetch_add_explicit(&p->cache_hits, 1, memory_order_relaxed);
+            return KA_OK;
+        }
+    }
     cl_int err;
     cl_program prog = clCreateProgramWithSource(cd->context, 1, &src, NULL, &err);
     if (err != CL_SUCCESS) return ka__cl_fail("clCreateProgramWithSource", err);
@@ -168,6 +180,7 @@ static ka_status build_for(cl_dev *cd, cl_device_id dev, const char *src, const 
         clReleaseProgram(prog);
         return st;
     }
+    if (cache) ka__cl_cache_store(prog, dev, &key);
     *out = prog;
     return KA_OK;
 }
@@ -202,7 +215,7 @@ static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *op
     size_t slen, olen;
     ka_status st = compose(p, options, &src, &slen, &opts, &olen);
     if (st == KA_OK) {
-        st = build_for(cd, cd->device, src, opts, &cp->main);
+        st = build_for(p, cd->device, src, opts, &cp->main);
         ka__free(src, slen);
         /* Kept for building on `basic` when a small launch first needs it. */
         cp->opts = opts;
@@ -381,7 +394,7 @@ static ka_status make_inline(ka__kernel *k, cl_kern *kk) {
         st = compose(k->prog, "", &src, &slen, &opts, &olen);
         if (st == KA_OK) {
             ka__free(opts, olen);
-            st = build_for(cd, cd->inline_device, src, cp->opts, &cp->inl);
+            st = build_for(k->prog, cd->inline_device, src, cp->opts, &cp->inl);
             ka__free(src, slen);
         }
     }

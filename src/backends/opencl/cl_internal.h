@@ -71,6 +71,14 @@ ka_status ka__cl_fail(const char *call, cl_int err);
 cl_int ka__cl_devices(cl_platform_id *plats, cl_device_id *devs, uint32_t cap, uint32_t *n);
 void ka__cl_fill_info(cl_platform_id plat, cl_device_id dev, uint32_t index, ka_device_info *info);
 
+/* Persistent kernel cache (cl_kcache.c). */
+void ka__cl_cache_key(const ka__device *d, cl_device_id dev, const char *src, const char *opts, ka__kcache_key *key);
+/* A program for dev from a cached binary, built with opts; false on a miss or
+ * if the driver refuses the binary (then compile). */
+bool ka__cl_cache_load(cl_dev *cd, cl_device_id dev, const ka__kcache_key *key, const char *opts, cl_program *out);
+/* Stores prog's binary for dev (nothing on failure). */
+void ka__cl_cache_store(cl_program prog, cl_device_id dev, const ka__kcache_key *key);
+
 ka_status ka__cl_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n);
 ka_status ka__cl_device_open(ka__device *d, uint32_t index);
 void ka__cl_device_close(ka__device *d);
