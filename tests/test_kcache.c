@@ -1,0 +1,547 @@
+/* The persistent kernel cache: a cold build stores an entry, a new program
+ * loads it (counted by ka_program_cache_hits) and its kernel runs; corrupt,
+ * truncated, padded, foreign, group/world-writable and symlinked entries are
+ * never loaded (rebuilt, and rewritten only when the entry is libka's own);
+ * the directory is made 0700 with its parents; KA_CACHE=0 turns it off;
+ * variants, PoCL's lazy `basic` build and concurrent builders each get their
+ * entry. Each test works in its own directory under a fresh temporary root,
+ * named by $KA_CACHE_DIR (read by libka at each build). Runs on $KA_DEVICE
+ * (PoCL by default; on CUDA the entries are cubins). */
+#define _GNU_SOURCE
+#include "test_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char g_root[256];
+static ka_device g_dev;
+static const ka_device_info *g_info;
+static ka_queue g_q; /* every launch on the device itself (PoCL: no routing) */
+static bool g_inline; /* PoCL's `basic` device is there: routed launches build for it */
+
+static const char *src_fill =
+    "KA_KERNEL(fill, KA_GLOBAL uint *out, uint seed) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    size_t i = ka_global_id(0);\n"
+    "    out[i] = (uint)i * 3u + seed;\n"
+    "}\n";
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* Points $KA_CACHE_DIR at <root>/<sub> and returns that path (static buffer). */
+static const char *use_dir(const char *sub) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_root, sub);
+    assert_int_equal(setenv("KA_CACHE_DIR", path, 1), 0);
+    return path;
+}
+
+static bool is_entry_name(const char *n) {
+    if (strlen(n) != 32) return false;
+    for (int i = 0; i < 32; i++)
+        if (!strchr("0123456789abcdef", n[i])) return false;
+    return true;
+}
+
+/* Entries (32 hex digits), temp files (".tmp.") and anything else in dir. */
+typedef struct listing {
+    int entries, temps, other;
+    char first[512]; /* path of one entry */
+} listing;
+
+static listing list_dir(const char *dir) {
+    listing l = {0};
+    DIR *d = opendir(dir);
+    if (!d) return l;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (is_entry_name(e->d_name)) {
+            if (!l.entries++) snprintf(l.first, sizeof l.first, "%s/%s", dir, e->d_name);
+        } else if (strstr(e->d_name, ".tmp.")) {
+            l.temps++;
+        } else {
+            l.other++;
+        }
+    }
+    closedir(d);
+    return l;
+}
+
+/* The one entry of dir (fails otherwise). */
+static const char *only_entry(const char *dir) {
+    static char path[512];
+    listing l = list_dir(dir);
+    if (l.entries != 1) fail_msg("%s: %d entries, expected 1", dir, l.entries);
+    assert_int_equal(l.temps, 0);
+    snprintf(path, sizeof path, "%s", l.first);
+    return path;
+}
+
+static void runs_ok(ka_queue q, ka_kernel k, uint32_t n, uint32_t seed) {
+    ka_buffer b;
+    KA_OK_OR_FAIL(ka_buffer_create(g_dev, n * sizeof(uint32_t), &b));
+    ka_arg args[] = {ka_arg_buffer(b), ka_arg_u32(seed)};
+    ka_range r = {.dims = 1, .size = {n}};
+    KA_OK_OR_FAIL(ka_launch(q, k, &r, args, 2, NULL));
+    uint32_t *out = malloc(n * sizeof *out);
+    assert_non_null(out);
+    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, n * sizeof *out, out, NULL));
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < n; i++) bad += out[i] != i * 3u + seed;
+    free(out);
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    if (bad) fail_msg("%u of %u elements wrong", bad, n);
+}
+
+/* Builds src, checks its cache hits, runs `fill` (with cfg) and releases. */
+static void build_run(const char *src, const ka_kernel_config *cfg, uint32_t want_hits) {
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, src, NULL, &p));
+    uint32_t hits = 99, builds = 0;
+    KA_OK_OR_FAIL(ka_program_build_count(p, &builds));
+    assert_int_equal(builds, 1);
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill", cfg, &k));
+    KA_OK_OR_FAIL(ka_program_cache_hits(p, &hits));
+    if (hits != want_hits) fail_msg("ka_program_cache_hits: %u, expected %u", hits, want_hits);
+    runs_ok(g_q, k, 1000, 7);
+    KA_OK_OR_FAIL(ka_program_release(p));
+}
+
+static void stat_ok(const char *path, struct stat *s) {
+    if (lstat(path, s) != 0) fail_msg("lstat %s: %s", path, strerror(errno));
+}
+
+static void file_bytes(const char *path, char **data, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *data = malloc((size_t)len + 1);
+    assert_non_null(*data);
+    assert_int_equal(fread(*data, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+}
+
+static void flip_byte(const char *path, off_t off) {
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    unsigned char c;
+    assert_int_equal(pread(fd, &c, 1, off), 1);
+    c ^= 0x5a;
+    assert_int_equal(pwrite(fd, &c, 1, off), 1);
+    close(fd);
+}
+
+static off_t file_size(const char *path) {
+    struct stat s;
+    stat_ok(path, &s);
+    return s.st_size;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+/* Cold build stores one entry (0600, libka's header); a new program loads it
+ * and its kernel runs; the directory and its parents are made 0700. */
+static void test_cold_then_warm(void **state) {
+    (void)state;
+    const char *dir = use_dir("warm/a/b");
+    build_run(src_fill, NULL, 0);
+    const char *e = only_entry(dir);
+    struct stat s;
+    stat_ok(e, &s);
+    assert_true(S_ISREG(s.st_mode));
+    assert_int_equal(s.st_mode & 0777, 0600);
+    assert_int_equal(s.st_uid, geteuid());
+    assert_true(s.st_size > 64);
+    char *data;
+    size_t n;
+    file_bytes(e, &data, &n);
+    assert_memory_equal(data, "KAKCACHE", 8);
+    free(data);
+    for (const char *sub = "warm"; sub;) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", g_root, sub);
+        stat_ok(p, &s);
+        assert_true(S_ISDIR(s.st_mode));
+        if ((s.st_mode & 0777) != 0700) fail_msg("%s: mode %o, expected 700", p, s.st_mode & 0777);
+        sub = !strcmp(sub, "warm") ? "warm/a" : !strcmp(sub, "warm/a") ? "warm/a/b" : NULL;
+    }
+    build_run(src_fill, NULL, 1);
+    build_run(src_fill, NULL, 1);
+    listing l = list_dir(dir);
+    assert_int_equal(l.entries, 1);
+    assert_int_equal(l.temps, 0);
+}
+
+/* Each variant (here a static work-group) is its own entry. */
+static void test_variants(void **state) {
+    (void)state;
+    const char *dir = use_dir("variants");
+    ka_kernel_config cfg = {.workgroup = {64, 1, 1}};
+    for (uint32_t round = 0; round < 2; round++) {
+        ka_program p;
+        KA_OK_OR_FAIL(ka_program_build(g_dev, src_fill, NULL, &p));
+        ka_kernel k0, k1;
+        KA_OK_OR_FAIL(ka_kernel_get(p, "fill", NULL, &k0));
+        KA_OK_OR_FAIL(ka_kernel_get(p, "fill", &cfg, &k1));
+        uint32_t hits = 0, builds = 0;
+        KA_OK_OR_FAIL(ka_program_cache_hits(p, &hits));
+        KA_OK_OR_FAIL(ka_program_build_count(p, &builds));
+        assert_int_equal(builds, 2);
+        assert_int_equal(hits, round ? 2 : 0);
+        runs_ok(g_q, k0, 1000, 1);
+        runs_ok(g_q, k1, 1000, 2);
+        KA_OK_OR_FAIL(ka_program_release(p));
+        assert_int_equal(list_dir(dir).entries, 2);
+    }
+}
+
+/* A flipped byte in the payload or in the header is caught by a checksum:
+ * the kernel is compiled (and runs), and the entry is rewritten. */
+static void test_corrupt_entry(void **state) {
+    (void)state;
+    const char *dir = use_dir("corrupt");
+    build_run(src_fill, NULL, 0);
+    char e[512];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    /* header: magic 0-7, format 8-11, header size 12-15, payload size 16-23,
+     * key 24-39, payload checksum 40-47, reserved 48-55, header checksum 56-63 */
+    for (int i = 0; i < 9; i++) {
+        off_t size = file_size(e); /* PoCL's binary may grow: it carries kernels compiled since */
+        const off_t offsets[] = {64 + (size - 64) / 2, size - 1, 64, 3, 9, 20, 30, 44, 60};
+        flip_byte(e, offsets[i]);
+        build_run(src_fill, NULL, 0); /* detected: compiled */
+        build_run(src_fill, NULL, 1); /* and rewritten */
+        assert_string_equal(only_entry(dir), e);
+    }
+}
+
+/* Truncated (inside the payload, inside the header, empty) or padded
+ * entries are misses; each is rewritten. */
+static void test_truncated_entry(void **state) {
+    (void)state;
+    const char *dir = use_dir("truncated");
+    build_run(src_fill, NULL, 0);
+    char e[512];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    for (int i = 0; i < 6; i++) {
+        off_t size = file_size(e);
+        const off_t lengths[] = {size - 1, size / 2, 64, 63, 10, 0};
+        assert_int_equal(truncate(e, lengths[i]), 0);
+        build_run(src_fill, NULL, 0);
+        assert_true(file_size(e) > 64); /* rewritten */
+        build_run(src_fill, NULL, 1);
+    }
+    FILE *f = fopen(e, "ab");
+    assert_non_null(f);
+    fputc('x', f);
+    fclose(f);
+    build_run(src_fill, NULL, 0);
+    build_run(src_fill, NULL, 1);
+}
+
+/* An entry writable by group or others is neither loaded nor replaced. */
+static void test_writable_entry_ignored(void **state) {
+    (void)state;
+    const char *dir = use_dir("mode");
+    build_run(src_fill, NULL, 0);
+    char e[512];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    const mode_t modes[] = {0666, 0620, 0602};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(e, modes[i]), 0);
+        struct stat before, after;
+        stat_ok(e, &before);
+        build_run(src_fill, NULL, 0);
+        stat_ok(e, &after);
+        assert_int_equal(after.st_ino, before.st_ino); /* not replaced */
+        assert_int_equal(after.st_mode & 0777, modes[i]);
+        assert_int_equal(list_dir(dir).temps, 0);
+    }
+    assert_int_equal(chmod(e, 0600), 0);
+    build_run(src_fill, NULL, 1);
+}
+
+/* An entry owned by another user is neither loaded nor replaced (needs root
+ * to chown). */
+static void test_foreign_entry_ignored(void **state) {
+    (void)state;
+    if (geteuid() != 0) skip();
+    const char *dir = use_dir("owner");
+    build_run(src_fill, NULL, 0);
+    char e[512];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    assert_int_equal(chown(e, 4242, 4242), 0);
+    struct stat before, after;
+    stat_ok(e, &before);
+    build_run(src_fill, NULL, 0);
+    stat_ok(e, &after);
+    assert_int_equal(after.st_ino, before.st_ino);
+    assert_int_equal(after.st_uid, 4242);
+    assert_int_equal(chown(e, geteuid(), getegid()), 0);
+    build_run(src_fill, NULL, 1);
+}
+
+/* A symbolic link in place of an entry is not followed, and left alone. */
+static void test_symlink_entry_ignored(void **state) {
+    (void)state;
+    const char *dir = use_dir("symlink");
+    build_run(src_fill, NULL, 0);
+    char e[512], moved[600];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    snprintf(moved, sizeof moved, "%s/elsewhere", dir);
+    assert_int_equal(rename(e, moved), 0);
+    assert_int_equal(symlink(moved, e), 0);
+    build_run(src_fill, NULL, 0);
+    struct stat s;
+    stat_ok(e, &s);
+    assert_true(S_ISLNK(s.st_mode));
+    assert_int_equal(unlink(e), 0);
+    assert_int_equal(rename(moved, e), 0);
+    build_run(src_fill, NULL, 1);
+}
+
+/* A directory writable by group or others, or owned by someone else, is not
+ * used at all: nothing loaded, nothing written. */
+static void test_untrusted_dir_ignored(void **state) {
+    (void)state;
+    const char *d = use_dir("baddir");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", d);
+    build_run(src_fill, NULL, 0);
+    char e[600];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    assert_int_equal(chmod(dir, 0777), 0);
+    build_run(src_fill, NULL, 0);
+    assert_int_equal(unlink(e), 0);
+    build_run(src_fill, NULL, 0);
+    assert_int_equal(list_dir(dir).entries, 0); /* not written either */
+    assert_int_equal(chmod(dir, 0700), 0);
+    build_run(src_fill, NULL, 0);
+    build_run(src_fill, NULL, 1);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(dir, 4242, 4242), 0);
+        build_run(src_fill, NULL, 0);
+        assert_int_equal(unlink(e), 0);
+        build_run(src_fill, NULL, 0);
+        assert_int_equal(list_dir(dir).entries, 0);
+        assert_int_equal(chown(dir, geteuid(), getegid()), 0);
+    }
+}
+
+/* KA_CACHE=0: nothing read, nothing written, no directory made. */
+static void test_cache_off(void **state) {
+    (void)state;
+    const char *d = use_dir("off/sub");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", d);
+    const char *offs[] = {"0", "off", "no", "false"};
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+        assert_int_equal(setenv("KA_CACHE", offs[i], 1), 0);
+        build_run(src_fill, NULL, 0);
+        struct stat s;
+        assert_int_not_equal(stat(dir, &s), 0);
+    }
+    assert_int_equal(setenv("KA_CACHE", "1", 1), 0);
+    build_run(src_fill, NULL, 0);
+    build_run(src_fill, NULL, 1);
+    assert_int_equal(setenv("KA_CACHE", "0", 1), 0);
+    build_run(src_fill, NULL, 0);
+    assert_int_equal(unsetenv("KA_CACHE"), 0);
+    build_run(src_fill, NULL, 1);
+}
+
+/* A failed build stores nothing. */
+static void test_failed_build_not_stored(void **state) {
+    (void)state;
+    const char *dir = use_dir("failed");
+    ka_program p = {0};
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_program_build(g_dev, "KA_KERNEL(fill, KA_GLOBAL uint *o) { o[0] = nope; }", NULL, &p));
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_program_build(g_dev, "KA_KERNEL(fill, KA_GLOBAL uint *o) { o[0] = nope; }", NULL, &p));
+    listing l = list_dir(dir);
+    assert_int_equal(l.entries + l.temps + l.other, 0);
+}
+
+/* Stray files (another process's unfinished temp file, junk) change nothing. */
+static void test_stray_files(void **state) {
+    (void)state;
+    const char *d = use_dir("stray");
+    char dir[512], p[1024];
+    snprintf(dir, sizeof dir, "%s", d);
+    build_run(src_fill, NULL, 0);
+    char e[600];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    snprintf(p, sizeof p, "%s.tmp.abcdef", e);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    fputs("half-written", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/README", dir);
+    f = fopen(p, "wb");
+    assert_non_null(f);
+    fclose(f);
+    build_run(src_fill, NULL, 1);
+    assert_int_equal(unlink(e), 0);
+    build_run(src_fill, NULL, 0);
+    build_run(src_fill, NULL, 1);
+}
+
+/* PoCL: the lazy build for `basic` (first routed small launch) has its own
+ * entry and is loaded from the cache by a later program. */
+static void test_routed_basic_build(void **state) {
+    (void)state;
+    if (!g_inline) skip();
+    const char *dir = use_dir("routed");
+    ka_queue routed;
+    KA_OK_OR_FAIL(ka_queue_create(g_dev, NULL, &routed));
+    for (uint32_t round = 0; round < 2; round++) {
+        ka_program p;
+        KA_OK_OR_FAIL(ka_program_build(g_dev, src_fill, NULL, &p));
+        ka_kernel k;
+        KA_OK_OR_FAIL(ka_kernel_get(p, "fill", NULL, &k));
+        uint32_t hits = 0;
+        KA_OK_OR_FAIL(ka_program_cache_hits(p, &hits));
+        assert_int_equal(hits, round);
+        runs_ok(routed, k, 100, 5); /* small: runs on `basic`, built there first */
+        ka_queue_stats qs;
+        KA_OK_OR_FAIL(ka_queue_get_stats(routed, &qs));
+        assert_true(qs.inline_launches >= 1);
+        KA_OK_OR_FAIL(ka_program_cache_hits(p, &hits));
+        assert_int_equal(hits, round * 2);
+        KA_OK_OR_FAIL(ka_program_release(p));
+        assert_int_equal(list_dir(dir).entries, 2);
+    }
+    KA_OK_OR_FAIL(ka_queue_release(routed));
+}
+
+/* Builders racing on an empty cache: every build succeeds and runs, one
+ * valid entry is left, no temp files. */
+typedef struct racer {
+    pthread_t t;
+    int ok;
+    char err[256];
+} racer;
+
+static void *race(void *arg) {
+    racer *r = arg;
+    ka_program p;
+    ka_kernel k;
+    ka_queue q;
+    ka_queue_config off = {.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF};
+    ka_buffer b;
+    uint32_t out[256];
+    if (ka_queue_create(g_dev, &off, &q) != KA_OK || ka_program_build(g_dev, src_fill, NULL, &p) != KA_OK ||
+        ka_kernel_get(p, "fill", NULL, &k) != KA_OK || ka_buffer_create(g_dev, sizeof out, &b) != KA_OK) {
+        snprintf(r->err, sizeof r->err, "%s", ka_last_error());
+        return NULL;
+    }
+    ka_arg args[] = {ka_arg_buffer(b), ka_arg_u32(11)};
+    ka_range rg = {.dims = 1, .size = {256}};
+    if (ka_launch(q, k, &rg, args, 2, NULL) == KA_OK && ka_buffer_read(q, b, 0, sizeof out, out, NULL) == KA_OK) {
+        r->ok = 1;
+        for (uint32_t i = 0; i < 256; i++) r->ok &= out[i] == i * 3u + 11u;
+    }
+    ka_buffer_release(b);
+    ka_program_release(p);
+    ka_queue_release(q);
+    return NULL;
+}
+
+static void test_concurrent_builders(void **state) {
+    (void)state;
+    const char *dir = use_dir("race");
+    racer r[4];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&r[i].t, NULL, race, &r[i]), 0);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(r[i].t, NULL);
+        if (!r[i].ok) fail_msg("builder %d failed: %s", i, r[i].err);
+    }
+    only_entry(dir);
+    build_run(src_fill, NULL, 1);
+}
+
+static void test_api_errors(void **state) {
+    (void)state;
+    uint32_t hits;
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_program_cache_hits((ka_program){0}, &hits));
+    ka_program p;
+    use_dir("api");
+    KA_OK_OR_FAIL(ka_program_build(g_dev, src_fill, NULL, &p));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_cache_hits(p, NULL));
+    KA_OK_OR_FAIL(ka_program_release(p));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_program_cache_hits(p, &hits));
+}
+
+/* ---- set-up -------------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *s, int flag, struct FTW *ftw) {
+    (void)s;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int main(void) {
+    /* Before any libka call: the cache directory of every test is under a
+     * fresh temporary root. */
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_root, sizeof g_root, "%s/ka_kcache_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(g_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    unsetenv("KA_CACHE");
+    setenv("KA_CACHE_DIR", g_root, 1);
+    if (ka_device_open(NULL, &g_dev) != KA_OK || ka_device_get_info(g_dev, &g_info) != KA_OK) {
+        fprintf(stderr, "no device: %s\n", ka_last_error());
+        return 1;
+    }
+    int rc;
+    if (g_info->backend == KA_BACKEND_NULL) { /* $KA_DEVICE=null builds nothing */
+        fprintf(stderr, "the default device is the null device: skipped\n");
+        rc = 77;
+    } else {
+        ka_native_device nat = {0};
+        g_inline = ka_device_get_native(g_dev, &nat) == KA_OK && nat.inline_device;
+        ka_queue_config off = {.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF};
+        if (ka_queue_create(g_dev, &off, &g_q) != KA_OK) {
+            fprintf(stderr, "ka_queue_create: %s\n", ka_last_error());
+            return 1;
+        }
+        fprintf(stderr, "kernel cache tests on %s (%s), cache root %s\n", g_info->name, g_info->selector, g_root);
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_cold_then_warm),
+            cmocka_unit_test(test_variants),
+            cmocka_unit_test(test_corrupt_entry),
+            cmocka_unit_test(test_truncated_entry),
+            cmocka_unit_test(test_writable_entry_ignored),
+            cmocka_unit_test(test_foreign_entry_ignored),
+            cmocka_unit_test(test_symlink_entry_ignored),
+            cmocka_unit_test(test_untrusted_dir_ignored),
+            cmocka_unit_test(test_cache_off),
+            cmocka_unit_test(test_failed_build_not_stored),
+            cmocka_unit_test(test_stray_files),
+            cmocka_unit_test(test_routed_basic_build),
+            cmocka_unit_test(test_concurrent_builders),
+            cmocka_unit_test(test_api_errors),
+        };
+        rc = cmocka_run_group_tests_name("kcache", tests, NULL, NULL);
+        ka_queue_release(g_q);
+    }
+    ka_device_close(g_dev);
+    nftw(g_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
