@@ -102,6 +102,29 @@ static ka_status nvrtc_fail(nvrtcResult r, const char *call) {
 
 static const char line_directive[] = "\n#line 1 \"kernel source\"\n";
 
+/* Loads image (a cubin, or NUL-terminated PTX) into m->mod; keeps the PTX
+ * when the driver lacks cuFuncGetParamInfo (signatures are read from it):
+ * then *image passes to m and is set to NULL. */
+static CUresult module_load(ka__cudev *d, void **image, size_t image_len, bool cubin, ka__cumod *m) {
+    if (ka__cuda_bind(d) != KA_OK) return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult r = ka__cu.cuModuleLoadData(&m->mod, *image);
+    if (r != CUDA_SUCCESS) return r;
+    if (!ka__cu.cuFuncGetParamInfo && !cubin) {
+        m->ptx = *image;
+        m->ptx_len = image_len;
+        *image = NULL;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The persistent kernel cache's target: the architecture (cubin or PTX), the
+ * language standard and NVRTC's version. */
+static void cache_target(const char *arch, char *out, size_t len) {
+    int maj = 0, min = 0;
+    ka__nvrtc.nvrtcVersion(&maj, &min);
+    snprintf(out, len, "cuda: %s -std=c++17 | nvrtc %d.%d", arch, maj, min);
+}
+
 ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *options) {
     ka_status st = ka__nvrtc_load();
     if (st != KA_OK) return st;
@@ -117,9 +140,11 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
     char *src = ka__alloc(srclen);
     char *obuf = ka__alloc(olen + 1);
     const char **argv = ka__alloc(argv_bytes);
-    char *log = NULL, *image = NULL;
+    char *log = NULL;
+    void *image = NULL;
     size_t log_len = 0, image_len = 0;
     nvrtcProgram prog = NULL;
+    ka__cumod *m = NULL;
     if (!src || !obuf || !argv) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
         goto out;
@@ -127,6 +152,34 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
     memcpy(src, ka__prelude_cuda, plen);
     memcpy(src + plen, line_directive, sizeof line_directive - 1);
     memcpy(src + plen + sizeof line_directive - 1, p->source, slen + 1);
+
+    /* The persistent kernel cache (src/core/kcache.c): a cubin (or PTX) from
+     * an earlier process skips NVRTC. Not used when a cubin's signatures
+     * would need the PTX (driver without cuFuncGetParamInfo). Any trouble
+     * there just means compiling. */
+    ka__kcache_key key;
+    bool cache = ka__kcache_enabled() && (ka__cu.cuFuncGetParamInfo || !cubin);
+    if (cache) {
+        char target[160];
+        cache_target(arch, target, sizeof target);
+        ka__kcache_key_make(p->dev, target, src, options ? options : "", &key);
+        if (ka__kcache_load(&key, &image, &image_len) == KA_OK) {
+            CUresult r = CUDA_ERROR_INVALID_IMAGE;
+            if ((cubin || ((char *)image)[image_len - 1] == 0) && (m = ka__calloc(1, sizeof *m)) &&
+                (r = module_load(d, &image, image_len, cubin, m)) == CUDA_SUCCESS) {
+                atomic_fetch_add_explicit(&p->cache_hits, 1, memory_order_relaxed);
+                v->native = m;
+                st = KA_OK;
+                goto out;
+            }
+            if (m) ka__free(m, sizeof *m);
+            m = NULL;
+            ka__log(KA_LOG_WARN, "kernel cache: a cached %s image did not load (%s); compiling", arch, ka__cu_name(r));
+            ka__free(image, image_len);
+            image = NULL;
+        }
+    }
+
     memcpy(obuf, options ? options : "", olen + 1);
     int argc = 0;
     argv[argc++] = arch;
@@ -168,8 +221,7 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
         goto out;
     }
 
-    ka__cumod *m = ka__calloc(1, sizeof *m);
-    if (!m) {
+    if (!(m = ka__calloc(1, sizeof *m))) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
         goto out;
     }
@@ -177,23 +229,24 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
         ka__free(m, sizeof *m);
         goto out;
     }
-    CUresult r = ka__cu.cuModuleLoadData(&m->mod, image);
+    CUresult r = module_load(d, &image, image_len, cubin, m);
     if (r != CUDA_SUCCESS) {
         ka__free(m, sizeof *m);
         st = ka__fail(ka__cu_status(r) == KA_ERR_DEVICE_OUT_OF_MEMORY ? KA_ERR_DEVICE_OUT_OF_MEMORY : KA_ERR_BUILD_FAILED,
                       "cuModuleLoadData (%s): %s", arch, ka__cu_name(r));
         goto out;
     }
-    if (!ka__cu.cuFuncGetParamInfo) { /* old driver: signatures come from the PTX */
+    /* Stored once the driver accepted it (the PTX kept by the module is the
+     * same bytes when image passed to it). */
+    if (cache) ka__kcache_store(&key, image ? image : m->ptx, image_len);
+    if (!ka__cu.cuFuncGetParamInfo && cubin) { /* old driver: signatures come from the PTX */
         size_t ptx_len = 0;
-        if (cubin) {
-            if (ka__nvrtc.nvrtcGetPTXSize(prog, &ptx_len) == NVRTC_SUCCESS && (m->ptx = ka__alloc(ptx_len)) &&
-                ka__nvrtc.nvrtcGetPTX(prog, m->ptx) == NVRTC_SUCCESS)
-                m->ptx_len = ptx_len;
-        } else {
-            m->ptx = image; /* the image is the PTX: keep it */
-            m->ptx_len = image_len;
-            image = NULL;
+        if (ka__nvrtc.nvrtcGetPTXSize(prog, &ptx_len) == NVRTC_SUCCESS && (m->ptx = ka__alloc(ptx_len)) &&
+            ka__nvrtc.nvrtcGetPTX(prog, m->ptx) == NVRTC_SUCCESS)
+            m->ptx_len = ptx_len;
+        else if (m->ptx) {
+            ka__free(m->ptx, ptx_len);
+            m->ptx = NULL;
         }
     }
     v->native = m;
