@@ -22,5 +22,6 @@ const char *bench_cl_options(struct _cl_device_id *dev);
 int bench_launch_main(int argc, char **argv);
 int bench_wait_main(int argc, char **argv);
 int bench_route_main(int argc, char **argv);
+int bench_compile_main(int argc, char **argv);
 int bench_saxpy_main(int argc, char **argv);
 #endif

@@ -15,6 +15,7 @@ static void usage(void) {
           "  ka bench launch [options]        launch cost against raw OpenCL or CUDA (ka bench launch --help)\n"
           "  ka bench wait [options]          wait latency by mode (ka bench wait --help)\n"
           "  ka bench route [options]         PoCL routing: launch + wait by work size, crossover, saxpy\n"
+          "  ka bench compile [options]       persistent kernel cache: a new process, cold against warm\n"
           "  ka bench saxpy [options]         saxpy bandwidth against the device's copy bandwidth\n"
           "  ka version\n",
           stderr);
@@ -201,6 +202,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[2], "launch")) return bench_launch_main(argc - 3, argv + 3);
         if (!strcmp(argv[2], "wait")) return bench_wait_main(argc - 3, argv + 3);
         if (!strcmp(argv[2], "route")) return bench_route_main(argc - 3, argv + 3);
+        if (!strcmp(argv[2], "compile")) return bench_compile_main(argc - 3, argv + 3);
         if (!strcmp(argv[2], "saxpy")) return bench_saxpy_main(argc - 3, argv + 3);
     }
     if (!strcmp(cmd, "version")) {
