@@ -119,11 +119,34 @@ void ka__events_fini(ka__queue *q) {
     q->events = NULL;
 }
 
-/* A waiter wakes as soon as the completion callback marks its event done; the
- * callback drops its own reference a moment later. A pool that looks empty
- * while callbacks are in that window is waited for, briefly. */
+/* A released event whose command is complete can still be held by its armed
+ * completion callback: the driver runs callbacks a moment after completion (a
+ * waiter may have seen it done by polling, or woke at mark_done before the
+ * callback dropped its reference). A pool that looks empty while such events
+ * exist waits for their callbacks, for at most 2 s (a loaded machine can keep
+ * the driver's thread off a core that long). Off the hot path. */
+static bool held_by_callback(ka__queue *q) {
+    if (atomic_load(&q->callbacks_running)) return true;
+    for (uint32_t i = 0; i < q->nevents; i++) {
+        ka__event *e = &q->events[i];
+        /* done and released, yet held: only its callback holds it */
+        if (atomic_load(&e->released) && atomic_load(&e->refs) > 0 && atomic_load(&e->state) == KA__EV_DONE)
+            return true;
+    }
+    return false;
+}
+
 static bool settle_callbacks(ka__queue *q) {
-    for (int i = 0; i < 10000 && atomic_load(&q->callbacks_running); i++) sched_yield();
+    /* A short grace for any pending callback (a snapshot of the slots can
+     * miss one that is between its steps), up to 2 s while one is seen
+     * holding a released, completed slot. */
+    int64_t start = ka__now_ns();
+    while (!(atomic_load_explicit(&q->free_head, memory_order_acquire) & 0xffffffffu) &&
+           atomic_load(&q->callbacks_pending)) {
+        int64_t t = ka__now_ns() - start;
+        if (t > 2000000000 || (t > 2000000 && !held_by_callback(q))) break;
+        sched_yield();
+    }
     return atomic_load_explicit(&q->free_head, memory_order_acquire) & 0xffffffffu;
 }
 
@@ -133,13 +156,18 @@ ka_status ka__event_acquire(ka__queue *q, ka__event **out) {
     for (;;) {
         uint32_t idx = (uint32_t)head;
         if (KA_UNLIKELY(idx == 0)) {
-            if (atomic_load(&q->callbacks_running) && settle_callbacks(q)) {
+            /* Look again (a callback may have pushed a slot since the first
+             * look), and wait for callbacks that hold released slots. */
+            uint32_t pending = atomic_load(&q->callbacks_pending); /* before the head: a callback pushes, then counts down */
+            uint64_t again = atomic_load(&q->free_head);
+            if ((uint32_t)again || (pending && settle_callbacks(q))) {
                 head = atomic_load_explicit(&q->free_head, memory_order_acquire);
                 continue;
             }
             return ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED,
                             "the queue's %u event slots are all in use: release events after waiting, or raise "
-                            "ka_queue_config.event_capacity", q->nevents);
+                            "ka_queue_config.event_capacity (%u completion callbacks pending)",
+                            q->nevents, atomic_load(&q->callbacks_pending));
         }
         e = &q->events[idx - 1];
         if (atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | e->next,
@@ -158,6 +186,7 @@ ka_status ka__event_acquire(ka__queue *q, ka__event **out) {
     atomic_store_explicit(&e->cb_armed, 0, memory_order_relaxed);
     atomic_store_explicit(&e->user_cb, 0, memory_order_relaxed);
     atomic_store_explicit(&e->notify, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->released, 0, memory_order_relaxed);
     atomic_store_explicit(&e->sleepers, 0, memory_order_relaxed);
     atomic_store_explicit(&e->state, KA__EV_PENDING, memory_order_release);
     *out = e;
@@ -411,6 +440,7 @@ ka_status ka_event_release(ka_event ev) {
     ka__event *e = lookup(ev);
     if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_release: invalid, released or stale event");
     e->id = ka__handle_renew(e->id);
+    atomic_store_explicit(&e->released, 1, memory_order_relaxed);
     unref(e);
     return KA_OK;
 }

@@ -172,6 +172,7 @@ struct ka__event {
     _Atomic uint32_t cb_armed; /* driver callback registered for this use */
     _Atomic uint32_t user_cb;  /* 0 none, 1 armed, 2 fired */
     _Atomic uint32_t notify;   /* 1: write the queue's eventfd on completion */
+    _Atomic uint32_t released; /* the user released it; a callback may still hold it */
     ka_event_fn fn;
     void *fn_user;
     uint32_t next;             /* free-list link (index+1) */

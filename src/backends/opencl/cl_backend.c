@@ -400,7 +400,7 @@ static ka_status make_inline(ka__kernel *k, cl_kern *kk) {
     }
     pthread_mutex_unlock(&cp->lock);
     if (st != KA_OK) goto out;
-    if (!(kk->inl_cache = ka__calloc(k->nargs ? k->nargs : 1, sizeof(argcache)))) {
+    if (!kk->inl_cache && !(kk->inl_cache = ka__calloc(k->nargs ? k->nargs : 1, sizeof(argcache)))) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory");
         goto out;
     }
