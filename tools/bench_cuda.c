@@ -40,8 +40,9 @@ double bench_cu_launch_loop(bench_cu *c, uint64_t buf, int nargs, int iters, int
     (void)c, (void)buf, (void)nargs, (void)iters, (void)mode, (void)n, (void)local;
     return 0;
 }
-double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters) {
-    (void)c, (void)y, (void)x, (void)a, (void)n, (void)local, (void)iters;
+double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters,
+                      int sync_each) {
+    (void)c, (void)y, (void)x, (void)a, (void)n, (void)local, (void)iters, (void)sync_each;
     return 0;
 }
 double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int iters) {
@@ -291,7 +292,8 @@ __attribute__((noinline)) double bench_cu_launch_loop(bench_cu *c, uint64_t buf,
 }
 
 /* saxpy launch + stream sync, ns per iteration; the function is the built "saxpy". */
-double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters) {
+double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters,
+                      int sync_each) {
     CUdeviceptr py = (CUdeviceptr)y, px = (CUdeviceptr)x;
     nd_t nd = {n, 1, 1, 1};
     void *params[] = {&nd, &py, &px, &a, &n};
@@ -299,7 +301,7 @@ double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, 
     int64_t t0 = bench_now_ns();
     for (int it = 0; it < iters; it++) {
         cu.cuLaunchKernel(c->fn, (n + local - 1) / local, 1, 1, local, 1, 1, 0, c->stream, params, NULL);
-        cu.cuStreamSynchronize(c->stream);
+        if (sync_each || it == iters - 1) cu.cuStreamSynchronize(c->stream);
     }
     return (double)(bench_now_ns() - t0) / iters;
 }

@@ -23,8 +23,10 @@ int bench_cu_read(bench_cu *c, void *dst, uint64_t src, size_t bytes);
  * one float changes every launch. ns per iteration. */
 double bench_cu_launch_loop(bench_cu *c, uint64_t buf, int nargs, int iters, int mode, unsigned n, unsigned local);
 /* The built function is saxpy(range, float *y, const float *x, float a, uint n);
- * launch + cuStreamSynchronize, ns per iteration. */
-double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters);
+ * launch + cuStreamSynchronize (each launch, or only after the last when
+ * !sync_each), ns per iteration. */
+double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters,
+                      int sync_each);
 /* cuMemcpyDtoDAsync + cuStreamSynchronize, ns per copy. */
 double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int iters);
 #endif

@@ -127,6 +127,7 @@ typedef struct result {
     double raw_launch[3], ka_launch[3], raw_wait[3], ka_wait[3]; /* median, min, max */
     double raw_sync[3]; /* CUDA: launch + cuStreamSynchronize (raw_wait: + cuEventRecord + cuEventSynchronize) */
     double allocs_per_launch;
+    uint64_t waits_polled, waits_slept; /* how libka's waits in the launch+wait loops ended */
 } result;
 
 static void stats(double *v, int n, double out[3]) {
@@ -203,8 +204,13 @@ static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, bench_cu *cu,
             if (ka_turn && o->run_ka) {
                 bench_count_allocs(1);
                 uint64_t a0 = bench_allocs();
+                ka_queue_stats s0, s1;
                 if (o->do_launch) kl[rep] = bench_ka_loop(&c, nargs, iters, 0);
+                ka_queue_get_stats(q, &s0);
                 if (o->do_wait) kw[rep] = bench_ka_loop(&c, nargs, iters, 1);
+                ka_queue_get_stats(q, &s1);
+                r->waits_polled += s1.waits_polled - s0.waits_polled;
+                r->waits_slept += s1.waits_slept - s0.waits_slept;
                 allocs += bench_allocs() - a0;
                 launches += (uint64_t)iters * (uint64_t)(o->do_launch + o->do_wait);
                 bench_count_allocs(0);
@@ -246,6 +252,8 @@ static void json_result(const result *r) {
            r->nargs, r->path, r->raw_launch[0], r->ka_launch[0], ratio(r->ka_launch[0], r->raw_launch[0]), r->raw_wait[0],
            r->ka_wait[0], ratio(r->ka_wait[0], r->raw_wait[0]), r->allocs_per_launch, r->raw_launch[1], r->raw_launch[2],
            r->ka_launch[1], r->ka_launch[2], r->raw_wait[1], r->raw_wait[2], r->ka_wait[1], r->ka_wait[2]);
+    printf(",\"ka_waits_polled\":%llu,\"ka_waits_slept\":%llu", (unsigned long long)r->waits_polled,
+           (unsigned long long)r->waits_slept);
     if (is_cuda)
         printf(",\"raw_wait_kind\":\"cuEventRecord+cuEventSynchronize\",\"raw_stream_sync_ns\":%.1f,"
                "\"raw_stream_sync_min\":%.1f,\"raw_stream_sync_max\":%.1f,\"stream_sync_ratio\":%.4f",
@@ -364,9 +372,10 @@ int bench_launch_main(int argc, char **argv) {
             printf("raw launch+wait = cuLaunchKernel + cuEventRecord + cuEventSynchronize (libka records a pooled event "
                    "per launch and polls it); with cuStreamSynchronize instead:\n");
             for (int i = 0; i < nres; i++)
-                printf("%5d %-9s raw launch+stream sync %7.0f [%.0f, %.0f], ka/that %.3f\n", res[i].nargs, res[i].path,
-                       res[i].raw_sync[0], res[i].raw_sync[1], res[i].raw_sync[2],
-                       ratio(res[i].ka_wait[0], res[i].raw_sync[0]));
+                printf("%5d %-9s raw launch+stream sync %7.0f [%.0f, %.0f], ka/that %.3f; ka waits polled %llu, slept %llu\n",
+                       res[i].nargs, res[i].path, res[i].raw_sync[0], res[i].raw_sync[1], res[i].raw_sync[2],
+                       ratio(res[i].ka_wait[0], res[i].raw_sync[0]), (unsigned long long)res[i].waits_polled,
+                       (unsigned long long)res[i].waits_slept);
         }
     }
     bench_cu_close(cu);
