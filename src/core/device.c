@@ -71,10 +71,11 @@ static bool is_pocl(const ka_device_info *d) {
     return d->backend == KA_BACKEND_OPENCL && icontains(d->platform, "Portable Computing Language");
 }
 
-/* PoCL's basic device runs commands in the calling thread; "pocl" means the
- * threaded CPU device (which routes small launches to basic itself). */
+/* PoCL's basic device (named cpu-minimal from PoCL 5 on) runs commands in the
+ * calling thread; "pocl" means the threaded CPU device (which routes small
+ * launches to basic itself). */
 static bool is_pocl_main(const ka_device_info *d) {
-    return is_pocl(d) && strncmp(d->name, "basic", 5) != 0;
+    return is_pocl(d) && strncmp(d->name, "basic", 5) != 0 && strncmp(d->name, "cpu-minimal", 11) != 0;
 }
 
 /* Finds the entry for a selector; returns index or -1. */

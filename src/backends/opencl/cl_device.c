@@ -19,10 +19,12 @@ static void setup_env(void) {
     if (setenv("POCL_DEVICES", "pthread basic", 0) == 0) basic_hidden = true;
 }
 
+/* PoCL 5 renamed `basic` to `cpu-minimal` (and `pthread` to `cpu`); POCL_DEVICES
+ * still takes the old names, the device names are the new ones. */
 bool ka__cl_is_basic(cl_device_id d) {
     char name[64] = "";
     if (clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS) return false;
-    return !strncmp(name, "basic", 5);
+    return !strncmp(name, "basic", 5) || !strncmp(name, "cpu-minimal", 11);
 }
 
 static bool is_pocl_platform(cl_platform_id p) {
