@@ -32,8 +32,10 @@
 #endif
 #if defined(cl_khr_subgroup_shuffle)
 #pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable
-#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle_relative : enable
 #define KA_HAS_SUBGROUP_SHUFFLE 1
+#endif
+#if defined(cl_khr_subgroup_shuffle_relative)
+#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle_relative : enable
 #endif
 
 /* ---- qualifiers -------------------------------------------------------- */
@@ -207,8 +209,14 @@ KA__ATOMICF(__local)
 #if defined(KA_HAS_SUBGROUP_SHUFFLE)
 #define ka_subgroup_shuffle(x, lane) sub_group_shuffle((x), (lane))
 #define ka_subgroup_shuffle_xor(x, mask) sub_group_shuffle_xor((x), (mask))
+#if defined(cl_khr_subgroup_shuffle_relative)
 #define ka_subgroup_shuffle_down(x, delta) sub_group_shuffle_down((x), (delta))
 #define ka_subgroup_shuffle_up(x, delta) sub_group_shuffle_up((x), (delta))
+#else /* cl_khr_subgroup_shuffle alone (PoCL 5): the same lanes by index; lanes
+       * that would read outside the sub-group get undefined values either way */
+#define ka_subgroup_shuffle_down(x, delta) sub_group_shuffle((x), get_sub_group_local_id() + (delta))
+#define ka_subgroup_shuffle_up(x, delta) sub_group_shuffle((x), get_sub_group_local_id() - (delta))
+#endif
 #elif defined(cl_intel_subgroups)
 #define KA_HAS_SUBGROUP_SHUFFLE 1
 #define ka_subgroup_shuffle(x, lane) intel_sub_group_shuffle((x), (lane))
