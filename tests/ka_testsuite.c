@@ -168,6 +168,19 @@ int ts_pocl_major(void) {
     return atoi(ts.info->driver_version);
 }
 
+void ts_check_local_mem(ka_kernel k, uint64_t declared, const char *what) {
+    ka_kernel_info info;
+    KA_OK_OR_FAIL(ka_kernel_get_info(k, &info));
+    if (info.local_mem_bytes == 0 && ts_pocl_major() >= 5) {
+        print_message("[   INFO   ] %s: PoCL %d reports no local memory for the kernel's %llu declared bytes\n", what,
+                      ts_pocl_major(), (unsigned long long)declared);
+        return;
+    }
+    if (info.local_mem_bytes < declared)
+        fail_msg("%s: kernel info reports %llu bytes of local memory, it declares %llu", what,
+                 (unsigned long long)info.local_mem_bytes, (unsigned long long)declared);
+}
+
 int ts_teardown(void **state) {
     (void)state;
     ka_queue_finish(ts.q);

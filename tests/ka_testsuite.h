@@ -56,6 +56,11 @@ static inline uint64_t ts_cld(uint64_t a, uint64_t b) { return (a + b - 1) / b; 
  * PoCL one, else 0: for known device bugs, reported rather than hidden. */
 int ts_pocl_major(void);
 
+/* Checks a kernel's reported static local memory against what it declares.
+ * PoCL 5 reports 0 for local arrays declared in the kernel (its driver's
+ * CL_KERNEL_LOCAL_MEM_SIZE): said, not failed, there. */
+void ts_check_local_mem(ka_kernel k, uint64_t declared, const char *what);
+
 /* One group per file; each returns cmocka's count of failed tests. */
 int ts_group_index(void);
 int ts_group_memory(void);

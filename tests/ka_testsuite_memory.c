@@ -185,11 +185,7 @@ static void localmem_static(void **state) {
     ka_arg args[] = {ka_arg_buffer(b)};
     for (int k = 0; k < 3; k++) {
         ka_kernel kern = ts_kernel(prog_static, names[k], &c16);
-        ka_kernel_info info;
-        KA_OK_OR_FAIL(ka_kernel_get_info(kern, &info));
-        if (info.local_mem_bytes < 16 * sizeof(int64_t))
-            fail_msg("%s: kernel info reports %llu bytes of local memory, it declares 128", names[k],
-                     (unsigned long long)info.local_mem_bytes);
+        ts_check_local_mem(kern, 16 * sizeof(int64_t), names[k]);
         ka_range r = ts_range(1, 64, 0, 0, 0, 0, 0);
         ts_run(kern, &r, args, 1);
         ts_read(b, B, sizeof B);

@@ -4,13 +4,16 @@
  * memcopy); and what libka adds: static and dynamic variants side by side,
  * the compiled-kernel cache's build counts, launches from many threads. The
  * mapping is listed in ka_testsuite.c. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "ka_testsuite.h"
 
+#include <errno.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- conversions (convert.jl) --------------------------------------------- */
@@ -694,6 +697,7 @@ typedef struct th_ctx {
     ka_status st;
     char err[256];
     int bad;
+    char first_bad[160];
 } th_ctx;
 
 static void *th_main(void *arg) {
@@ -728,7 +732,11 @@ static void *th_main(void *arg) {
         TH_TRY(ka_event_release(ev));
         TH_TRY(ka_buffer_read(q, b, 0, TH_N * sizeof *A, A, NULL));
         for (int i = 0; i < TH_N; i++)
-            if (A[i] != i * a + add) c->bad++;
+            if (A[i] != i * a + add && !c->bad++)
+                snprintf(c->first_bad, sizeof c->first_bad,
+                         "launch %d (%s kernel, work-group %u, %s queue): A[%d] = %d, expected %d", l,
+                         dynamic ? "dynamic" : "static", r.workgroup[0], c->own_queue ? "own" : "shared", i, A[i],
+                         i * a + add);
     }
 out:
     if (b.id) ka_buffer_release(b);
@@ -747,13 +755,31 @@ static void concurrent_launches(void **state) {
     pthread_t th[TH];
     th_ctx ctx[TH];
     for (int t = 0; t < TH; t++) {
-        ctx[t] = (th_ctx){.index = t, .prog = p, .k = k, .own_queue = t % 2 == 1};
+#ifndef TS_TH_QUEUES
+#define TS_TH_QUEUES(t) ((t) % 2 == 1) /* half the threads on their own queue, half on the shared one */
+#endif
+        ctx[t] = (th_ctx){.index = t, .prog = p, .k = k, .own_queue = TS_TH_QUEUES(t)};
         if (pthread_create(&th[t], NULL, th_main, &ctx[t])) fail_msg("pthread_create");
     }
-    for (int t = 0; t < TH; t++) pthread_join(th[t], NULL);
+    /* A deadlock in the launch path must fail the suite, not stall it for
+     * ctest's timeout: join with a deadline, and stop the process (this test
+     * runs last) if the threads are stuck. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 60;
+    for (int t = 0; t < TH; t++) {
+        int e = pthread_timedjoin_np(th[t], NULL, &deadline);
+        if (e) {
+            print_error("concurrent_launches: thread %d did not finish within 60 s (pthread_timedjoin_np: %d): a "
+                        "deadlock in the launch or wait path; stopping the suite\n", t, e);
+            fflush(stdout);
+            fflush(stderr);
+            _exit(1);
+        }
+    }
     for (int t = 0; t < TH; t++) {
         if (ctx[t].st != KA_OK) fail_msg("thread %d: %s: %s", t, ka_status_name(ctx[t].st), ctx[t].err);
-        if (ctx[t].bad) fail_msg("thread %d: %d wrong elements", t, ctx[t].bad);
+        if (ctx[t].bad) fail_msg("thread %d: %d wrong elements, first: %s", t, ctx[t].bad, ctx[t].first_bad);
     }
     assert_int_equal(builds(p), before + 1); /* the static variant, built once */
     KA_OK_OR_FAIL(ka_program_release(p));
@@ -795,9 +821,7 @@ static void example_tiled_matmul(void **state) {
     ka_arg args[] = {ka_arg_buffer(Cb), ka_arg_buffer(Ab), ka_arg_buffer(Bb), ka_arg_u32(N), ka_arg_u32(R), ka_arg_u32(M)};
     ka_kernel_config c16 = {.workgroup = {16, 16}};
     ka_kernel k = ts_kernel(prog_tiled, "coalesced_matmul", &c16);
-    ka_kernel_info info;
-    KA_OK_OR_FAIL(ka_kernel_get_info(k, &info));
-    assert_true(info.local_mem_bytes >= 2 * 16 * 17 * sizeof(float));
+    ts_check_local_mem(k, 2 * 16 * 17 * sizeof(float), "coalesced_matmul");
     ka_range r = ts_range(2, M, N, 0, 0, 0, 0);
     ts_run(k, &r, args, 6);
     ts_read(Cb, C, N * M * 4);
@@ -824,8 +848,8 @@ int ts_group_misc(void) {
         TS_TEST(math_functions),        TS_TEST(copies),               TS_TEST(example_memcopy),
         TS_TEST(printf_from_kernels),   TS_TEST(events_and_ordering),  TS_TEST(reflection_kernel_info),
         TS_TEST(const_arguments),       TS_TEST(compile_time_values),  TS_TEST(static_dynamic_coexist),
-        TS_TEST(build_cache_counts),    TS_TEST(concurrent_launches),  TS_TEST(example_matmul),
-        TS_TEST(example_tiled_matmul),  TS_TEST(example_transpose),
+        TS_TEST(build_cache_counts),    TS_TEST(example_matmul),       TS_TEST(example_tiled_matmul),
+        TS_TEST(example_transpose),     TS_TEST(concurrent_launches), /* last: stops the process if stuck */
     };
     return cmocka_run_group_tests_name("ka_testsuite_misc", tests, group_setup, group_teardown);
 }
