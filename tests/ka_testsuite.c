@@ -1,99 +1,102 @@
 /* The KernelAbstractions.jl test suite, ported to libka: the semantics of its
- * tests, not its Julia code. Indices are 0-based here where KA's are 1-based;
- * a Julia `Int` is an int64 (`long` in the dialect); KA's column-major
- * CartesianIndex order is libka's "dimension 0 fastest" linear order.
+ * tests, not its Julia code. One program, ka_testsuite, in four groups (files):
+ * index, memory, atomics, misc. Indices are 0-based here where KA's are
+ * 1-based; a Julia `Int` is an int64 (`long` in the dialect); KA's
+ * column-major CartesianIndex order is libka's "dimension 0 fastest" linear
+ * order. KA_TS_FILTER=pattern runs some tests only.
  *
- * Where each KernelAbstractions testset went (KA file: testset -> test):
+ * Where each KernelAbstractions testset went (KA file: testset -> group: test):
  *
  * test.jl ("Unittests")
- *   partition ................................ misc:  partition_static_sizes
- *   indextest (Linear/Cartesian x Global/Local/Group, 16x16, 8, 16, 8x2 with
- *     8; 7x7 and 5 with 8) ................... index: indextest_linear, indextest_cartesian,
- *                                              indextest_not_multiple, indextest_static
- *   Const (@Const arguments) ................. misc:  const_arguments
- *   kernel_val! (Val{m} argument) ............ misc:  compile_time_values
- *   Zero iteration space ..................... index: zero_iteration_space
- *   GPU kernel return statement .............. index: early_return
- *   No CPU kernel (@context in a helper) ..... index: context_in_helper
- *   CPU synchronization ...................... misc:  events_and_ordering
+ *   partition ..................................... index: partition_static_sizes
+ *   indextest: Linear/Cartesian x Global/Local/Group, 16x16, 8, 16, 8x2 with
+ *     8; non-multiples 7x7 and 5 with 8 .......... index: indextest_linear, indextest_cartesian,
+ *                                                   indextest_not_multiple, indextest_static
+ *   Const (@Const arguments) ...................... misc:  const_arguments
+ *   kernel_val! (a Val{m} argument) ............... misc:  compile_time_values
+ *   Zero iteration space .......................... index: zero_iteration_space
+ *   GPU kernel return statement ................... index: early_return
+ *   No CPU kernel (@context in a helper) .......... index: context_in_helper
+ *   CPU synchronization ........................... misc:  events_and_ordering
  * launch.jl
- *   index layout (shapes x workgroup sizes) .. index: index_layout_dynamic
- *   static workgroupsize / static ndrange .... index: index_layout_static
- *   empty ndrange ............................ index: zero_iteration_space
- *   unsafe_indices ........................... index: unsafe_indices
- *   many arguments ........................... index: many_arguments
- *   custom iteration space ................... index: custom_iteration_space
- *   synchronize with padding lanes ........... index: sync_with_padding_lanes
- * intrinsics.jl, interface.jl (launch parameters, 1-3-D, 4-D errors)
- *                                              index: index_layout_dynamic (sizes, group
- *                                              counts), dims_errors
- * nditeration.jl (blocks x workitems expand to the global index)
- *                                              index: nditeration_expand
+ *   index layout (shapes x work-group sizes) ...... index: index_layout_dynamic
+ *   static workgroupsize, static ndrange .......... index: index_layout_static
+ *   empty ndrange ................................. index: zero_iteration_space
+ *   unsafe_indices ................................ index: unsafe_indices
+ *   many arguments ................................ index: many_arguments
+ *   custom iteration space ........................ index: custom_iteration_space
+ *   synchronize with padding lanes ................ index: sync_with_padding_lanes
+ * intrinsics.jl; interface.jl launch parameters (1-3-D, 4-D errors)
+ *                                                   index: index_layout_dynamic, dims_errors
+ * nditeration.jl (blocks x work-items expand to the global index)
+ *                                                   index: nditeration_expand
  * barriers.jl (trailing @uniform, branches, qualified @synchronize)
- *                                              index: barriers_uniform_loops
+ *                                                   index: barriers_uniform_loops
  * localmem.jl (localmem, localmem2, unsafe indices: reversal in local memory)
- *                                              memory: localmem_static, localmem_dynamic,
- *                                              localmem_multiple
+ *                                                   memory: localmem_static, localmem_dynamic,
+ *                                                   localmem_multiple
  * private.jl (stmt_form, private, forloop, reduce_private)
- *                                              memory: private_across_barrier,
- *                                              private_forloop, private_reduce
- * unroll.jl .................................. memory: unroll
+ *                                                   memory: private_across_barrier, private_forloop,
+ *                                                   private_reduce
+ * unroll.jl ....................................... memory: unroll
  * atomics.jl (Atomix and UnsafeAtomics: add, max/min, load/store, swap,
- *   replace, orderings, ops, fences) ........ atomics: atomic_add_*, atomic_minmax,
- *                                              atomic_bitwise, atomic_sub_and_returns,
- *                                              atomic_load_store_swap, atomic_replace,
- *                                              atomic_sequence, atomic_fence_message
- * groupreduce.jl, reduce.jl (@groupreduce) ... atomics: groupreduce_local
- * interface.jl Sub-groups, shfl_down; tiles.jl (tile shuffles, reduce, any/all)
- *                                              atomics: subgroup_ids, subgroup_shuffle_reduce,
- *                                              subgroup_ops (skipped without sub-groups),
- *                                              subgroup_config_validation, device_caps
- * hostinterface.jl capability queries ........ atomics: device_caps
+ *   replace, orderings, store/modify/cas/xchg/load, fences)
+ *                                                   atomics: atomic_add_ints, atomic_add_float,
+ *                                                   atomic_minmax, atomic_bitwise,
+ *                                                   atomic_sub_and_returns, atomic_load_store_swap,
+ *                                                   atomic_sequence, atomic_fence_message, atomic_local
+ * groupreduce.jl, reduce.jl (@groupreduce) ........ atomics: groupreduce_local
+ * interface.jl Sub-groups and shfl_down; tiles.jl tile operations
+ *                                                   atomics: subgroup_ids, subgroup_ops,
+ *                                                   subgroup_shuffle_reduce (skipped where the device
+ *                                                   has no sub-groups, as on PoCL 3.1),
+ *                                                   subgroup_config_validation (runs everywhere)
+ * hostinterface.jl capability queries ............. atomics: device_caps
  * convert.jl (ceil/floor/round to each integer type)
- *                                              misc:  convert_rounding, convert_saturation
- * specialfunctions.jl (gamma, erf, erfc) ...... misc:  math_functions
- * compiler.jl (literal_pow, square, pow with float and int exponents)
- *                                              misc:  math_functions
- * copyto.jl, async_copy.jl ................... misc:  copies
- * print_test.jl .............................. misc:  printf_from_kernels (output captured
- *                                              and checked, which KA leaves as a TODO)
- * events.jl .................................. misc:  events_and_ordering
- * reflection.jl (@ka_code_typed) ............. misc:  reflection_kernel_info
- * examples.jl (histogram, matmul, performant_matmul, naive_transpose, memcopy,
- *   memcopy_static) .......................... atomics: example_histogram;
- *                                              misc: example_matmul, example_tiled_matmul,
- *                                              example_transpose, example_memcopy
- * Beyond KA's suite (asked of libka): static and dynamic variants side by side
- * and the compiled-kernel cache's build counts (misc: static_dynamic_coexist,
- * build_cache_counts), one kernel launched from many threads (misc:
- * concurrent_launches).
+ *                                                   misc:  convert_rounding, convert_saturation
+ * specialfunctions.jl (gamma, erf, erfc) ........... misc:  special_functions
+ * compiler.jl (literal_pow, square, pow with float and integer exponents), and
+ *   the usual float functions ..................... misc:  math_functions
+ * copyto.jl, async_copy.jl ........................ misc:  copies
+ * print_test.jl ................................... misc:  printf_from_kernels (the output is captured
+ *                                                   and checked, a TODO in KA)
+ * events.jl ....................................... misc:  events_and_ordering
+ * reflection.jl (@ka_code_typed of mul2, add3, addi) misc:  reflection_kernel_info
+ * examples.jl: histogram, matmul, performant_matmul, naive_transpose, memcopy,
+ *   memcopy_static ................................ atomics: example_histogram; misc: example_matmul,
+ *                                                   example_tiled_matmul, example_transpose,
+ *                                                   example_memcopy
+ * Asked of libka beyond KA's suite: static and dynamic variants side by side
+ * (misc: static_dynamic_coexist), the compiled-kernel cache's build counts
+ * (misc: build_cache_counts), one kernel launched from 8 threads, on a shared
+ * queue and on their own, every result checked (misc: concurrent_launches).
  *
  * KA testsets without a counterpart, and why:
  *   get_backend, sparse, adapt, functional, priority, empty arrays, Malformed
  *     allocations, @kernel as a closure, fallback callable types, return
- *     statement (a macro error), CPU default workgroupsize, devices.jl,
- *     hostinterface.jl device management/allocation: Julia's array and
- *     back-end types and host API, not the kernel language. libka's host API
- *     is tested by test_api.
+ *     statement (a macro-expansion error), CPU default workgroupsize,
+ *     devices.jl, hostinterface.jl device management and allocation: Julia's
+ *     array and back-end types and host API, not the kernel language
+ *     (libka's host API is test_api's).
  *   Const's IR check (ldg / noalias in LLVM IR), compiler.jl's overdub checks,
  *     reflection.jl's typed code, private.jl's typetest and codegen (no
- *     gcframe), checked_add: properties of Julia's compiler; C states the
- *     types statically. We check the behaviour instead (KA_CONST compiles as
+ *     gcframe), checked_add: properties of Julia's compiler; C states types
+ *     statically. The behaviour is checked instead (KA_CONST compiles as
  *     const restrict and copies correctly; kernel info is reported).
- *   launch.jl 0-dimensional ndrange (), 4-D shapes, offsets (0:8, -2:2): libka
- *     launches 1 to 3 dimensions from 0 (4-D is checked to be an error);
- *     kernels add their own offsets.
- *   atomics.jl orderings and syncscopes: OpenCL C 1.2 atomics are relaxed
- *     with work-group-wide fences (ka_fence, ka_barrier); the sequence of
- *     ordered operations is checked for its values (atomic_sequence).
- *   tiles.jl ballot and tile widths narrower than the sub-group: no ballot in
- *     the dialect (OpenCL 1.2 has none); tiles are sub-groups.
+ *   launch.jl's 0-dimensional ndrange (), 4-D shapes and offsets (0:8, -2:2):
+ *     libka launches 1 to 3 dimensions from 0 (4-D is checked to be an
+ *     error); kernels add their own offsets.
+ *   atomics.jl orderings and syncscopes: OpenCL C 1.2 atomics are relaxed,
+ *     with work-group fences (ka_fence, ka_barrier); the ordered sequence is
+ *     checked for its values (atomic_sequence).
+ *   tiles.jl ballot and tiles narrower than a sub-group: the dialect has no
+ *     ballot (OpenCL 1.2 has none); its tiles are whole sub-groups.
  *   enzyme.jl, extensions/, quality_assurance.jl, linenumbers.jl, macros.jl,
  *     codegen*.jl, coverage.jl, profiling.jl, random.jl, spawn.jl,
  *     pocl_session.jl, foreach_index.jl, colon.jl, indexmap.jl,
- *     unsafe_getindex.jl, atomix_test.jl, mpi examples: Julia tooling,
- *     packages or host-side iteration helpers without a kernel-language
- *     meaning in C.
+ *     unsafe_getindex.jl, atomix_test.jl, the MPI and NUMA examples: Julia
+ *     tooling and packages, or host-side iteration helpers, without a
+ *     kernel-language meaning in C.
  */
 #include "ka_testsuite.h"
 
