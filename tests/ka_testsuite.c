@@ -3,7 +3,8 @@
  * index, memory, atomics, misc. Indices are 0-based here where KA's are
  * 1-based; a Julia `Int` is an int64 (`long` in the dialect); KA's
  * column-major CartesianIndex order is libka's "dimension 0 fastest" linear
- * order. KA_TS_FILTER=pattern runs some tests only.
+ * order. KA_TS_FILTER=pattern runs some tests only; KA_TS_TIMES=1 prints
+ * each test's time.
  *
  * Where each KernelAbstractions testset went (KA file: testset -> group: test):
  *
@@ -102,6 +103,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 ts_env ts;
 
@@ -184,8 +186,22 @@ void ts_check_local_mem(ka_kernel k, uint64_t declared, const char *what) {
                  (unsigned long long)info.local_mem_bytes, (unsigned long long)declared);
 }
 
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static double test_start;
+
+int ts_setup(void **state) {
+    (void)state;
+    test_start = now_s();
+    return 0;
+}
+
 int ts_teardown(void **state) {
     (void)state;
+    if (getenv("KA_TS_TIMES")) print_message("[   TIME   ] %.3f s\n", now_s() - test_start);
     ka_queue_finish(ts.q);
     for (unsigned i = 0; i < nbufs; i++) ka_buffer_release(bufs[i]);
     nbufs = 0;

@@ -31,6 +31,7 @@ void ts_read(ka_buffer b, void *dst, size_t bytes);
 void ts_run(ka_kernel k, const ka_range *r, const ka_arg *args, uint32_t nargs);
 /* Host memory released by ts_teardown. */
 void *ts_alloc(size_t bytes);
+int ts_setup(void **state);
 int ts_teardown(void **state);
 
 static inline ka_range ts_range(uint32_t dims, uint64_t n0, uint64_t n1, uint64_t n2, uint32_t w0, uint32_t w1,
@@ -40,7 +41,7 @@ static inline ka_range ts_range(uint32_t dims, uint64_t n0, uint64_t n1, uint64_
 }
 static inline uint64_t ts_cld(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-#define TS_TEST(f) cmocka_unit_test_setup_teardown(f, NULL, ts_teardown)
+#define TS_TEST(f) cmocka_unit_test_setup_teardown(f, ts_setup, ts_teardown)
 #define TS_NARGS(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
 /* Skips the current test with a reason on stdout (cmocka prints SKIPPED). */

@@ -127,6 +127,9 @@ static const char *mem_src =
     "    for (int j = 0; j < 8; j++) s = s * 3 + priv[j];\n"
     "    if (ka_in_range()) A[I] = s;\n"
     "}\n"
+    ;
+
+static const char *unroll_src =
     /* unroll.jl */
     "KA_KERNEL(kernel_unroll, KA_GLOBAL float *a) {\n"
     "    KA_UNROLL for (int i = 1; i <= 5; i++) a[i - 1] = (float)i;\n"
@@ -151,12 +154,13 @@ static const char *mem_src =
     "    }\n"
     "}\n";
 
-static ka_program prog_mem, prog_static;
+static ka_program prog_mem, prog_static, prog_unroll;
 
 static int group_setup(void **state) {
     (void)state;
     prog_mem = ts_build(mem_src);
     prog_static = ts_build(static_src);
+    prog_unroll = ts_build(unroll_src);
     return 0;
 }
 
@@ -164,6 +168,7 @@ static int group_teardown(void **state) {
     (void)state;
     ka_program_release(prog_mem);
     ka_program_release(prog_static);
+    ka_program_release(prog_unroll);
     return 0;
 }
 
@@ -343,18 +348,18 @@ static void unroll(void **state) {
     ka_buffer b = ts_buffer(sizeof a, NULL);
     ka_arg args[] = {ka_arg_buffer(b)};
     ka_range r = ts_range(1, 1, 0, 0, 1, 0, 0);
-    ts_run(ts_kernel(prog_mem, "kernel_unroll", NULL), &r, args, 1);
+    ts_run(ts_kernel(prog_unroll, "kernel_unroll", NULL), &r, args, 1);
     ts_read(b, a, sizeof a);
     for (int i = 0; i < 5; i++) assert_true(a[i] == (float)(i + 1));
     ka_kernel_config n5 = {.defines = "-DTS_UNROLL_N=5"}, n3 = {.defines = "-DTS_UNROLL_N=3"};
-    ts_run(ts_kernel(prog_mem, "kernel_unroll_n", &n5), &r, args, 1);
+    ts_run(ts_kernel(prog_unroll, "kernel_unroll_n", &n5), &r, args, 1);
     ts_read(b, a, sizeof a);
     for (int i = 0; i < 5; i++) assert_true(a[i] == (float)(i + 6));
     KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &(uint8_t){0}, 1, 0, sizeof a, NULL));
-    ts_run(ts_kernel(prog_mem, "kernel_unroll_n", &n3), &r, args, 1);
+    ts_run(ts_kernel(prog_unroll, "kernel_unroll_n", &n3), &r, args, 1);
     ts_read(b, a, sizeof a);
     for (int i = 0; i < 5; i++) assert_true(a[i] == (i < 3 ? (float)(i + 6) : 0.0f));
-    ts_run(ts_kernel(prog_mem, "kernel_unroll2", NULL), &r, args, 1);
+    ts_run(ts_kernel(prog_unroll, "kernel_unroll2", NULL), &r, args, 1);
     ts_read(b, a, sizeof a);
     assert_true(a[0] == 3.0f * (3 + 2 + 1)); /* m = 3: 3 * a[1] * (b[1] + b[2] + b[3]) */
     /* over a padded group too */
@@ -362,7 +367,7 @@ static void unroll(void **state) {
     ka_buffer b2 = ts_buffer(sizeof A, NULL);
     ka_arg a2[] = {ka_arg_buffer(b2)};
     r = ts_range(1, 13, 0, 0, 8, 0, 0);
-    ts_run(ts_kernel(prog_mem, "kernel_unroll2", NULL), &r, a2, 1);
+    ts_run(ts_kernel(prog_unroll, "kernel_unroll2", NULL), &r, a2, 1);
     ts_read(b2, A, sizeof A);
     for (int i = 0; i < 16; i++) assert_true(A[i] == (i < 13 ? 18.0f : 0.0f));
 }

@@ -48,17 +48,6 @@ static const char *misc_src =
     "    out[n + i] = erf(x[i]);\n"
     "    out[2 * n + i] = erfc(x[i]);\n"
     "}\n"
-    /* test.jl's constarg: a read-only, non-aliased argument */
-    "KA_KERNEL(constarg, KA_GLOBAL float *A, KA_CONST(float) B) {\n"
-    "    if (ka_in_range()) A[ka_global_linear_id()] = B[ka_global_linear_id()];\n"
-    "}\n"
-    /* test.jl's kernel_val!: a compile-time value, here a per-variant define */
-    "#ifndef TS_M\n"
-    "#define TS_M 0\n"
-    "#endif\n"
-    "KA_KERNEL(kernel_val, KA_GLOBAL long *a) {\n"
-    "    if (ka_in_range()) a[ka_global_linear_id()] = TS_M;\n"
-    "}\n"
     /* print_test.jl */
     "KA_KERNEL_NOARGS(kernel_print) {\n"
     "    KA_PRINTF(\"Hello from thread %d!\\n\", (int)ka_global_id(0));\n"
@@ -69,16 +58,6 @@ static const char *misc_src =
     /* events.jl: order-dependent steps on an in-order queue */
     "KA_KERNEL(step_kernel, KA_GLOBAL long *A) {\n"
     "    if (ka_in_range()) A[ka_global_id(0)] = 2 * A[ka_global_id(0)] + 1;\n"
-    "}\n"
-    /* reflection.jl's mul2, add3, addi */
-    "KA_KERNEL(mul2, KA_GLOBAL float *A) {\n"
-    "    if (ka_in_range()) A[ka_global_linear_id()] *= 2.0f;\n"
-    "}\n"
-    "KA_KERNEL(add3, KA_GLOBAL float *A, KA_CONST(float) B, KA_CONST(float) C) {\n"
-    "    if (ka_in_range()) A[ka_global_linear_id()] = B[ka_global_linear_id()] + C[ka_global_linear_id()];\n"
-    "}\n"
-    "KA_KERNEL(addi, KA_GLOBAL float *A, KA_CONST(float) C, int i) {\n"
-    "    if (ka_in_range()) A[ka_global_linear_id()] = (float)i + C[ka_global_linear_id()];\n"
     "}\n"
     /* examples/matmul.jl: C (N x M) = A (N x R) * B (R x M), row-major, the
      * global index (j, i): dimension 0 runs along a row */
@@ -101,9 +80,32 @@ static const char *misc_src =
     "}\n"
     ;
 
-/* examples/performant_matmul.jl: 16x16 tiles in two local arrays (+1 column
+/* Kernels fetched with static configurations or per-variant defines: a small
+ * program, since every variant is one more build of its whole source.
+ * examples/performant_matmul.jl: 16x16 tiles in two local arrays (+1 column
  * against bank conflicts), the global index made from group and local ids. */
 static const char *tiled_src =
+    /* test.jl's constarg: a read-only, non-aliased argument */
+    "KA_KERNEL(constarg, KA_GLOBAL float *A, KA_CONST(float) B) {\n"
+    "    if (ka_in_range()) A[ka_global_linear_id()] = B[ka_global_linear_id()];\n"
+    "}\n"
+    /* test.jl's kernel_val!: a compile-time value, here a per-variant define */
+    "#ifndef TS_M\n"
+    "#define TS_M 0\n"
+    "#endif\n"
+    "KA_KERNEL(kernel_val, KA_GLOBAL long *a) {\n"
+    "    if (ka_in_range()) a[ka_global_linear_id()] = TS_M;\n"
+    "}\n"
+    /* reflection.jl's mul2, add3, addi */
+    "KA_KERNEL(mul2, KA_GLOBAL float *A) {\n"
+    "    if (ka_in_range()) A[ka_global_linear_id()] *= 2.0f;\n"
+    "}\n"
+    "KA_KERNEL(add3, KA_GLOBAL float *A, KA_CONST(float) B, KA_CONST(float) C) {\n"
+    "    if (ka_in_range()) A[ka_global_linear_id()] = B[ka_global_linear_id()] + C[ka_global_linear_id()];\n"
+    "}\n"
+    "KA_KERNEL(addi, KA_GLOBAL float *A, KA_CONST(float) C, int i) {\n"
+    "    if (ka_in_range()) A[ka_global_linear_id()] = (float)i + C[ka_global_linear_id()];\n"
+    "}\n"
     "#ifdef KA_STATIC_WG0\n"
     "#define TILE_DIM KA_STATIC_WG0\n"
     "#define BANK 1\n"
@@ -366,7 +368,7 @@ static void copies(void **state) {
     ka_buffer F = ts_buffer(M * 4, f), G = ts_buffer(M * 4, NULL);
     ka_arg args[] = {ka_arg_buffer(G), ka_arg_buffer(F)};
     ka_range r = ts_range(1, M - 3, 0, 0, 0, 0, 0);
-    ts_run(ts_kernel(prog_misc, "constarg", NULL), &r, args, 2);
+    ts_run(ts_kernel(prog_tiled, "constarg", NULL), &r, args, 2);
     ts_read(G, g, M * 4);
     for (int i = 0; i < M; i++) assert_true(g[i] == (i < M - 3 ? f[i] : 0.0f));
 }
@@ -473,19 +475,19 @@ static void reflection_kernel_info(void **state) {
     (void)state;
     enum { S = 256 };
     ka_kernel_info info;
-    ka_kernel mul2 = ts_kernel(prog_misc, "mul2", NULL);
+    ka_kernel mul2 = ts_kernel(prog_tiled, "mul2", NULL);
     KA_OK_OR_FAIL(ka_kernel_get_info(mul2, &info));
     assert_int_equal(info.num_args, 1);
     assert_true(info.max_workgroup_size >= 1 && info.max_workgroup_size <= ts.info->max_workgroup_size);
     for (int d = 0; d < 3; d++) assert_true(info.static_workgroup[d] == 0 && info.static_ndrange[d] == 0);
     ka_kernel_config c3232 = {.workgroup = {32, 32}};
-    ka_kernel mul2s = ts_kernel(prog_misc, "mul2", &c3232);
+    ka_kernel mul2s = ts_kernel(prog_tiled, "mul2", &c3232);
     KA_OK_OR_FAIL(ka_kernel_get_info(mul2s, &info));
     assert_true(info.static_workgroup[0] == 32 && info.static_workgroup[1] == 32 && info.static_workgroup[2] == 1);
-    ka_kernel add3 = ts_kernel(prog_misc, "add3", NULL);
+    ka_kernel add3 = ts_kernel(prog_tiled, "add3", NULL);
     KA_OK_OR_FAIL(ka_kernel_get_info(add3, &info));
     assert_int_equal(info.num_args, 3);
-    ka_kernel addi = ts_kernel(prog_misc, "addi", &c3232);
+    ka_kernel addi = ts_kernel(prog_tiled, "addi", &c3232);
     KA_OK_OR_FAIL(ka_kernel_get_info(addi, &info));
     assert_int_equal(info.num_args, 3);
     /* and they run: A = ones; mul2 dynamic (16,16) then static (32,32) */
@@ -521,7 +523,7 @@ static void const_arguments(void **state) {
     for (int i = 0; i < N; i++) b[i] = (float)(N - i);
     ka_buffer A = ts_buffer(N * 4, NULL), B = ts_buffer(N * 4, b);
     ka_kernel_config cfg = {.workgroup = {8}, .ndrange = {N}};
-    ka_kernel k = ts_kernel(prog_misc, "constarg", &cfg);
+    ka_kernel k = ts_kernel(prog_tiled, "constarg", &cfg);
     ka_arg args[] = {ka_arg_buffer(A), ka_arg_buffer(B)};
     ka_range r = ts_range(1, N, 0, 0, 0, 0, 0);
     ts_run(k, &r, args, 2);
@@ -537,8 +539,8 @@ static void compile_time_values(void **state) {
     ka_arg args[] = {ka_arg_buffer(b)};
     ka_range r = ts_range(1, N, 0, 0, 0, 0, 0);
     ka_kernel_config v3 = {.defines = "-DTS_M=3"}, v5 = {.defines = "-DTS_M=5"};
-    ka_kernel k3 = ts_kernel(prog_misc, "kernel_val", &v3), k5 = ts_kernel(prog_misc, "kernel_val", &v5);
-    ka_kernel k0 = ts_kernel(prog_misc, "kernel_val", NULL);
+    ka_kernel k3 = ts_kernel(prog_tiled, "kernel_val", &v3), k5 = ts_kernel(prog_tiled, "kernel_val", &v5);
+    ka_kernel k0 = ts_kernel(prog_tiled, "kernel_val", NULL);
     assert_true(k3.id != k5.id && k3.id != k0.id);
     for (int rep = 0; rep < 2; rep++) {
         ka_kernel ks[3] = {k3, k5, k0};
