@@ -432,6 +432,7 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
             atomic_load_explicit(&cq->main_finished, memory_order_relaxed) &&
         (st = finish_main(cq)) != KA_OK)
         return st;
+    ka__spin_lock(&cq->inl_spin);
     ka__spin_lock(&kk->inl_spin);
     /* Few work-items need not mean little work: the second inline launch of
      * a kernel and every 8th after are timed (the first may compile), and
@@ -454,6 +455,7 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
         }
     }
     ka__spin_unlock(&kk->inl_spin);
+    ka__spin_unlock(&cq->inl_spin);
     return st;
 }
 

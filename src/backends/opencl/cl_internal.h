@@ -30,6 +30,12 @@ typedef struct cl_queue {
      * not forgotten. */
     _Atomic uint64_t main_enqueued, main_finished;
     _Atomic uint64_t inline_launches;
+    /* Inline launches of one queue are serialized: otherwise one thread's
+     * clFlush can run another's command, whose launch then returns before its
+     * kernel ran; that thread then arms a completion callback while PoCL runs
+     * the command, and PoCL 3.1 deadlocks on its event lock (seen in
+     * ka_testsuite's concurrent launches). Taken before the kernel's lock. */
+    _Atomic uint32_t inl_spin;
 } cl_queue;
 
 /* A build variant: the main device's program, and `basic`'s, built when a
