@@ -6,16 +6,16 @@
 # the OpenCL calls (clSetKernelArg, clEnqueueNDRangeKernel), leaving libka's
 # own cost, which does not depend on PoCL's worker threads (valgrind
 # serializes threads, so PoCL's own count varies with the queue's state).
-# Usage: bench/callgrind_launch.sh [build-dir] [args] [launch|wait]
+# Usage: bench/callgrind_launch.sh [build-dir] [args] [launch|wait] [routed|threaded]
 set -euo pipefail
-build=${1:-build}; nargs=${2:-2}; mode=${3:-launch}
+build=${1:-build}; nargs=${2:-2}; mode=${3:-launch}; path=${4:-routed}
 flag=--no-wait; [[ $mode == wait ]] && flag=--wait
 # prints: total enqueue setarg
 count() {
   local impl=$1 it=$2 out
   out=$(mktemp)
   valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="bench_${impl}_loop" \
-    "$build/ka" bench launch --impl "$impl" $flag --iterations "$it" --reps 1 --args "$nargs" >/dev/null 2>&1
+    "$build/ka" bench launch --impl "$impl" $flag --iterations "$it" --reps 1 --args "$nargs" --path "$path" >/dev/null 2>&1
   callgrind_annotate --inclusive=yes "$out" 2>/dev/null | awk '
     /PROGRAM TOTALS/ {gsub(",","",$1); t=$1}
     /\?\?\?:clEnqueueNDRangeKernel \[/ {gsub(",","",$1); e=$1}
@@ -28,10 +28,12 @@ count() {
     END {printf "%.0f %.0f\n", t, e+s+w+g+r+c+f}'
   rm -f "$out"
 }
+# A run first, uncounted, so PoCL's and libka's caches hold every build.
+"$build/ka" bench launch --iterations 10 --reps 1 --args "$nargs" --path "$path" >/dev/null 2>&1
 for impl in raw ka; do
   read -r ta oa < <(count $impl 500)
   read -r tb ob < <(count $impl 1500)
   per=$(( (tb - ta) / 1000 )); cl=$(( (ob - oa) / 1000 ))
-  printf '%-4s %6d instructions per %s (%d args): %6d in OpenCL calls, %5d outside them\n' \
+  printf '%-8s %-4s %6d instructions per %s (%d args): %6d in OpenCL calls, %5d outside them\n' "$path" \
     "$impl" "$per" "$mode" "$nargs" "$cl" $((per - cl))
 done

@@ -18,7 +18,7 @@ static cl_dev *dev_of(const ka__device *d) { return d->native; }
  * unless $KA_INLINE_MAX_ITEMS or the queue says otherwise. Measured with
  * `ka bench route` (docs/BENCHMARKS.md): below this, `basic`'s launch + wait
  * beats the threaded device's. */
-#define KA__INLINE_DEFAULT 32768
+#define KA__INLINE_DEFAULT 262144
 /* An inline launch slower than this would have been faster on the threaded
  * device (its launch + wait costs 20-60 us on PoCL, the work then splits over
  * the cores). */
