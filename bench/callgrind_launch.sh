@@ -10,6 +10,9 @@
 set -euo pipefail
 build=${1:-build}; nargs=${2:-2}; mode=${3:-launch}; path=${4:-routed}
 flag=--no-wait; [[ $mode == wait ]] && flag=--wait
+# Under valgrind every inline launch is slow enough to be demoted to the
+# threaded device half-way through a run; keep the path fixed.
+export KA_INLINE_SLOW_US=0
 # prints: total enqueue setarg
 count() {
   local impl=$1 it=$2 out

@@ -43,10 +43,13 @@ static char *kernel_source(int nargs, int form) {
     return s;
 }
 
-static int raw_init(raw *r, cl_device_id dev, int nargs, size_t n) {
+/* The raw loop runs in libka's own context (ctx), so both loops see the same
+ * devices, buffers and PoCL state; only its program, kernel and queue are its
+ * own. */
+static int raw_init(raw *r, cl_context ctx, cl_device_id dev, int nargs, size_t n) {
     cl_int err;
-    r->ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    if (err) return err;
+    if ((err = clRetainContext(ctx))) return err;
+    r->ctx = ctx;
     r->q = clCreateCommandQueue(r->ctx, dev, 0, &err);
     if (err) return err;
     char *src = kernel_source(nargs, SRC_OPENCL);
@@ -140,7 +143,8 @@ static void usage(void) {
     fputs("usage: ka bench launch [--device SEL] [--args N[,N...]] [--iterations N] [--reps R]\n"
           "                       [--impl ka|raw|both] [--wait | --no-wait] [--path routed|threaded|both] [--json]\n"
           "  Launches an almost empty kernel of 64 work-items with N arguments (a buffer, then floats;\n"
-          "  one float changes every launch). The raw loop runs on the device libka's launch runs on:\n"
+          "  one float changes every launch). The raw loop runs in libka's context, on the device\n"
+          "  libka's launch runs on:\n"
           "  with PoCL routing, `basic` for the routed queue and the threaded device with routing off;\n"
           "  on CUDA, cuLaunchKernel on libka's context (NVRTC-built kernel of the same parameters),\n"
           "  waiting with cuEventRecord + cuEventSynchronize (and, also shown, cuStreamSynchronize).\n"
@@ -153,8 +157,8 @@ typedef struct opts {
 } opts;
 
 /* One (args, path) measurement: ka on queue q against raw on rawdev. */
-static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, bench_cu *cu, int flush, int nargs, const opts *o,
-                   result *r) {
+static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id rawdev, bench_cu *cu, int flush, int nargs,
+                   const opts *o, result *r) {
     const size_t n = 64, local = 64;
     kactx c;
     ka_program prog;
@@ -184,7 +188,7 @@ static int measure(ka_device dev, ka_queue q, cl_device_id rawdev, bench_cu *cu,
             fprintf(stderr, "ka bench launch: raw CUDA set-up failed: %s\n", why);
             return 1;
         }
-    } else if (o->run_raw && raw_init(&rw, rawdev, nargs, n)) {
+    } else if (o->run_raw && raw_init(&rw, rawctx, rawdev, nargs, n)) {
         fprintf(stderr, "ka bench launch: raw OpenCL set-up failed\n");
         return 1;
     }
@@ -325,12 +329,14 @@ int bench_launch_main(int argc, char **argv) {
         }
         if (want_routed) {
             res[nres].path = routing ? "routed" : "direct";
-            if (measure(dev, routed, routing ? nat.inline_device : nat.device, cu, routing, nargs, &o, &res[nres])) return 1;
+            if (measure(dev, routed, nat.context, routing ? nat.inline_device : nat.device, cu, routing, nargs, &o,
+                        &res[nres]))
+                return 1;
             nres++;
         }
         if (want_threaded) {
             res[nres].path = "threaded";
-            if (measure(dev, threaded, nat.device, cu, 0, nargs, &o, &res[nres])) return 1;
+            if (measure(dev, threaded, nat.context, nat.device, cu, 0, nargs, &o, &res[nres])) return 1;
             nres++;
         }
     }

@@ -1,6 +1,7 @@
 /* The OpenCL back-end: queues, buffers, programs, kernels, launches, events. */
 #include "cl_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +25,21 @@ static cl_dev *dev_of(const ka__device *d) { return d->native; }
  * the cores). */
 #define KA__INLINE_SLOW_NS 100000
 
+/* A non-negative decimal from the environment, else dflt (a sign, other
+ * characters or an overflow also give dflt). */
+static uint64_t env_u64(const char *name, uint64_t dflt) {
+    const char *e = getenv(name);
+    if (!e || *e < '0' || *e > '9') return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(e, &end, 10);
+    return *end || errno ? dflt : (uint64_t)v;
+}
+
 static uint64_t inline_limit(const ka__queue *q) {
     if (q->inline_max > 0) return (uint64_t)q->inline_max;
     if (q->inline_max < 0) return 0;
-    const char *e = getenv("KA_INLINE_MAX_ITEMS");
-    if (e && *e) {
-        char *end;
-        unsigned long long v = strtoull(e, &end, 10);
-        if (!*end) return v;
-    }
-    return KA__INLINE_DEFAULT;
+    return env_u64("KA_INLINE_MAX_ITEMS", KA__INLINE_DEFAULT);
 }
 
 static ka_status cl_queue_create(ka__queue *q) {
@@ -47,6 +53,8 @@ static ka_status cl_queue_create(ka__queue *q) {
         return ka__cl_fail("clCreateCommandQueue", err);
     }
     cq->inline_max = inline_limit(q);
+    uint64_t slow_us = env_u64("KA_INLINE_SLOW_US", KA__INLINE_SLOW_NS / 1000);
+    cq->inline_slow_ns = slow_us > INT64_MAX / 1000 ? 0 : (int64_t)slow_us * 1000;
     if (cd->inline_device && cq->inline_max) {
         cq->inl = clCreateCommandQueue(cd->context, cd->inline_device, 0, &err);
         if (err != CL_SUCCESS) {
@@ -88,11 +96,17 @@ static ka_status cl_queue_flush(ka__queue *q) {
     return KA_OK;
 }
 
-/* Commands on the main queue; an inline launch finishes them first. */
-static cl_command_queue main_q(ka__queue *q) {
-    cl_queue *cq = q->native;
-    atomic_fetch_add_explicit(&cq->main_enqueued, 1, memory_order_relaxed);
-    return cq->main;
+/* Commands on the main queue are counted once enqueued (counted(q, clEnqueue...
+ * (main_q(q), ...))); an inline launch finishes main first when the count is
+ * ahead of what a clFinish covered. Counting after the enqueue returns matters:
+ * counted before, another thread's finish_main could take the count, finish
+ * before the command is in the queue, and mark it finished. */
+static cl_command_queue main_q(ka__queue *q) { return ((cl_queue *)q->native)->main; }
+
+static cl_int counted(ka__queue *q, cl_int err) {
+    if (KA_LIKELY(err == CL_SUCCESS))
+        atomic_fetch_add_explicit(&((cl_queue *)q->native)->main_enqueued, 1, memory_order_release);
+    return err;
 }
 
 /* ---- buffers ----------------------------------------------------------- */
@@ -108,19 +122,21 @@ static void cl_buffer_release(ka__buffer *b) { clReleaseMemObject(b->native); }
 
 static ka_status cl_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
     CL_CHECK("clEnqueueWriteBuffer",
-             clEnqueueWriteBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, src, 0, NULL, (cl_event *)ev));
+             counted(q, clEnqueueWriteBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, src, 0, NULL,
+                                             (cl_event *)ev)));
     return KA_OK;
 }
 
 static ka_status cl_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
     CL_CHECK("clEnqueueReadBuffer",
-             clEnqueueReadBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, dst, 0, NULL, (cl_event *)ev));
+             counted(q, clEnqueueReadBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, dst, 0, NULL,
+                                            (cl_event *)ev)));
     return KA_OK;
 }
 
 static ka_status cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
     cl_event e;
-    CL_CHECK("clEnqueueCopyBuffer", clEnqueueCopyBuffer(main_q(q), s->native, d->native, so, dof, n, 0, NULL, &e));
+    CL_CHECK("clEnqueueCopyBuffer", counted(q, clEnqueueCopyBuffer(main_q(q), s->native, d->native, so, dof, n, 0, NULL, &e)));
     if (ev) {
         *ev = e;
         return KA_OK;
@@ -134,7 +150,7 @@ static ka_status cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buff
 static ka_status cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
                                 void **ev) {
     cl_event e;
-    CL_CHECK("clEnqueueFillBuffer", clEnqueueFillBuffer(main_q(q), b->native, pat, psz, off, n, 0, NULL, &e));
+    CL_CHECK("clEnqueueFillBuffer", counted(q, clEnqueueFillBuffer(main_q(q), b->native, pat, psz, off, n, 0, NULL, &e)));
     if (ev) {
         *ev = e;
         return KA_OK;
@@ -437,7 +453,7 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     /* Few work-items need not mean little work: the second inline launch of
      * a kernel and every 8th after are timed (the first may compile), and
      * two slow ones in a row send the kernel to the threaded device for good. */
-    bool timed = (kk->inl_count++ & 7) == 1;
+    bool timed = (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
     int64_t t0 = timed ? ka__now_ns() : 0;
     st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
@@ -447,11 +463,11 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     }
     atomic_fetch_add_explicit(&cq->inline_launches, 1, memory_order_relaxed);
     if (timed) {
-        kk->slow_streak = ka__now_ns() - t0 > KA__INLINE_SLOW_NS ? kk->slow_streak + 1 : 0;
+        kk->slow_streak = ka__now_ns() - t0 > cq->inline_slow_ns ? kk->slow_streak + 1 : 0;
         if (kk->slow_streak >= 2) {
             atomic_store_explicit(&kk->demoted, 1, memory_order_relaxed);
-            ka__log(KA_LOG_INFO, "kernel '%s' runs longer than %d us inline: launching it on the threaded device",
-                    k->name, KA__INLINE_SLOW_NS / 1000);
+            ka__log(KA_LOG_INFO, "kernel '%s' runs longer than %lld us inline: launching it on the threaded device",
+                    k->name, (long long)(cq->inline_slow_ns / 1000));
         }
     }
     ka__spin_unlock(&kk->inl_spin);
@@ -471,8 +487,8 @@ static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, con
     ka__spin_lock(&k->spin);
     ka_status st = set_args(k, k->native, kk->cache, k->last_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
-        cl_int err = clEnqueueNDRangeKernel(main_q(q), k->native, l->dims, NULL, l->global, l->local, 0, NULL,
-                                            (cl_event *)ev);
+        cl_int err = counted(q, clEnqueueNDRangeKernel(main_q(q), k->native, l->dims, NULL, l->global, l->local, 0,
+                                                       NULL, (cl_event *)ev));
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel", err);
     }
     ka__spin_unlock(&k->spin);

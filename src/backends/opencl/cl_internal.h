@@ -24,10 +24,11 @@ typedef struct cl_queue {
     cl_command_queue main;
     cl_command_queue inl;       /* NULL: no routing */
     uint64_t inline_max;        /* work-items; 0 = routing off */
+    int64_t inline_slow_ns;     /* a timed inline launch slower than this counts as slow; 0 = never demote */
     /* Commands enqueued on main, and how many of them a clFinish has covered:
      * an inline launch finishes main only when they differ. Counters, not a
      * flag, so a command enqueued by another thread during that clFinish is
-     * not forgotten. */
+     * not forgotten; a command counts once its enqueue has returned. */
     _Atomic uint64_t main_enqueued, main_finished;
     _Atomic uint64_t inline_launches;
     /* Inline launches of one queue are serialized: otherwise one thread's
