@@ -79,15 +79,21 @@ typedef struct raw {
     cl_mem buf;
 } raw;
 
-static void raw_open(raw *r, cl_device_id d) {
+/* In libka's own context (the same devices and PoCL state as libka's loop);
+ * program, kernel, queue and buffer of its own. */
+static void raw_open(raw *r, cl_context ctx, cl_device_id d) {
     cl_int err;
-    r->ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
-    assert_int_equal(err, CL_SUCCESS);
+    assert_int_equal(clRetainContext(ctx), CL_SUCCESS);
+    r->ctx = ctx;
     r->q = clCreateCommandQueue(r->ctx, d, 0, &err);
+    assert_int_equal(err, CL_SUCCESS);
     r->prog = clCreateProgramWithSource(r->ctx, 1, &raw_src, NULL, &err);
+    assert_int_equal(err, CL_SUCCESS);
     assert_int_equal(clBuildProgram(r->prog, 1, &d, "-cl-kernel-arg-info", NULL, NULL), CL_SUCCESS);
     r->k = clCreateKernel(r->prog, "k", &err);
+    assert_int_equal(err, CL_SUCCESS);
     r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 256, NULL, &err);
+    assert_int_equal(err, CL_SUCCESS);
     cl_ulong nd[4] = {64, 1, 1, 1};
     assert_int_equal(clSetKernelArg(r->k, 0, sizeof nd, nd), CL_SUCCESS);
 }
@@ -111,49 +117,62 @@ enum { LAUNCH, WAIT, WAIT_CALLBACK };
  * runs at clFlush, as libka's inline launch does. */
 static void raw_loop(raw *r, int mode, int flush, size_t *per_iter) {
     size_t n = 64, local = 64;
+    cl_int bad = CL_SUCCESS; /* the first failure, checked after the loop (not counted) */
+#define RAW_CHECK(x) do { cl_int e_ = (x); if (e_ != CL_SUCCESS && bad == CL_SUCCESS) bad = e_; } while (0)
     for (int i = 0; i < ITERS; i++) {
         float v = (float)i;
         size_t c0 = ncalls;
         counting = 1;
-        clSetKernelArg(r->k, 1, sizeof(cl_mem), &r->buf);
-        clSetKernelArg(r->k, 2, sizeof v, &v);
+        RAW_CHECK(clSetKernelArg(r->k, 1, sizeof(cl_mem), &r->buf));
+        RAW_CHECK(clSetKernelArg(r->k, 2, sizeof v, &v));
         if (mode == LAUNCH) {
-            clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &n, &local, 0, NULL, NULL);
-            if (flush) clFlush(r->q);
+            RAW_CHECK(clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &n, &local, 0, NULL, NULL));
+            if (flush) RAW_CHECK(clFlush(r->q));
         } else {
             cl_event e;
-            clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &n, &local, 0, NULL, &e);
-            if (flush) clFlush(r->q);
-            if (mode == WAIT_CALLBACK) clSetEventCallback(e, CL_COMPLETE, noop_cb, NULL);
-            clWaitForEvents(1, &e);
-            clReleaseEvent(e);
+            RAW_CHECK(clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &n, &local, 0, NULL, &e));
+            if (flush) RAW_CHECK(clFlush(r->q));
+            if (mode == WAIT_CALLBACK) RAW_CHECK(clSetEventCallback(e, CL_COMPLETE, noop_cb, NULL));
+            RAW_CHECK(clWaitForEvents(1, &e));
+            RAW_CHECK(clReleaseEvent(e));
         }
         counting = 0;
         per_iter[i] = ncalls - c0;
         if (mode == LAUNCH && i % 16 == 15) clFinish(r->q); /* same queue depth as the ka loop */
     }
-    clFinish(r->q);
+#undef RAW_CHECK
+    assert_int_equal(bad, CL_SUCCESS);
+    float last = -1;
+    assert_int_equal(clEnqueueReadBuffer(r->q, r->buf, CL_TRUE, 0, sizeof last, &last, 0, NULL, NULL), CL_SUCCESS);
+    assert_true(last == (float)(ITERS - 1)); /* every launch ran, the last one last */
 }
 
 static void ka_loop(ka_queue q, ka_kernel k, ka_buffer b, int mode, size_t *per_iter) {
     ka_range r = {.dims = 1, .size = {64}, .workgroup = {64}};
+    ka_status bad = KA_OK; /* the first failure, checked after the loop */
     for (int i = 0; i < ITERS; i++) {
         ka_arg args[] = {ka_arg_buffer(b), ka_arg_f32((float)i)};
+        ka_status st;
         size_t c0 = ncalls;
         counting = 1;
         if (mode == LAUNCH) {
-            ka_launch(q, k, &r, args, 2, NULL);
+            st = ka_launch(q, k, &r, args, 2, NULL);
         } else {
             ka_event ev;
-            ka_launch(q, k, &r, args, 2, &ev);
-            ka_event_wait(ev, KA_WAIT_FOREVER);
-            ka_event_release(ev);
+            st = ka_launch(q, k, &r, args, 2, &ev);
+            if (st == KA_OK) st = ka_event_wait(ev, KA_WAIT_FOREVER);
+            if (st == KA_OK) st = ka_event_release(ev);
         }
         counting = 0;
+        if (st != KA_OK && bad == KA_OK) bad = st;
         per_iter[i] = ncalls - c0;
         if (mode == LAUNCH && i % 16 == 15) ka_queue_finish(q);
     }
-    ka_queue_finish(q);
+    KA_OK_OR_FAIL(bad);
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    float last = -1;
+    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, sizeof last, &last, NULL));
+    assert_true(last == (float)(ITERS - 1)); /* every launch ran, the last one last */
 }
 
 static int cmp_size(const void *a, const void *b) {
@@ -197,11 +216,15 @@ static void compare(const path *p) {
     ka_native_device nat;
     KA_OK_OR_FAIL(ka_device_get_native(dev, &nat));
     if (p->inline_path && !nat.inline_device) {
+        ka_buffer_release(b);
+        ka_program_release(prog);
+        ka_queue_release(q);
+        ka_device_close(dev);
         print_message("skipped: no PoCL routing on this device\n");
-        goto done;
+        skip();
     }
     raw r;
-    raw_open(&r, p->inline_path ? nat.inline_device : nat.device);
+    raw_open(&r, nat.context, p->inline_path ? nat.inline_device : nat.device);
     static size_t ka_it[ITERS], raw_it[ITERS];
     /* warm-up of both (lazy builds, work-group functions) */
     ka_loop(q, k, b, WAIT, ka_it);
@@ -213,6 +236,8 @@ static void compare(const path *p) {
         ka_loop(q, k, b, mode, ka_it);
         size_t own = in_libka(from);
         KA_OK_OR_FAIL(ka_queue_get_stats(q, &s1));
+        /* the path under test is the one the launches took */
+        assert_int_equal(s1.inline_launches - s0.inline_launches, p->inline_path ? ITERS : 0);
         /* libka arms the driver's completion callback when a wait sleeps;
          * compare with a raw loop that registers one too when it did. */
         int cb = mode == WAIT && s1.waits_slept - s0.waits_slept > ITERS / 2;
@@ -225,7 +250,6 @@ static void compare(const path *p) {
         assert_true(mk <= mr);
     }
     raw_close(&r);
-done:
     ka_buffer_release(b);
     ka_program_release(prog);
     ka_queue_release(q);
