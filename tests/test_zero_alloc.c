@@ -4,8 +4,9 @@
  * libka's allocations and frees across 10,000 iterations and asserts zero.
  *
  * Built twice: test_zero_alloc against libka, and test_zero_alloc_selftest
- * against a libka with one allocation injected into ka_launch, which must
- * FAIL (ctest WILL_FAIL): the test of the test. */
+ * against a libka with one allocation injected into ka_launch, whose run must
+ * report exactly those allocations (ctest PASS_REGULAR_EXPRESSION on the
+ * failure message): the test of the test. */
 #include "test_util.h"
 
 #include <poll.h>
@@ -65,6 +66,7 @@ typedef struct fix {
     ka_queue q;        /* the default queue: on PoCL, small launches run inline on `basic` */
     ka_queue q_thr;    /* routing off: every launch on the threaded device */
     ka_queue q_nospin; /* routing off, no spin: waits sleep on the completion callback */
+    ka_queue q_spin;   /* routing off, a 2 ms spin: waits poll the event before sleeping */
     ka_program prog;
     ka_kernel inc, spin, inc3, many;
     ka_buffer buf, fbuf;
@@ -83,6 +85,7 @@ static int setup(void **state) {
     if (ka_device_open(NULL, &F.dev) || ka_queue_create(F.dev, NULL, &F.q) ||
         ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &F.q_thr) ||
         ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 0, .inline_max_items = KA_INLINE_OFF}, &F.q_nospin) ||
+        ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 2000000, .inline_max_items = KA_INLINE_OFF}, &F.q_spin) ||
         ka_program_build(F.dev, full, NULL, &F.prog) || ka_kernel_get(F.prog, "inc", NULL, &F.inc) ||
         ka_kernel_get(F.prog, "spin", NULL, &F.spin) || ka_kernel_get(F.prog, "inc3", NULL, &F.inc3) ||
         ka_kernel_get(F.prog, "many", NULL, &F.many) || ka_buffer_create(F.dev, 1 << 20, &F.buf) ||
@@ -100,6 +103,7 @@ static int teardown(void **state) {
     ka_program_release(F.prog);
     ka_queue_release(F.q);
     ka_queue_release(F.q_nospin);
+    ka_queue_release(F.q_spin);
     ka_queue_release(F.q_thr);
     ka_device_close(F.dev);
     return 0;
@@ -133,6 +137,16 @@ static void zero_alloc_lookup(void **state) {
     COUNT_END_ZERO("kernel lookup");
 }
 
+/* Inline launches on Q since s0: on the default queue of a PoCL device with
+ * routing every small launch here must have run inline, on a queue with
+ * routing off none. */
+static void expect_path(ka_queue Q, const ka_queue_stats *s0, uint64_t launches) {
+    ka_queue_stats s1;
+    KA_OK_OR_FAIL(ka_queue_get_stats(Q, &s1));
+    uint64_t want = Q.id == F.q.id && s1.inline_max_items ? launches : 0;
+    assert_int_equal(s1.inline_launches - s0->inline_launches, want);
+}
+
 static void zero_alloc_launch(void **state) {
     ka_queue Q = *(ka_queue *)*state;
     zero(Q, F.buf);
@@ -140,12 +154,68 @@ static void zero_alloc_launch(void **state) {
     ka_range r = {.dims = 1, .size = {100}}; /* a partial group */
     KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, args, 1, NULL)); /* warm-up: local size compiled */
     KA_OK_OR_FAIL(ka_queue_finish(Q));
+    ka_queue_stats s0;
+    KA_OK_OR_FAIL(ka_queue_get_stats(Q, &s0));
     count_begin();
     for (int i = 0; i < N; i++)
         if (ka_launch(Q, F.inc, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
     COUNT_END_ZERO("launch");
     KA_OK_OR_FAIL(ka_queue_finish(Q));
+    expect_path(Q, &s0, N);
     expect_all(Q, F.buf, 100, N + 1);
+}
+
+/* A 2-D launch of a kernel variant with a static work-group, partial groups
+ * in both dimensions; the lookup of the variant is in the loop too. */
+static void zero_alloc_2d_static(void **state) {
+    ka_queue Q = *(ka_queue *)*state;
+    zero(Q, F.buf);
+    ka_kernel_config cfg = {.workgroup = {8, 4}};
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(F.prog, "inc3", &cfg, &k)); /* compiles the variant once */
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 2, .size = {13, 7}};
+    KA_OK_OR_FAIL(ka_launch(Q, k, &r, args, 1, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
+    ka_queue_stats s0;
+    KA_OK_OR_FAIL(ka_queue_get_stats(Q, &s0));
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        ka_kernel k2;
+        if (ka_kernel_get(F.prog, "inc3", &cfg, &k2) || k2.id != k.id || ka_launch(Q, k2, &r, args, 1, NULL))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("2-D launch of a static work-group variant");
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
+    expect_path(Q, &s0, N);
+    expect_all(Q, F.buf, 13 * 7, N + 1);
+}
+
+/* Waits that poll the event for up to 2 ms before sleeping: a short kernel on
+ * the threaded device ends within the spin, not through the callback. */
+static void zero_alloc_launch_wait_spin(void **state) {
+    (void)state;
+    zero(F.q_spin, F.buf);
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 1, .size = {64}};
+    ka_event ev;
+    KA_OK_OR_FAIL(ka_launch(F.q_spin, F.inc, &r, args, 1, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    ka_queue_stats s0, s1;
+    KA_OK_OR_FAIL(ka_queue_get_stats(F.q_spin, &s0));
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        if (ka_launch(F.q_spin, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("launch + wait with a spin before sleeping");
+    KA_OK_OR_FAIL(ka_queue_get_stats(F.q_spin, &s1));
+    uint64_t polled = s1.waits_polled - s0.waits_polled, slept = s1.waits_slept - s0.waits_slept;
+    print_message("spin path: %llu of %d waits ended while polling, %llu slept\n", (unsigned long long)polled, N,
+                  (unsigned long long)slept);
+    assert_true(polled > (uint64_t)N / 2); /* with spin 0 these sleep (zero_alloc_launch_wait_callback) */
+    expect_all(F.q_spin, F.buf, 64, N + 1);
 }
 
 static void zero_alloc_launch_wait_short(void **state) {
@@ -191,7 +261,9 @@ static void zero_alloc_launch_wait_callback(void **state) {
     expect_all(F.q_nospin, F.buf, 64, N + 1);
 }
 
-/* A kernel of 50 ms or more: the wait must sleep on the callback. */
+/* A kernel of 50 ms or more: the wait must sleep on the callback. 10
+ * iterations, not 10,000 (that would be over 8 minutes); each one is checked
+ * to have slept. */
 static void zero_alloc_launch_wait_long(void **state) {
     (void)state;
     ka_range r = {.dims = 1, .size = {256}};
@@ -391,6 +463,8 @@ int main(void) {
         cmocka_unit_test(harness_sees_allocations),
         cmocka_unit_test(zero_alloc_lookup),
         BOTH(zero_alloc_launch),
+        BOTH(zero_alloc_2d_static),
+        cmocka_unit_test(zero_alloc_launch_wait_spin),
         BOTH(zero_alloc_launch_wait_short),
         cmocka_unit_test(zero_alloc_launch_wait_callback),
         cmocka_unit_test(zero_alloc_launch_wait_long),
