@@ -290,11 +290,14 @@ static ka__event *lookup(ka_event ev) {
     return e;
 }
 
+/* The caller holds a reference, so the native event is still bound. */
 static ka_status done_status(ka__event *e) {
     ka_status st = (ka_status)atomic_load_explicit(&e->status, memory_order_acquire);
-    if (st != KA_OK)
-        return ka__fail(st, "event: the command failed on the device (%s)", ka_status_name(st));
-    return KA_OK;
+    if (KA_LIKELY(st == KA_OK)) return KA_OK;
+    const ka_backend_ops *ops = e->q->dev->ops;
+    const char *why = e->native && ops->event_error ? ops->event_error(e->native) : NULL;
+    if (why) return ka__fail(st, "event: the command failed on the device: %s (%s)", why, ka_status_name(st));
+    return ka__fail(st, "event: the command failed on the device (%s)", ka_status_name(st));
 }
 
 /* Asks the driver; marks done if so. true when done. */

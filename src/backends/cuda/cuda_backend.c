@@ -186,6 +186,7 @@ const ka_backend_ops ka__cuda_ops = {
     .kernel_release = ka__cuda_kernel_release,
     .launch = cuda_launch,
     .event_query = ka__cuda_event_query,
+    .event_error = ka__cuda_event_error,
     .event_callback = ka__cuda_event_callback,
     .event_wait = ka__cuda_event_wait,
     .event_release = ka__cuda_event_release,

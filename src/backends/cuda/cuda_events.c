@@ -133,6 +133,11 @@ int ka__cuda_event_query(void *ev, ka_status *st) {
     return -1;
 }
 
+const char *ka__cuda_event_error(void *ev) {
+    CUresult r = ka__cu.cuEventQuery(((ka__cuev *)ev)->ev);
+    return r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY ? NULL : ka__cu_name(r);
+}
+
 ka_status ka__cuda_event_wait(void *ev) {
     ka__cuev *e = ev;
     CUresult r = ka__cu.cuEventSynchronize(e->ev);

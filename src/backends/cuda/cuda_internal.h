@@ -95,6 +95,7 @@ ka_status ka__cuda_event_record(ka__cuev *e);
 /* Pops, records and publishes an event into *ev (ev non-NULL). */
 ka_status ka__cuda_event_out(ka__cuq *q, void **ev);
 int ka__cuda_event_query(void *ev, ka_status *st);
+const char *ka__cuda_event_error(void *ev);
 ka_status ka__cuda_event_callback(void *ev, ka__native_cb cb, void *ctx);
 ka_status ka__cuda_event_wait(void *ev);
 void ka__cuda_event_release(void *ev);

@@ -145,6 +145,7 @@ static ka_status n_wait(void *ev) {
     return ev == &failed_event ? ka__fail(KA_ERR_KERNEL_FAILED, "null: the kernel failed") : KA_OK;
 }
 static void n_release(void *ev) { (void)ev; }
+static const char *n_event_error(void *ev) { return ev == &failed_event ? "a ka_null_fail kernel (null back-end)" : NULL; }
 
 const ka_backend_ops ka__null_ops = {
     .version = 1, .name = "null", .kind = KA_BACKEND_NULL,
@@ -155,5 +156,5 @@ const ka_backend_ops ka__null_ops = {
     .program_build = n_build, .program_release = n_prog_release,
     .kernel_create = n_kernel_create, .kernel_release = n_kernel_release,
     .launch = n_launch, .event_query = n_query, .event_callback = n_callback, .event_wait = n_wait,
-    .event_release = n_release,
+    .event_release = n_release, .event_error = n_event_error,
 };

@@ -509,6 +509,12 @@ static int cl_event_query(void *ev, ka_status *st) {
     return 0;
 }
 
+static const char *cl_event_error(void *ev) {
+    cl_int s = CL_COMPLETE;
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) != CL_SUCCESS || s >= 0) return NULL;
+    return ka__cl_error_name(s);
+}
+
 static void CL_CALLBACK on_complete(cl_event ev, cl_int status, void *ctx) {
     (void)ev;
     ka__event_native_done(ctx, status < 0 ? KA_ERR_KERNEL_FAILED : KA_OK);
@@ -566,6 +572,7 @@ const ka_backend_ops ka__opencl_ops = {
     .kernel_release = cl_kernel_release,
     .launch = cl_launch,
     .event_query = cl_event_query,
+    .event_error = cl_event_error,
     .event_callback = cl_event_callback,
     .event_wait = cl_event_wait,
     .event_release = cl_event_release,
