@@ -304,8 +304,10 @@ static ka_status cl_kernel_create(ka__kernel *k) {
         ka__argsig *s = &k->sig[i - 1];
         cl_kernel_arg_address_qualifier aq = CL_KERNEL_ARG_ADDRESS_PRIVATE;
         char tname[64] = "";
-        clGetKernelArgInfo(ck, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL);
-        clGetKernelArgInfo(ck, i, CL_KERNEL_ARG_TYPE_NAME, sizeof tname, tname, NULL);
+        CL_CHECK("clGetKernelArgInfo(CL_KERNEL_ARG_ADDRESS_QUALIFIER)",
+                 clGetKernelArgInfo(ck, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL));
+        /* A type name longer than tname: CL_INVALID_VALUE, and the size stays unknown (0), checked by the driver. */
+        if (clGetKernelArgInfo(ck, i, CL_KERNEL_ARG_TYPE_NAME, sizeof tname, tname, NULL) != CL_SUCCESS) tname[0] = 0;
         if (clGetKernelArgInfo(ck, i, CL_KERNEL_ARG_NAME, sizeof s->name, s->name, NULL) != CL_SUCCESS) s->name[0] = 0;
         s->name[sizeof s->name - 1] = 0;
         tname[sizeof tname - 1] = 0;
@@ -323,8 +325,10 @@ static ka_status cl_kernel_create(ka__kernel *k) {
     cl_ulong lm = 0;
     CL_CHECK("clGetKernelWorkGroupInfo",
              clGetKernelWorkGroupInfo(ck, cd->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL));
-    clGetKernelWorkGroupInfo(ck, cd->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult, NULL);
-    clGetKernelWorkGroupInfo(ck, cd->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
+    /* Hints only: a driver that cannot say leaves them 0 (no preference, unknown). */
+    if (clGetKernelWorkGroupInfo(ck, cd->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult, NULL))
+        mult = 0;
+    if (clGetKernelWorkGroupInfo(ck, cd->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL)) lm = 0;
     k->max_wg = wg > UINT32_MAX ? UINT32_MAX : (uint32_t)wg;
     k->pref_multiple = (uint32_t)mult;
     k->local_mem = lm;
