@@ -273,8 +273,10 @@ static inline ka_arg ka_arg_i64(int64_t v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}};
 static inline ka_arg ka_arg_u64(uint64_t v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; a.u.u64 = v; return a; }
 static inline ka_arg ka_arg_f32(float v) { ka_arg a = {KA_ARG_SCALAR, 4, {0}}; a.u.f32 = v; return a; }
 static inline ka_arg ka_arg_f64(double v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; a.u.f64 = v; return a; }
-static inline ka_arg ka_arg_local(size_t bytes) { ka_arg a = {KA_ARG_LOCAL, (uint32_t)bytes, {0}}; return a; }
-static inline ka_arg ka_arg_bytes(const void *p, size_t n) { ka_arg a = {KA_ARG_BYTES, (uint32_t)n, {0}}; a.u.ptr = p; return a; }
+/* Sizes past 4 GiB saturate (never wrap to a small size): the launch then fails with an error. */
+#define KA__ARG_SIZE(n) ((n) > 0xffffffffu ? 0xffffffffu : (uint32_t)(n))
+static inline ka_arg ka_arg_local(size_t bytes) { ka_arg a = {KA_ARG_LOCAL, KA__ARG_SIZE(bytes), {0}}; return a; }
+static inline ka_arg ka_arg_bytes(const void *p, size_t n) { ka_arg a = {KA_ARG_BYTES, KA__ARG_SIZE(n), {0}}; a.u.ptr = p; return a; }
 
 #define KA_MAX_ARGS 64
 

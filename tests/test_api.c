@@ -1138,6 +1138,18 @@ static void test_launch_wrong_arg_type(void **state) {
     ka_arg a7[] = {ka_arg_buffer(b), ka_arg_buffer(b)};
     KA_EXPECT(KA_ERR_ARG_TYPE, ka_launch(g_q, kl, &r, a7, 2, NULL));
     EXPECT_DETAIL("with_local", "argument 1", "tmp");
+    /* More local memory than the device has (read once at open); a size past
+     * 4 GiB saturates instead of wrapping to a small one. */
+    const ka_device_info *di;
+    KA_OK_OR_FAIL(ka_device_get_info(g_dev, &di));
+    if (di->local_mem_size) {
+        ka_arg a10[] = {ka_arg_buffer(b), ka_arg_local((size_t)di->local_mem_size + 1)};
+        KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_launch(g_q, kl, &r, a10, 2, NULL));
+        EXPECT_DETAIL("with_local", "argument 1", "tmp", "local memory");
+        ka_arg a11[] = {ka_arg_buffer(b), ka_arg_local(((size_t)1 << 32) + 64)};
+        assert_int_equal(a11[1].size, 0xffffffffu);
+        KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_launch(g_q, kl, &r, a11, 2, NULL));
+    }
     /* Raw bytes of the right size pass for a scalar; of the wrong size do not. */
     float f = 2.0f;
     double d = 2.0;

@@ -19,6 +19,7 @@ static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t na
     if (KA_UNLIKELY(nargs != k->nargs))
         return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
     if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
+    uint64_t local = k->local_mem; /* static local memory, then each dynamic argument's */
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
         uint64_t tag;
@@ -28,7 +29,17 @@ static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t na
         bool ok;
         switch (a->kind) {
         case KA_ARG_BUFFER: ok = s->kind == KA__SIG_BUFFER || (s->kind == KA__SIG_UNKNOWN && (!s->size || s->size == 8)); break;
-        case KA_ARG_LOCAL: ok = s->kind == KA__SIG_LOCAL || s->kind == KA__SIG_UNKNOWN; break;
+        case KA_ARG_LOCAL: {
+            ok = s->kind == KA__SIG_LOCAL || s->kind == KA__SIG_UNKNOWN;
+            uint64_t limit = k->prog->dev->info.local_mem_size;
+            local += a->size;
+            if (ok && limit && local > limit)
+                return ka__fail(KA_ERR_INVALID_ARGUMENT,
+                                "ka_launch: kernel '%s' argument %u ('%s'): %u bytes of local memory bring the kernel to "
+                                "%llu bytes, over the device's %llu",
+                                k->name, i, s->name, a->size, (unsigned long long)local, (unsigned long long)limit);
+            break;
+        }
         case KA_ARG_SCALAR:
             ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) &&
                  (a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8);
