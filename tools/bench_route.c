@@ -144,9 +144,14 @@ int bench_route_main(int argc, char **argv) {
     /* Build cost of routing: the threaded device's build at ka_program_build,
      * and the build for `basic` that the first small launch of a kernel makes.
      * A fresh program each time (a define makes its source unique, so PoCL's
-     * own cache, keyed by the preprocessed source, misses: a cold build). */
+     * own cache, keyed by the preprocessed source, misses: a cold build).
+     * libka's persistent cache is off here (KA_CACHE is read at each build),
+     * so the second build measures PoCL's cache, not libka's. */
     double build_ms, inline_build_ms, build_warm_ms, inline_build_warm_ms;
     {
+        const char *was = getenv("KA_CACHE");
+        char *saved = was ? strdup(was) : NULL;
+        setenv("KA_CACHE", "0", 1);
         char defs[64];
         snprintf(defs, sizeof defs, "KA_BENCH_UNIQUE=%lld", (long long)bench_now_ns());
         const char *dl[] = {defs};
@@ -169,6 +174,9 @@ int bench_route_main(int argc, char **argv) {
             else build_ms = b, inline_build_ms = ib;
             ka_program_release(p2);
         }
+        if (saved) setenv("KA_CACHE", saved, 1);
+        else unsetenv("KA_CACHE");
+        free(saved);
     }
     size_t sizes[32];
     int ns = 0;

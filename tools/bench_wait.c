@@ -131,18 +131,20 @@ typedef struct raw_side {
     cl_mem buf;
 } raw_side;
 
-static int raw_setup(raw_side *r, cl_device_id d) {
-    cl_int err;
-    r->ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
-    r->q = clCreateCommandQueue(r->ctx, d, 0, &err);
-    r->prog = clCreateProgramWithSource(r->ctx, 1, &raw_src, NULL, &err);
-    err |= clBuildProgram(r->prog, 1, &d, bench_cl_options(d), NULL, NULL);
-    r->k = clCreateKernel(r->prog, "k", &err);
-    r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+/* In libka's own context, as in `ka bench launch`: program, kernel, queue and
+ * buffer of its own. */
+static int raw_setup(raw_side *r, cl_context ctx, cl_device_id d) {
+    cl_int err = clRetainContext(ctx);
+    if (err == CL_SUCCESS) r->ctx = ctx;
+    if (err == CL_SUCCESS) r->q = clCreateCommandQueue(r->ctx, d, 0, &err);
+    if (err == CL_SUCCESS) r->prog = clCreateProgramWithSource(r->ctx, 1, &raw_src, NULL, &err);
+    if (err == CL_SUCCESS) err = clBuildProgram(r->prog, 1, &d, bench_cl_options(d), NULL, NULL);
+    if (err == CL_SUCCESS) r->k = clCreateKernel(r->prog, "k", &err);
+    if (err == CL_SUCCESS) r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
     cl_ulong nd[4] = {64, 1, 1, 1};
-    err |= clSetKernelArg(r->k, 0, sizeof nd, nd);
-    if (err) fprintf(stderr, "ka bench wait: raw OpenCL set-up failed\n");
-    return err != 0;
+    if (err == CL_SUCCESS) err = clSetKernelArg(r->k, 0, sizeof nd, nd);
+    if (err != CL_SUCCESS) fprintf(stderr, "ka bench wait: raw OpenCL set-up failed (%d)\n", (int)err);
+    return err != CL_SUCCESS;
 }
 
 static void raw_teardown(raw_side *r) {
@@ -217,8 +219,8 @@ int bench_wait_main(int argc, char **argv) {
     have[RAW] = nat.device != NULL;
     have[RAW_BASIC] = nat.inline_device != NULL;
     raw_side rs = {0}, bs = {0};
-    if (have[RAW] && raw_setup(&rs, nat.device)) return 1;
-    if (have[RAW_BASIC] && raw_setup(&bs, nat.inline_device)) return 1;
+    if (have[RAW] && raw_setup(&rs, nat.context, nat.device)) return 1;
+    if (have[RAW_BASIC] && raw_setup(&bs, nat.context, nat.inline_device)) return 1;
     c.rq = rs.q, c.rk = rs.k, c.rbuf = rs.buf;
     c.bq = bs.q, c.bk = bs.k, c.bbuf = bs.buf;
     double *v[NMODES];
