@@ -215,6 +215,60 @@ static void slow_small_kernel_demoted(void **state) {
     print_message("%llu of 80 slow launches ran inline\n", (unsigned long long)inl);
     assert_true(inl >= 2 && inl < 80);
     KA_OK_OR_FAIL(ka_program_release(p));
+    /* KA_INLINE_SLOW_US=0 (read at ka_queue_create): never demoted. A new
+     * program, since demotion sticks to the kernel. */
+    setenv("KA_INLINE_SLOW_US", "0", 1);
+    ka_queue q;
+    ka_status st = ka_queue_create(F.dev, NULL, &q);
+    unsetenv("KA_INLINE_SLOW_US");
+    KA_OK_OR_FAIL(st);
+    KA_OK_OR_FAIL(ka_program_build(F.dev, slow, NULL, &p));
+    KA_OK_OR_FAIL(ka_kernel_get(p, "slow", NULL, &k));
+    before = inline_count(q);
+    for (int i = 0; i < 24; i++) KA_OK_OR_FAIL(ka_launch(q, k, &r, args, 2, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    assert_int_equal(inline_count(q) - before, 24);
+    KA_OK_OR_FAIL(ka_program_release(p));
+    KA_OK_OR_FAIL(ka_queue_release(q));
+}
+
+/* $KA_INLINE_MAX_ITEMS, read at each ka_queue_create whose config leaves the
+ * limit at 0: a plain decimal sets it (0 turns routing off), anything else
+ * gives the default. */
+static void knob_from_environment(void **state) {
+    (void)state;
+    need_routing();
+    static const struct {
+        const char *value;
+        uint64_t want; /* 0: routing off; UINT64_MAX: the default (the fixture's limit, set without the variable) */
+    } cases[] = {{"100", 100}, {"0", 0}, {"-1", UINT64_MAX}, {"12abc", UINT64_MAX}, {"", UINT64_MAX},
+                 {"99999999999999999999999", UINT64_MAX}};
+    if (getenv("KA_INLINE_MAX_ITEMS")) { /* the fixture's limit must be the default */
+        print_message("skipped: KA_INLINE_MAX_ITEMS is set in the environment\n");
+        skip();
+    }
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        setenv("KA_INLINE_MAX_ITEMS", cases[c].value, 1);
+        ka_queue q;
+        ka_status st = ka_queue_create(F.dev, NULL, &q);
+        unsetenv("KA_INLINE_MAX_ITEMS");
+        KA_OK_OR_FAIL(st);
+        ka_queue_stats s;
+        KA_OK_OR_FAIL(ka_queue_get_stats(q, &s));
+        uint64_t want = cases[c].want == UINT64_MAX ? F.limit : cases[c].want;
+        if (s.inline_max_items != want)
+            fail_msg("KA_INLINE_MAX_ITEMS=\"%s\": limit %llu, expected %llu", cases[c].value,
+                     (unsigned long long)s.inline_max_items, (unsigned long long)want);
+        if (want == 100) { /* 64 items run inline, 128 (over the limit) on the threaded device */
+            uint64_t n0 = inline_count(q);
+            run_step(q, F.b, F.a, 64, 1);
+            assert_int_equal(inline_count(q) - n0, 1);
+            run_step(q, F.b, F.a, 128, 1);
+            assert_int_equal(inline_count(q) - n0, 1);
+        }
+        KA_OK_OR_FAIL(ka_queue_finish(q));
+        KA_OK_OR_FAIL(ka_queue_release(q));
+    }
 }
 
 static void knob_off_by_config(void **state) {
@@ -237,6 +291,7 @@ int main(void) {
         cmocka_unit_test(waits_on_inline_launches),
         cmocka_unit_test(slow_small_kernel_demoted),
         cmocka_unit_test(knob_off_by_config),
+        cmocka_unit_test(knob_from_environment),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

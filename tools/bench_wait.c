@@ -133,9 +133,9 @@ typedef struct raw_side {
 
 /* In libka's own context, as in `ka bench launch`: program, kernel, queue and
  * buffer of its own. */
-static int raw_setup(raw_side *r, cl_context ctx, cl_device_id d) {
-    cl_int err = clRetainContext(ctx);
-    if (err == CL_SUCCESS) r->ctx = ctx;
+static int raw_setup(raw_side *r, cl_context kactx, cl_device_id d) {
+    cl_int err = clRetainContext(kactx);
+    if (err == CL_SUCCESS) r->ctx = kactx;
     if (err == CL_SUCCESS) r->q = clCreateCommandQueue(r->ctx, d, 0, &err);
     if (err == CL_SUCCESS) r->prog = clCreateProgramWithSource(r->ctx, 1, &raw_src, NULL, &err);
     if (err == CL_SUCCESS) err = clBuildProgram(r->prog, 1, &d, bench_cl_options(d), NULL, NULL);
