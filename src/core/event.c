@@ -27,11 +27,12 @@
 #endif
 
 /* Default spin before sleeping. On a CPU device the spinning thread takes a
- * core from the workers running the kernel: measured on PoCL (2 cores), a
- * 64-item launch + wait took 21 us with no spin, 26 us with 3 us of spin and
- * 36 us with 10 us. On a GPU the host is free and a completion callback wakes
- * late (38 us against 11 us for clWaitForEvents on NVIDIA's OpenCL), so a short
- * spin catches short kernels first. */
+ * core from the workers running the kernel: measured on PoCL (2 cores, quiet
+ * machine), a 64-item launch + wait took 21 us with no spin, 26 us with 3 us
+ * of spin and 36 us with 10 us (docs/BENCHMARKS.md has a loaded machine's
+ * figures too). On a GPU the host is free and a completion callback wakes
+ * late (on the H200 machine: libka's callback path 25 us against 10 us
+ * polling, docs/BENCHMARKS.md), so a short spin catches short kernels first. */
 #define KA__DEFAULT_SPIN_CPU_NS 0
 #define KA__DEFAULT_SPIN_GPU_NS 50000
 
