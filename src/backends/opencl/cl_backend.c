@@ -439,7 +439,10 @@ out:
 /* A small launch on PoCL's `basic` device: it runs inside clFlush, in this
  * thread. Ordering with the threaded device is kept on the host: pending work
  * there is finished first, and the inline launch is complete on return, so
- * later commands anywhere see its results. */
+ * later commands anywhere see its results. For the same reason it needs no
+ * native event: a launch that asks for one gets *ev = NULL, which the core
+ * binds as an event complete at once (saving PoCL's event, a status query and
+ * a release per launch + wait). */
 static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                                void **ev) {
     cl_queue *cq = q->native;
@@ -461,7 +464,8 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     int64_t t0 = timed ? ka__now_ns() : 0;
     st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
-        cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, (cl_event *)ev);
+        if (ev) *ev = NULL;
+        cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, NULL);
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel(basic)", err);
         else if (KA_UNLIKELY((err = clFlush(cq->inl)) != CL_SUCCESS)) st = ka__cl_fail("clFlush(basic)", err);
     }
