@@ -2,8 +2,9 @@
  * ones on the threaded device, behind one in-order queue. Sequences of small
  * and large kernels that each read the previous one's output are checked
  * element by element, on the routed queue and with routing off; waits,
- * callbacks and eventfd notifications work on inline launches. Skips (77)
- * where the device has no routing (not PoCL, or POCL_DEVICES set by the user). */
+ * callbacks and eventfd notifications work on inline launches. The cases that
+ * need routing skip (cmocka skip, with a message) where the device has none
+ * (not PoCL, or POCL_DEVICES set by the user without `basic`). */
 #include "test_util.h"
 
 #include <poll.h>
@@ -283,7 +284,35 @@ static void knob_off_by_config(void **state) {
     KA_OK_OR_FAIL(ka_queue_release(q));
 }
 
+/* The user's POCL_DEVICES, as the process started (libka sets it when unset). */
+static const char *user_pocl_devices;
+
+/* A POCL_DEVICES the user set is left alone: without `basic` there is no
+ * routing (ctest runs this program once more as test_routing_user_pocl_devices,
+ * with POCL_DEVICES=pthread). */
+static void user_pocl_devices_respected(void **state) {
+    (void)state;
+    if (!user_pocl_devices) {
+        print_message("skipped: POCL_DEVICES unset (test_routing_user_pocl_devices sets it)\n");
+        skip();
+    }
+    const char *now = getenv("POCL_DEVICES");
+    assert_non_null(now);
+    assert_string_equal(now, user_pocl_devices);
+    ka_native_device nat;
+    KA_OK_OR_FAIL(ka_device_get_native(F.dev, &nat));
+    if (!strstr(user_pocl_devices, "basic")) {
+        assert_null(nat.inline_device);
+        assert_int_equal(F.limit, 0);
+        uint64_t n0 = inline_count(F.routed);
+        run_step(F.routed, F.b, F.a, SMALL, 1);
+        KA_OK_OR_FAIL(ka_queue_finish(F.routed));
+        assert_int_equal(inline_count(F.routed), n0);
+    }
+}
+
 int main(void) {
+    user_pocl_devices = getenv("POCL_DEVICES");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(routed_sequence),
         cmocka_unit_test(direct_sequence),
@@ -292,6 +321,7 @@ int main(void) {
         cmocka_unit_test(slow_small_kernel_demoted),
         cmocka_unit_test(knob_off_by_config),
         cmocka_unit_test(knob_from_environment),
+        cmocka_unit_test(user_pocl_devices_respected),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -57,61 +57,68 @@ __attribute__((noinline)) double bench_wait_loop(ctx *c, int mode, int iters) {
     ka_range r = {.dims = 1, .size = {n}, .workgroup = {64}};
     ka_arg args[2] = {ka_arg_buffer(c->buf), ka_arg_f32(0)};
     int64_t t0 = bench_now_ns();
-    for (int it = 0; it < iters; it++) {
+    int bad = 0; /* any failed call: the loop's time is then meaningless */
+    for (int it = 0; it < iters && !bad; it++) {
         float v = (float)it;
         args[1] = ka_arg_f32(v);
         ka_event ev;
         switch (mode) {
         case RAW: {
             cl_event e;
-            clSetKernelArg(c->rk, 1, sizeof(cl_mem), &c->rbuf);
-            clSetKernelArg(c->rk, 2, sizeof v, &v);
-            clEnqueueNDRangeKernel(c->rq, c->rk, 1, NULL, &n, &local, 0, NULL, &e);
-            clWaitForEvents(1, &e);
-            clReleaseEvent(e);
+            bad |= clSetKernelArg(c->rk, 1, sizeof(cl_mem), &c->rbuf) | clSetKernelArg(c->rk, 2, sizeof v, &v);
+            if (clEnqueueNDRangeKernel(c->rq, c->rk, 1, NULL, &n, &local, 0, NULL, &e)) {
+                bad = 1;
+                break;
+            }
+            bad |= clWaitForEvents(1, &e) | clReleaseEvent(e);
             break;
         }
         case RAW_BASIC: {
             cl_event e;
-            clSetKernelArg(c->bk, 1, sizeof(cl_mem), &c->bbuf);
-            clSetKernelArg(c->bk, 2, sizeof v, &v);
-            clEnqueueNDRangeKernel(c->bq, c->bk, 1, NULL, &n, &local, 0, NULL, &e);
-            clFlush(c->bq);
-            clWaitForEvents(1, &e);
-            clReleaseEvent(e);
+            bad |= clSetKernelArg(c->bk, 1, sizeof(cl_mem), &c->bbuf) | clSetKernelArg(c->bk, 2, sizeof v, &v);
+            if (clEnqueueNDRangeKernel(c->bq, c->bk, 1, NULL, &n, &local, 0, NULL, &e)) {
+                bad = 1;
+                break;
+            }
+            bad |= clFlush(c->bq) | clWaitForEvents(1, &e) | clReleaseEvent(e);
             break;
         }
         case ROUTED:
-            ka_launch(c->routed, c->k, &r, args, 2, &ev);
-            ka_event_wait(ev, KA_WAIT_FOREVER);
-            ka_event_release(ev);
+            if ((bad = ka_launch(c->routed, c->k, &r, args, 2, &ev) != KA_OK)) break;
+            bad = ka_event_wait(ev, KA_WAIT_FOREVER) | ka_event_release(ev);
             break;
         case KA_DEFAULT:
-            ka_launch(c->q, c->k, &r, args, 2, &ev);
-            ka_event_wait(ev, KA_WAIT_FOREVER);
-            ka_event_release(ev);
+            if ((bad = ka_launch(c->q, c->k, &r, args, 2, &ev) != KA_OK)) break;
+            bad = ka_event_wait(ev, KA_WAIT_FOREVER) | ka_event_release(ev);
             break;
         case KA_POLL:
-            ka_launch(c->q, c->k, &r, args, 2, &ev);
+            if ((bad = ka_launch(c->q, c->k, &r, args, 2, &ev) != KA_OK)) break;
+            ka_status st;
             ka_queue_flush(c->q);
-            while (ka_event_wait(ev, 0) == KA_ERR_TIMEOUT) {}
-            ka_event_release(ev);
+            while ((st = ka_event_wait(ev, 0)) == KA_ERR_TIMEOUT) {}
+            bad = st | ka_event_release(ev);
             break;
         case KA_SLEEP:
-            ka_launch(c->q_nospin, c->k, &r, args, 2, &ev);
-            ka_event_wait(ev, KA_WAIT_FOREVER);
-            ka_event_release(ev);
+            if ((bad = ka_launch(c->q_nospin, c->k, &r, args, 2, &ev) != KA_OK)) break;
+            bad = ka_event_wait(ev, KA_WAIT_FOREVER) | ka_event_release(ev);
             break;
         case KA_CALLBACK:
-            ka_launch(c->q, c->k, &r, args, 2, &ev);
-            ka_event_on_complete(ev, on_done, &c->sem);
-            ka_event_release(ev);
+            if ((bad = ka_launch(c->q, c->k, &r, args, 2, &ev) != KA_OK)) break;
+            /* a failed registration never runs the callback: no wait then */
+            if ((bad = ka_event_on_complete(ev, on_done, &c->sem) != KA_OK)) {
+                ka_event_release(ev);
+                break;
+            }
+            bad = ka_event_release(ev);
             while (sem_wait(&c->sem)) {}
             break;
         case KA_EVENTFD: {
-            ka_launch(c->q, c->k, &r, args, 2, &ev);
-            ka_event_notify(ev);
-            ka_event_release(ev);
+            if ((bad = ka_launch(c->q, c->k, &r, args, 2, &ev) != KA_OK)) break;
+            if ((bad = ka_event_notify(ev) != KA_OK)) {
+                ka_event_release(ev);
+                break;
+            }
+            bad = ka_event_release(ev);
             struct pollfd p = {c->efd, POLLIN, 0};
             while (poll(&p, 1, -1) != 1) {}
             uint64_t cnt;
@@ -119,6 +126,10 @@ __attribute__((noinline)) double bench_wait_loop(ctx *c, int mode, int iters) {
             break;
         }
         }
+    }
+    if (bad) {
+        fprintf(stderr, "ka bench wait: a call failed in mode %d: %s\n", mode, ka_last_error());
+        return -1;
     }
     return (double)(bench_now_ns() - t0) / iters;
 }
@@ -226,11 +237,11 @@ int bench_wait_main(int argc, char **argv) {
     double *v[NMODES];
     for (int m = 0; m < NMODES; m++) v[m] = calloc((size_t)reps, sizeof(double));
     for (int m = 0; m < NMODES; m++)
-        if (have[m]) bench_wait_loop(&c, m, 20); /* warm-up */
+        if (have[m] && bench_wait_loop(&c, m, 20) < 0) return 1; /* warm-up */
     for (int rep = 0; rep < reps; rep++)
         for (int i = 0; i < NMODES; i++) {
             int m = (i + rep) % NMODES; /* rotate the order */
-            if (have[m]) v[m][rep] = bench_wait_loop(&c, m, iters);
+            if (have[m] && (v[m][rep] = bench_wait_loop(&c, m, iters)) < 0) return 1;
         }
     double med[NMODES], mn[NMODES], mx[NMODES];
     for (int m = 0; m < NMODES; m++) {

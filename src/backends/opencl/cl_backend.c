@@ -469,7 +469,9 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel(basic)", err);
         else if (KA_UNLIKELY((err = clFlush(cq->inl)) != CL_SUCCESS)) st = ka__cl_fail("clFlush(basic)", err);
     }
-    atomic_fetch_add_explicit(&cq->inline_launches, 1, memory_order_relaxed);
+    /* Under the queue's inline lock: a plain increment, no locked instruction. */
+    atomic_store_explicit(&cq->inline_launches, atomic_load_explicit(&cq->inline_launches, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     if (timed) {
         kk->slow_streak = ka__now_ns() - t0 > cq->inline_slow_ns ? kk->slow_streak + 1 : 0;
         if (kk->slow_streak >= 2) {
