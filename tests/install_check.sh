@@ -2,9 +2,10 @@
 # Installs the build into a temporary prefix, then builds and runs a small
 # program against it twice: through pkg-config and through find_package(libka).
 # A sanitizer build of libka needs its consumers built with the same
-# -fsanitize flags (the runtime must come first), given as the third argument.
+# -fsanitize flags (the runtime must come first), given as the third argument,
+# and the same compiler, the fourth.
 set -euo pipefail
-build=$1 src=$2 san=${3:-}
+build=$1 src=$2 san=${3:-} cc=${4:-cc}
 flags=()
 [[ -n $san ]] && flags=(-fsanitize="$san" -fno-omit-frame-pointer)
 prefix=$(mktemp -d)
@@ -12,10 +13,10 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 libdir=$(dirname "$(find "$prefix" -name 'libka.so' | head -n1)")
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-PKG_CONFIG_PATH=$libdir/pkgconfig cc "${flags[@]}" -o "$prefix/by_pkgconfig" "$src/tests/consumer/main.c" \
+PKG_CONFIG_PATH=$libdir/pkgconfig "$cc" "${flags[@]}" -o "$prefix/by_pkgconfig" "$src/tests/consumer/main.c" \
   $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs libka)
 "$prefix/by_pkgconfig"
-cmake -S "$src/tests/consumer" -B "$prefix/consumer-build" -DCMAKE_PREFIX_PATH="$prefix" \
+cmake -S "$src/tests/consumer" -B "$prefix/consumer-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_C_FLAGS="${flags[*]}" -DCMAKE_EXE_LINKER_FLAGS="${flags[*]}" >/dev/null
 cmake --build "$prefix/consumer-build" >/dev/null
 "$prefix/consumer-build/consumer"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Compiles the README's example exactly as written (its first ```c block),
 # with a main that runs it and checks the result, against the built library.
-# Usage: readme_example.sh BUILD_DIR SOURCE_DIR [SANITIZERS]
+# Usage: readme_example.sh BUILD_DIR SOURCE_DIR [SANITIZERS [CC]]
 set -euo pipefail
-build=$1 src=$2 san=${3:-}
+build=$1 src=$2 san=${3:-} cc=${4:-cc}
 flags=(-std=c11 -Wall -Wextra -Werror)
 [[ -n $san ]] && flags+=(-fsanitize="$san" -fno-omit-frame-pointer)
 dir=$(mktemp -d)
@@ -24,5 +24,5 @@ int main(void) {
     return 0;
 }
 MAIN
-cc "${flags[@]}" -I"$src/include" -o "$dir/example" "$dir/example.c" -L"$build" -lka -Wl,-rpath,"$build"
+"$cc" "${flags[@]}" -I"$src/include" -o "$dir/example" "$dir/example.c" -L"$build" -lka -Wl,-rpath,"$build"
 "$dir/example"

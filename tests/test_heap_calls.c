@@ -114,7 +114,7 @@ enum { LAUNCH, WAIT, WAIT_CALLBACK };
 
 /* Heap calls per iteration of the raw loop; mode: launch only, launch + wait,
  * launch + completion callback + wait. flush: on PoCL's basic device a command
- * runs at clFlush, as libka's inline launch does. */
+ * runs at clFlush, as libka's inline launch does, and is complete then. */
 static void raw_loop(raw *r, int mode, int flush, size_t *per_iter) {
     size_t n = 64, local = 64;
     cl_int bad = CL_SUCCESS; /* the first failure, checked after the loop (not counted) */
@@ -125,7 +125,9 @@ static void raw_loop(raw *r, int mode, int flush, size_t *per_iter) {
         counting = 1;
         RAW_CHECK(clSetKernelArg(r->k, 1, sizeof(cl_mem), &r->buf));
         RAW_CHECK(clSetKernelArg(r->k, 2, sizeof v, &v));
-        if (mode == LAUNCH) {
+        if (mode == LAUNCH || (mode == WAIT && flush)) {
+            /* On `basic` a command is complete when clFlush returns: the raw
+             * launch + wait needs no event there, and libka's uses none. */
             RAW_CHECK(clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &n, &local, 0, NULL, NULL));
             if (flush) RAW_CHECK(clFlush(r->q));
         } else {

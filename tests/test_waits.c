@@ -215,6 +215,15 @@ static void device_error_reaches_the_waiter(void **state) {
     KA_OK_OR_FAIL(ka_event_on_complete(ev, on_done, &c));
     assert_int_equal(atomic_load(&c.status), KA_ERR_KERNEL_FAILED);
     KA_OK_OR_FAIL(ka_event_release(ev));
+    /* ka_wait_all over {ok, failed}: the failure's own detail, with its index */
+    ka_event two[2];
+    KA_OK_OR_FAIL(ka_launch(q, good, &r, args, 1, &two[0]));
+    KA_OK_OR_FAIL(ka_launch(q, bad, &r, args, 1, &two[1]));
+    KA_EXPECT(KA_ERR_KERNEL_FAILED, ka_wait_all(two, 2, KA_WAIT_FOREVER));
+    print_message("detail: %s\n", ka_last_error());
+    assert_non_null(strstr(ka_last_error(), "ka_wait_all: event 1: event: the command failed on the device: a ka_null_fail"));
+    KA_OK_OR_FAIL(ka_event_release(two[0]));
+    KA_OK_OR_FAIL(ka_event_release(two[1]));
     /* later launches still work */
     KA_OK_OR_FAIL(ka_launch(q, good, &r, args, 1, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));

@@ -66,7 +66,7 @@ typedef struct fix {
     ka_queue q;        /* the default queue: on PoCL, small launches run inline on `basic` */
     ka_queue q_thr;    /* routing off: every launch on the threaded device */
     ka_queue q_nospin; /* routing off, no spin: waits sleep on the completion callback */
-    ka_queue q_spin;   /* routing off, a 2 ms spin: waits poll the event before sleeping */
+    ka_queue q_spin;   /* routing off, a 50 ms spin: waits poll the event before sleeping */
     ka_program prog;
     ka_kernel inc, spin, inc3, many;
     ka_buffer buf, fbuf;
@@ -85,7 +85,7 @@ static int setup(void **state) {
     if (ka_device_open(NULL, &F.dev) || ka_queue_create(F.dev, NULL, &F.q) ||
         ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &F.q_thr) ||
         ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 0, .inline_max_items = KA_INLINE_OFF}, &F.q_nospin) ||
-        ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 2000000, .inline_max_items = KA_INLINE_OFF}, &F.q_spin) ||
+        ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = 50000000, .inline_max_items = KA_INLINE_OFF}, &F.q_spin) ||
         ka_program_build(F.dev, full, NULL, &F.prog) || ka_kernel_get(F.prog, "inc", NULL, &F.inc) ||
         ka_kernel_get(F.prog, "spin", NULL, &F.spin) || ka_kernel_get(F.prog, "inc3", NULL, &F.inc3) ||
         ka_kernel_get(F.prog, "many", NULL, &F.many) || ka_buffer_create(F.dev, 1 << 20, &F.buf) ||
@@ -191,8 +191,10 @@ static void zero_alloc_2d_static(void **state) {
     expect_all(Q, F.buf, 13 * 7, N + 1);
 }
 
-/* Waits that poll the event for up to 2 ms before sleeping: a short kernel on
- * the threaded device ends within the spin, not through the callback. */
+/* Waits that poll the event for up to 50 ms before sleeping: a short kernel
+ * on the threaded device ends within the spin, not through the callback (on
+ * 2 loaded cores the spinner holds one, and PoCL's worker may wait for the
+ * other for milliseconds). */
 static void zero_alloc_launch_wait_spin(void **state) {
     (void)state;
     zero(F.q_spin, F.buf);
@@ -214,7 +216,7 @@ static void zero_alloc_launch_wait_spin(void **state) {
     uint64_t polled = s1.waits_polled - s0.waits_polled, slept = s1.waits_slept - s0.waits_slept;
     print_message("spin path: %llu of %d waits ended while polling, %llu slept\n", (unsigned long long)polled, N,
                   (unsigned long long)slept);
-    assert_true(polled > (uint64_t)N / 2); /* with spin 0 these sleep (zero_alloc_launch_wait_callback) */
+    assert_true(polled > slept); /* with spin 0 most of these sleep (zero_alloc_launch_wait_callback) */
     expect_all(F.q_spin, F.buf, 64, N + 1);
 }
 

@@ -10,6 +10,7 @@
 #include "ka_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <sched.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -79,7 +80,7 @@ static void push_free(ka__queue *q, ka__event *e) {
     uint32_t idx = (uint32_t)(e - q->events) + 1;
     uint64_t head = atomic_load_explicit(&q->free_head, memory_order_relaxed);
     do {
-        e->next = (uint32_t)head;
+        atomic_store_explicit(&e->next, (uint32_t)head, memory_order_relaxed);
     } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head,
                                                     ((head >> 32) + 1) << 32 | idx,
                                                     memory_order_release, memory_order_relaxed));
@@ -171,7 +172,8 @@ ka_status ka__event_acquire(ka__queue *q, ka__event **out) {
                             q->nevents, atomic_load(&q->callbacks_pending));
         }
         e = &q->events[idx - 1];
-        if (atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | e->next,
+        uint32_t next = atomic_load_explicit(&e->next, memory_order_relaxed);
+        if (atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | next,
                                                   memory_order_acquire, memory_order_acquire))
             break;
     }
@@ -291,12 +293,14 @@ static ka__event *lookup(ka_event ev) {
     return e;
 }
 
-/* The caller holds a reference, so the native event is still bound. */
+/* The user's handle keeps the slot, and with it the native event, until
+ * ka_event_release (a wait racing its own event's release is the caller's race). */
 static ka_status done_status(ka__event *e) {
     ka_status st = (ka_status)atomic_load_explicit(&e->status, memory_order_acquire);
     if (KA_LIKELY(st == KA_OK)) return KA_OK;
     const ka_backend_ops *ops = e->q->dev->ops;
-    const char *why = e->native && ops->event_error ? ops->event_error(e->native) : NULL;
+    void *native = e->native;
+    const char *why = native && ops->event_error ? ops->event_error(native) : NULL;
     if (why) return ka__fail(st, "event: the command failed on the device: %s (%s)", why, ka_status_name(st));
     return ka__fail(st, "event: the command failed on the device (%s)", ka_status_name(st));
 }
@@ -386,12 +390,18 @@ ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
         if (!lookup(evs[i])) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_all: event %u is invalid or stale", i);
     int64_t deadline = deadline_of(timeout_ns);
     ka_status first = KA_OK;
+    uint32_t first_at = 0;
     for (uint32_t i = 0; i < n; i++) {
         ka_status st = wait_one(lookup(evs[i]), deadline);
         if (st == KA_ERR_TIMEOUT) return st;
-        if (st != KA_OK && first == KA_OK) first = st;
+        if (st != KA_OK && first == KA_OK) first = st, first_at = i;
     }
-    return first == KA_OK ? KA_OK : ka__fail(first, "ka_wait_all: a command failed on the device");
+    if (first == KA_OK) return KA_OK;
+    /* The detail of the first failure (the driver's error name), not of the last. */
+    done_status(lookup(evs[first_at]));
+    char why[512];
+    snprintf(why, sizeof why, "%s", ka_last_error());
+    return ka__fail(first, "ka_wait_all: event %u: %s", first_at, why);
 }
 
 ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint32_t *index) {

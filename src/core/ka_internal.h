@@ -175,7 +175,11 @@ struct ka__event {
     _Atomic uint32_t released; /* the user released it; a callback may still hold it */
     ka_event_fn fn;
     void *fn_user;
-    uint32_t next;             /* free-list link (index+1) */
+    /* Free-list link (index+1). Atomic (relaxed) because a pop reads the link
+     * of a slot another thread may be popping and pushing back at that moment:
+     * the tagged compare-exchange then fails and the value is dropped, but the
+     * read itself must not be a data race. */
+    _Atomic uint32_t next;
 };
 
 struct ka__queue {

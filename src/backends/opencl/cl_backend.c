@@ -53,8 +53,9 @@ static ka_status cl_queue_create(ka__queue *q) {
         return ka__cl_fail("clCreateCommandQueue", err);
     }
     cq->inline_max = inline_limit(q);
+    /* Past 1000 s is as good as never timed out; clamped, not wrapped. */
     uint64_t slow_us = env_u64("KA_INLINE_SLOW_US", KA__INLINE_SLOW_NS / 1000);
-    cq->inline_slow_ns = slow_us > INT64_MAX / 1000 ? 0 : (int64_t)slow_us * 1000;
+    cq->inline_slow_ns = (int64_t)(slow_us > 1000000000u ? 1000000000u : slow_us) * 1000;
     if (cd->inline_device && cq->inline_max) {
         cq->inl = clCreateCommandQueue(cd->context, cd->inline_device, 0, &err);
         if (err != CL_SUCCESS) {
@@ -96,15 +97,17 @@ static ka_status cl_queue_flush(ka__queue *q) {
     return KA_OK;
 }
 
-/* Commands on the main queue are counted once enqueued (counted(q, clEnqueue...
- * (main_q(q), ...))); an inline launch finishes main first when the count is
- * ahead of what a clFinish covered. Counting after the enqueue returns matters:
+/* Commands on the main queue are counted once enqueued (counted(q, async,
+ * clEnqueue...(main_q(q), ...))); an inline launch finishes main first when
+ * the count is ahead of what a clFinish covered. Counting after the enqueue returns matters:
  * counted before, another thread's finish_main could take the count, finish
  * before the command is in the queue, and mark it finished. */
 static cl_command_queue main_q(ka__queue *q) { return ((cl_queue *)q->native)->main; }
 
-static cl_int counted(ka__queue *q, cl_int err) {
-    if (KA_LIKELY(err == CL_SUCCESS))
+static cl_int counted(ka__queue *q, bool async, cl_int err) {
+    /* A blocking command is complete on return, and so is all before it (an
+     * in-order queue): only commands that may still run count. */
+    if (KA_LIKELY(err == CL_SUCCESS) && async)
         atomic_fetch_add_explicit(&((cl_queue *)q->native)->main_enqueued, 1, memory_order_release);
     return err;
 }
@@ -122,21 +125,24 @@ static void cl_buffer_release(ka__buffer *b) { clReleaseMemObject(b->native); }
 
 static ka_status cl_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
     CL_CHECK("clEnqueueWriteBuffer",
-             counted(q, clEnqueueWriteBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, src, 0, NULL,
-                                             (cl_event *)ev)));
+             counted(q, ev != NULL,
+                     clEnqueueWriteBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, src, 0, NULL,
+                                          (cl_event *)ev)));
     return KA_OK;
 }
 
 static ka_status cl_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
     CL_CHECK("clEnqueueReadBuffer",
-             counted(q, clEnqueueReadBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, dst, 0, NULL,
-                                            (cl_event *)ev)));
+             counted(q, ev != NULL,
+                     clEnqueueReadBuffer(main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, dst, 0, NULL,
+                                         (cl_event *)ev)));
     return KA_OK;
 }
 
 static ka_status cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
     cl_event e;
-    CL_CHECK("clEnqueueCopyBuffer", counted(q, clEnqueueCopyBuffer(main_q(q), s->native, d->native, so, dof, n, 0, NULL, &e)));
+    CL_CHECK("clEnqueueCopyBuffer",
+             counted(q, ev != NULL, clEnqueueCopyBuffer(main_q(q), s->native, d->native, so, dof, n, 0, NULL, &e)));
     if (ev) {
         *ev = e;
         return KA_OK;
@@ -150,7 +156,8 @@ static ka_status cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buff
 static ka_status cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
                                 void **ev) {
     cl_event e;
-    CL_CHECK("clEnqueueFillBuffer", counted(q, clEnqueueFillBuffer(main_q(q), b->native, pat, psz, off, n, 0, NULL, &e)));
+    CL_CHECK("clEnqueueFillBuffer",
+             counted(q, ev != NULL, clEnqueueFillBuffer(main_q(q), b->native, pat, psz, off, n, 0, NULL, &e)));
     if (ev) {
         *ev = e;
         return KA_OK;
@@ -469,9 +476,11 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel(basic)", err);
         else if (KA_UNLIKELY((err = clFlush(cq->inl)) != CL_SUCCESS)) st = ka__cl_fail("clFlush(basic)", err);
     }
-    /* Under the queue's inline lock: a plain increment, no locked instruction. */
-    atomic_store_explicit(&cq->inline_launches, atomic_load_explicit(&cq->inline_launches, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    /* Launches that ran inline. Under the queue's inline lock: a plain
+     * increment, no locked instruction. */
+    if (KA_LIKELY(st == KA_OK))
+        atomic_store_explicit(&cq->inline_launches,
+                              atomic_load_explicit(&cq->inline_launches, memory_order_relaxed) + 1, memory_order_relaxed);
     if (timed) {
         kk->slow_streak = ka__now_ns() - t0 > cq->inline_slow_ns ? kk->slow_streak + 1 : 0;
         if (kk->slow_streak >= 2) {
@@ -497,7 +506,7 @@ static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, con
     ka__spin_lock(&k->spin);
     ka_status st = set_args(k, k->native, kk->cache, k->last_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
-        cl_int err = counted(q, clEnqueueNDRangeKernel(main_q(q), k->native, l->dims, NULL, l->global, l->local, 0,
+        cl_int err = counted(q, true, clEnqueueNDRangeKernel(main_q(q), k->native, l->dims, NULL, l->global, l->local, 0,
                                                        NULL, (cl_event *)ev));
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel", err);
     }
