@@ -295,14 +295,18 @@ static ka__event *lookup(ka_event ev) {
 
 /* The user's handle keeps the slot, and with it the native event, until
  * ka_event_release (a wait racing its own event's release is the caller's race). */
-static ka_status done_status(ka__event *e) {
-    ka_status st = (ka_status)atomic_load_explicit(&e->status, memory_order_acquire);
-    if (KA_LIKELY(st == KA_OK)) return KA_OK;
+/* where: "" or a prefix naming the call and event ("ka_wait_all: event 3: "). */
+static ka_status failed_status(ka__event *e, ka_status st, const char *where) {
     const ka_backend_ops *ops = e->q->dev->ops;
     void *native = e->native;
     const char *why = native && ops->event_error ? ops->event_error(native) : NULL;
-    if (why) return ka__fail(st, "event: the command failed on the device: %s (%s)", why, ka_status_name(st));
-    return ka__fail(st, "event: the command failed on the device (%s)", ka_status_name(st));
+    if (why) return ka__fail(st, "%sevent: the command failed on the device: %s (%s)", where, why, ka_status_name(st));
+    return ka__fail(st, "%sevent: the command failed on the device (%s)", where, ka_status_name(st));
+}
+
+static ka_status done_status(ka__event *e) {
+    ka_status st = (ka_status)atomic_load_explicit(&e->status, memory_order_acquire);
+    return KA_LIKELY(st == KA_OK) ? KA_OK : failed_status(e, st, "");
 }
 
 /* Asks the driver; marks done if so. true when done. */
@@ -398,10 +402,9 @@ ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
     }
     if (first == KA_OK) return KA_OK;
     /* The detail of the first failure (the driver's error name), not of the last. */
-    done_status(lookup(evs[first_at]));
-    char why[512];
-    snprintf(why, sizeof why, "%s", ka_last_error());
-    return ka__fail(first, "ka_wait_all: event %u: %s", first_at, why);
+    char where[48];
+    snprintf(where, sizeof where, "ka_wait_all: event %u: ", first_at);
+    return failed_status(lookup(evs[first_at]), first, where);
 }
 
 ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint32_t *index) {
