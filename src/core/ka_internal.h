@@ -127,7 +127,7 @@ struct ka__kernel {
     void *native;              /* cl_kernel / CUfunction */
     uint32_t nargs;            /* user arguments */
     ka__argsig *sig;
-    uint64_t *fast_tag;        /* per argument: the (kind, size) word of a matching ka_arg, 0 = check fully */
+    uint64_t *fast_tag;        /* per argument: the (kind, size) word of a matching ka_arg; kind 0: check fully */
     uint32_t max_wg;
     uint32_t pref_multiple;
     uint64_t local_mem;
@@ -204,6 +204,7 @@ typedef struct ka__launch {
     size_t global[3];
     size_t local[3];
     uint64_t nd[4];            /* logical range + dims: the hidden argument */
+    uint64_t items;            /* global[0] * global[1] * global[2], checked not to overflow */
 } ka__launch;
 
 typedef void (*ka__native_cb)(void *ctx, ka_status st);

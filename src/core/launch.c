@@ -2,6 +2,7 @@
  * Everything lives on the stack: no allocation, no device query. */
 #include "ka_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 
@@ -20,6 +21,7 @@ static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t na
         return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
     if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
     uint64_t local = k->local_mem; /* static local memory, then each dynamic argument's */
+    uint32_t max_bytes = k->prog->dev->info.max_arg_bytes ? k->prog->dev->info.max_arg_bytes : 1024;
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
         uint64_t tag;
@@ -44,16 +46,29 @@ static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t na
             ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) &&
                  (a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8);
             break;
-        case KA_ARG_BYTES:
-            ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) && a->u.ptr;
+        case KA_ARG_BYTES: /* by the parameter's size where known, always by the device's limit */
+            ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (s->size ? s->size == a->size : a->size > 0) &&
+                 a->size <= max_bytes && a->u.ptr;
             break;
         default: ok = false;
         }
-        if (KA_UNLIKELY(!ok))
-            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s%s%u bytes",
-                            k->name, i, s->name, kind_name(a->kind), a->size,
-                            s->kind == KA__SIG_BUFFER ? "a buffer" : s->kind == KA__SIG_LOCAL ? "local memory" : "a value",
-                            s->size ? " of " : " of any size", s->size);
+        if (KA_UNLIKELY(!ok)) {
+            char want[48];
+            if (s->kind == KA__SIG_BUFFER) snprintf(want, sizeof want, "a buffer");
+            else if (s->kind == KA__SIG_LOCAL) snprintf(want, sizeof want, "local memory");
+            else if (s->size) snprintf(want, sizeof want, "a value of %u bytes", s->size);
+            else snprintf(want, sizeof want, "a value of 1 to %u bytes", max_bytes);
+            if (a->kind == KA_ARG_BYTES && !a->u.ptr)
+                return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): bytes with a NULL pointer",
+                                k->name, i, s->name);
+            if (a->kind < KA_ARG_BUFFER || a->kind > KA_ARG_BYTES)
+                return ka__fail(KA_ERR_ARG_TYPE,
+                                "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u (a zeroed or "
+                                "uninitialized ka_arg?), expected %s",
+                                k->name, i, s->name, a->kind, want);
+            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s",
+                            k->name, i, s->name, kind_name(a->kind), a->size, want);
+        }
     }
     return KA_OK;
 }
@@ -123,6 +138,7 @@ static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp
     ka__launch l;
     ka_status st;
     l.dims = r->dims;
+    l.items = 0;
     bool empty = false;
     for (uint32_t d = 0; d < 3; d++) {
         uint64_t n = d < r->dims ? r->size[d] : 1;
@@ -141,7 +157,22 @@ static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp
     if (!empty) {
         st = choose_workgroup(k, r, &l, l.local);
         if (KA_UNLIKELY(st != KA_OK)) return st;
-        for (uint32_t d = 0; d < 3; d++) l.global[d] = (size_t)((l.nd[d] + l.local[d] - 1) / l.local[d] * l.local[d]);
+        /* Padded up to whole groups; a range whose padding or whose total of
+         * work-items does not fit 64 bits is refused (it would wrap to a
+         * small or empty launch). */
+        uint64_t total = 1;
+        for (uint32_t d = 0; d < 3; d++) {
+            uint64_t groups = l.nd[d] / l.local[d] + (l.nd[d] % l.local[d] != 0), padded;
+            if (KA_UNLIKELY(__builtin_mul_overflow(groups, (uint64_t)l.local[d], &padded) || padded > SIZE_MAX ||
+                            __builtin_mul_overflow(total, padded, &total)))
+                return ka__fail(KA_ERR_INVALID_RANGE,
+                                "ka_launch: kernel '%s': the range (%llu,%llu,%llu) padded to work-groups of (%zu,%zu,%zu) "
+                                "overflows 64 bits (dimension %u)",
+                                k->name, (unsigned long long)l.nd[0], (unsigned long long)l.nd[1],
+                                (unsigned long long)l.nd[2], l.local[0], l.local[1], l.local[2], d);
+            l.global[d] = (size_t)padded;
+        }
+        l.items = total;
     }
     *lp = l;
     *emptyp = empty;

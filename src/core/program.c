@@ -280,7 +280,12 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
         if (sg->kind == KA__SIG_BUFFER) a = ka_arg_buffer((ka_buffer){0});
         else if (sg->kind == KA__SIG_SCALAR && (sg->size == 1 || sg->size == 2 || sg->size == 4 || sg->size == 8))
             a.kind = KA_ARG_SCALAR, a.size = sg->size;
-        if (a.kind) memcpy(&k->fast_tag[i], &a, sizeof(uint64_t));
+        /* An argument without a likely ka_arg (a struct, a size not known)
+         * gets the tag of kind 0 (invalid) and size 0xffffffff: a zeroed
+         * ka_arg does not match it and takes the full check; only garbage of
+         * exactly that word passes, and the back-ends reject its kind. */
+        if (!a.kind) a.size = UINT32_MAX;
+        memcpy(&k->fast_tag[i], &a, sizeof(uint64_t));
     }
     if (!(k->id = ka__handle_new(KA__T_KERNEL, k))) {
         kernel_free(k);

@@ -122,15 +122,20 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
             shmem += a->size;
             break;
         case KA_ARG_BYTES: params[i + 1] = (void *)a->u.ptr; break;
-        default: params[i + 1] = (void *)&a->u; break; /* scalar: the value's bytes lead the union */
+        case KA_ARG_SCALAR: params[i + 1] = (void *)&a->u; break; /* the value's bytes lead the union */
+        default: /* only past the fast check: garbage of exactly an unknown argument's tag */
+            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u", k->name, i,
+                            k->sig[i].name, a->kind);
         }
     }
     unsigned gx = (unsigned)(l->global[0] / l->local[0]);
     size_t gy = l->global[1] / l->local[1], gz = l->global[2] / l->local[2];
     if (KA_UNLIKELY(l->global[0] / l->local[0] > 0x7fffffffu || gy > 65535 || gz > 65535))
         return ka__fail(KA_ERR_INVALID_RANGE,
-                        "ka_launch: %zu x %zu x %zu work-groups exceed CUDA's grid limit (2^31-1 x 65535 x 65535)",
-                        l->global[0] / l->local[0], gy, gz);
+                        "ka_launch: kernel '%s': the range (%llu,%llu,%llu) in work-groups of (%zu,%zu,%zu) needs %zu x %zu x "
+                        "%zu work-groups, over CUDA's grid limit (2^31-1 x 65535 x 65535)",
+                        k->name, (unsigned long long)l->nd[0], (unsigned long long)l->nd[1], (unsigned long long)l->nd[2],
+                        l->local[0], l->local[1], l->local[2], l->global[0] / l->local[0], gy, gz);
     if (KA_UNLIKELY(shmem > atomic_load_explicit(&ck->dyn_smem, memory_order_acquire))) {
         ka_status st = raise_dyn_smem(k, ck, shmem);
         if (st != KA_OK) return st;

@@ -387,10 +387,14 @@ static ka_status set_args(ka__kernel *k, cl_kernel ck, argcache *cache, uint64_t
             err = clSetKernelArg(ck, i + 1, a->size, a->u.ptr);
             if (KA_UNLIKELY(err != CL_SUCCESS)) goto fail;
             continue;
-        default:
+        case KA_ARG_SCALAR:
             if (c->kind == KA_ARG_SCALAR && c->size == a->size && c->v == v) continue;
             err = clSetKernelArg(ck, i + 1, a->size, &a->u);
             break;
+        default: /* reaches here only past the fast check: garbage of exactly an unknown argument's tag */
+            c->kind = 0;
+            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u",
+                            k->name, i, k->sig[i].name, a->kind);
         }
         if (KA_UNLIKELY(err != CL_SUCCESS)) {
         fail:
@@ -498,7 +502,7 @@ static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, con
                            void **ev) {
     cl_queue *cq = q->native;
     cl_kern *kk = k->bk;
-    if (cq->inl && (uint64_t)l->global[0] * l->global[1] * l->global[2] <= cq->inline_max &&
+    if (cq->inl && l->items <= cq->inline_max &&
         !atomic_load_explicit(&kk->demoted, memory_order_relaxed))
         return launch_inline(q, k, l, args, nargs, ev);
     /* clSetKernelArg + enqueue on one cl_kernel must not interleave between

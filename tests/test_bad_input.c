@@ -1,0 +1,211 @@
+/* Bad input to the launch path: each case a clean status naming the
+ * argument or the sizes, never a crash (PoCL asserts on some of these when
+ * they reach the driver), on the routed queue (small launches inline on
+ * PoCL) and on the threaded one, with and without an event. */
+#define _GNU_SOURCE
+#include "test_util.h"
+#include <stdint.h>
+#include <string.h>
+
+#define EXPECT_DETAIL(...)                                                                              \
+    do {                                                                                                \
+        const char *subs_[] = {__VA_ARGS__};                                                            \
+        for (size_t i_ = 0; i_ < sizeof subs_ / sizeof subs_[0]; i_++)                                  \
+            if (!strstr(ka_last_error(), subs_[i_]))                                                    \
+                fail_msg("ka_last_error() lacks \"%s\":\n%s", subs_[i_], ka_last_error());              \
+    } while (0)
+
+static const char *src =
+    "typedef struct pair { float a; float b; int c; int d; } pair;\n"
+    "KA_KERNEL(with_struct, KA_GLOBAL float *y, pair p) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    y[ka_global_id(0)] = p.a + p.b + (float)(p.c + p.d);\n"
+    "}\n"
+    "KA_KERNEL(scaled, KA_GLOBAL float *y, float s) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    y[ka_global_id(0)] = s;\n"
+    "}\n";
+
+typedef struct pair {
+    float a, b;
+    int32_t c, d;
+} pair;
+
+static ka_device g_dev;
+static ka_queue g_q[2]; /* routed (default), threaded */
+static ka_program g_prog;
+static ka_buffer g_y;
+static const ka_device_info *g_info;
+
+static int setup(void **state) {
+    (void)state;
+    static const ka_queue_config threaded = {.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF};
+    if (ka_device_open(NULL, &g_dev) || ka_device_get_info(g_dev, &g_info) || ka_queue_create(g_dev, NULL, &g_q[0]) ||
+        ka_queue_create(g_dev, &threaded, &g_q[1]) || ka_buffer_create(g_dev, 4096, &g_y)) {
+        fprintf(stderr, "setup: %s\n", ka_last_error());
+        return -1;
+    }
+    if (ka_program_build(g_dev, src, NULL, &g_prog)) {
+        fprintf(stderr, "build: %s\n", ka_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    ka_buffer_release(g_y);
+    ka_program_release(g_prog);
+    ka_queue_release(g_q[0]);
+    ka_queue_release(g_q[1]);
+    return ka_device_close(g_dev) == KA_OK ? 0 : -1;
+}
+
+static ka_kernel kernel(const char *name) {
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(g_prog, name, NULL, &k));
+    return k;
+}
+
+/* Launches on both queues, with and without an event; each must return st. */
+static void expect_everywhere(ka_status st, ka_kernel k, const ka_range *r, const ka_arg *args, uint32_t n) {
+    for (int qi = 0; qi < 2; qi++)
+        for (int with_ev = 0; with_ev < 2; with_ev++) {
+            ka_event ev = {42};
+            ka_status got = ka_launch(g_q[qi], k, r, args, n, with_ev ? &ev : NULL);
+            if (got != st)
+                fail_msg("queue %d, event %d: %s, expected %s\n%s", qi, with_ev, ka_status_name(got), ka_status_name(st),
+                         ka_last_error());
+            if (with_ev && st != KA_OK) assert_true(ev.id == 0);
+            if (with_ev && st == KA_OK) {
+                KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+                KA_OK_OR_FAIL(ka_event_release(ev));
+            }
+        }
+}
+
+static float first_y(void) {
+    float v = -1;
+    KA_OK_OR_FAIL(ka_buffer_read(g_q[0], g_y, 0, sizeof v, &v, NULL));
+    return v;
+}
+
+/* `ka_arg args[2] = {ka_arg_buffer(y)};` leaves the second zeroed: kind 0.
+ * Before the fix a struct parameter's fast tag was 0 too, the check was
+ * skipped and PoCL asserted in clSetKernelArg on a size of 0. */
+static void zeroed_arg(void **state) {
+    (void)state;
+    const ka_range r = {.dims = 1, .size = {64}};
+    ka_arg a[2] = {ka_arg_buffer(g_y)};
+    expect_everywhere(KA_ERR_ARG_TYPE, kernel("with_struct"), &r, a, 2);
+    EXPECT_DETAIL("with_struct", "argument 1", "unknown argument kind 0");
+    expect_everywhere(KA_ERR_ARG_TYPE, kernel("scaled"), &r, a, 2); /* a float parameter */
+    EXPECT_DETAIL("scaled", "argument 1", "'s'", "kind 0");
+    ka_arg b[2] = {{0}, ka_arg_f32(1)}; /* where the buffer goes */
+    expect_everywhere(KA_ERR_ARG_TYPE, kernel("scaled"), &r, b, 2);
+    EXPECT_DETAIL("argument 0", "'y'");
+    /* Any other unknown kind, whatever its size. */
+    for (uint32_t kind = 5; kind < 8; kind++) {
+        ka_arg c[2] = {ka_arg_buffer(g_y), ka_arg_u32(1)};
+        c[1].kind = kind;
+        expect_everywhere(KA_ERR_ARG_TYPE, kernel("with_struct"), &r, c, 2);
+        ka_arg d[2] = {ka_arg_buffer(g_y), {kind, 0xffffffffu, {0}}};
+        expect_everywhere(KA_ERR_ARG_TYPE, kernel("with_struct"), &r, d, 2);
+    }
+    /* Garbage of exactly the word an unknown-size parameter is tagged with
+     * passes the one-compare check; the back-end still refuses the kind. */
+    ka_arg e[2] = {ka_arg_buffer(g_y), {0, 0xffffffffu, {0}}};
+    expect_everywhere(KA_ERR_ARG_TYPE, kernel("with_struct"), &r, e, 2);
+    EXPECT_DETAIL("argument 1", "unknown argument kind 0");
+    /* The right arguments still run. */
+    pair p = {1.0f, 2.0f, 3, 4};
+    ka_arg ok[2] = {ka_arg_buffer(g_y), ka_arg_bytes(&p, sizeof p)};
+    expect_everywhere(KA_OK, kernel("with_struct"), &r, ok, 2);
+    assert_true(first_y() == 10.0f);
+}
+
+/* KA_ARG_BYTES: the parameter's size where the signature knows it, and
+ * always the device's max_arg_bytes; never 0 bytes or a NULL pointer. */
+static void bytes_sizes(void **state) {
+    (void)state;
+    const ka_range r = {.dims = 1, .size = {64}};
+    ka_kernel ks = kernel("with_struct");
+    static char big[1 << 20];
+    const uint32_t limit = g_info->max_arg_bytes;
+    assert_true(limit > 0);
+    size_t too_big[] = {(size_t)limit + 1, 2000 > limit ? 2000 : (size_t)limit + 8, sizeof big};
+    for (size_t i = 0; i < sizeof too_big / sizeof too_big[0]; i++) {
+        ka_arg a[2] = {ka_arg_buffer(g_y), ka_arg_bytes(big, too_big[i])};
+        expect_everywhere(KA_ERR_ARG_TYPE, ks, &r, a, 2);
+        EXPECT_DETAIL("with_struct", "argument 1", "'p'", "bytes");
+    }
+    ka_arg z[2] = {ka_arg_buffer(g_y), ka_arg_bytes(big, 0)};
+    expect_everywhere(KA_ERR_ARG_TYPE, ks, &r, z, 2);
+    ka_arg np[2] = {ka_arg_buffer(g_y), ka_arg_bytes(NULL, sizeof(pair))};
+    expect_everywhere(KA_ERR_ARG_TYPE, ks, &r, np, 2);
+    EXPECT_DETAIL("argument 1", "NULL");
+    /* The struct's own size where the back-end can tell it. */
+    ka_kernel_info ki;
+    KA_OK_OR_FAIL(ka_kernel_get_info(ks, &ki));
+    pair p = {1.0f, 1.0f, 1, 1};
+    for (size_t n = 4; n <= 32; n += 4) {
+        ka_arg a[2] = {ka_arg_buffer(g_y), ka_arg_bytes(big, n)};
+        memcpy(big, &p, sizeof p);
+        ka_status st = ka_launch(g_q[0], ks, &r, a, 2, NULL);
+        if (n == sizeof p) KA_OK_OR_FAIL(st);
+        else KA_EXPECT(KA_ERR_ARG_TYPE, st);
+        if (st != KA_OK) EXPECT_DETAIL("argument 1", "'p'", "16 bytes");
+    }
+    KA_OK_OR_FAIL(ka_queue_finish(g_q[0]));
+    assert_true(first_y() == 4.0f);
+    /* A scalar parameter: exactly its size. */
+    double d = 1.0;
+    ka_arg s8[2] = {ka_arg_buffer(g_y), ka_arg_bytes(&d, sizeof d)};
+    expect_everywhere(KA_ERR_ARG_TYPE, kernel("scaled"), &r, s8, 2);
+    EXPECT_DETAIL("'s'", "got bytes of 8 bytes, expected a value of 4 bytes");
+}
+
+/* The wording of a mismatch on a parameter of unknown size (it read
+ * "expected a value of any size0 bytes"). */
+static void mismatch_message(void **state) {
+    (void)state;
+    const ka_range r = {.dims = 1, .size = {64}};
+    ka_arg a[2] = {ka_arg_buffer(g_y), ka_arg_buffer(g_y)};
+    expect_everywhere(KA_ERR_ARG_TYPE, kernel("with_struct"), &r, a, 2);
+    EXPECT_DETAIL("argument 1", "got buffer of 8 bytes, expected a value of");
+    assert_null(strstr(ka_last_error(), "size0"));
+    assert_null(strstr(ka_last_error(), "any size"));
+}
+
+/* Ranges whose padding or work-item total does not fit 64 bits: refused
+ * with the sizes, never wrapped to an empty or a small launch. */
+static void huge_ranges(void **state) {
+    (void)state;
+    ka_kernel k = kernel("scaled");
+    ka_arg a[2] = {ka_arg_buffer(g_y), ka_arg_f32(1)};
+    ka_range r1 = {.dims = 1, .size = {UINT64_MAX}};
+    expect_everywhere(KA_ERR_INVALID_RANGE, k, &r1, a, 2);
+    EXPECT_DETAIL("scaled", "18446744073709551615", "overflows");
+    ka_range r1w = {.dims = 1, .size = {UINT64_MAX - 3}, .workgroup = {8}};
+    expect_everywhere(KA_ERR_INVALID_RANGE, k, &r1w, a, 2);
+    /* 2^32 x 2^32: the product wrapped to 0 and ran inline before. */
+    ka_range r2 = {.dims = 2, .size = {1ull << 32, 1ull << 32}, .workgroup = {1, 1}};
+    expect_everywhere(KA_ERR_INVALID_RANGE, k, &r2, a, 2);
+    EXPECT_DETAIL("4294967296", "overflows");
+    ka_range r3 = {.dims = 3, .size = {1ull << 22, 1ull << 22, 1ull << 22}, .workgroup = {1, 1, 1}};
+    expect_everywhere(KA_ERR_INVALID_RANGE, k, &r3, a, 2);
+    /* The cached geometry of a good launch does not let a bad one through. */
+    ka_range good = {.dims = 1, .size = {64}};
+    expect_everywhere(KA_OK, k, &good, a, 2);
+    expect_everywhere(KA_ERR_INVALID_RANGE, k, &r1, a, 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(zeroed_arg),
+        cmocka_unit_test(bytes_sizes),
+        cmocka_unit_test(mismatch_message),
+        cmocka_unit_test(huge_ranges),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
