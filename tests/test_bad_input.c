@@ -200,12 +200,37 @@ static void huge_ranges(void **state) {
     expect_everywhere(KA_ERR_INVALID_RANGE, k, &r1, a, 2);
 }
 
+/* The struct-size probes the OpenCL back-end appends never break a build
+ * nor show in a user's build log. */
+static void size_probes_stay_hidden(void **state) {
+    (void)state;
+    /* A declaration in a comment names a type that does not exist. */
+    const char *ghost = "/* KA_KERNEL(ghost, no_such_type t) */\n"
+                        "KA_KERNEL(real, KA_GLOBAL float *y, float v) { if (ka_in_range()) y[ka_global_id(0)] = v; }\n";
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, ghost, NULL, &p));
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "real", NULL, &k));
+    ka_arg a[2] = {ka_arg_buffer(g_y), ka_arg_f32(7)};
+    KA_OK_OR_FAIL(ka_launch(g_q[0], k, &(ka_range){.dims = 1, .size = {4}}, a, 2, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(g_q[0]));
+    assert_true(first_y() == 7.0f);
+    KA_OK_OR_FAIL(ka_program_release(p));
+    /* A user's error: the log is of the user's source alone. */
+    const char *bad = "KA_KERNEL(broken, KA_GLOBAL float *y, undeclared_t s) { y[0] = 1; }\n";
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_program_build(g_dev, bad, NULL, &p));
+    EXPECT_DETAIL("undeclared_t");
+    assert_null(strstr(ka_last_error(), "libka-size-probes"));
+    assert_null(strstr(ka_last_error(), "ka__sizeof"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(zeroed_arg),
         cmocka_unit_test(bytes_sizes),
         cmocka_unit_test(mismatch_message),
         cmocka_unit_test(huge_ranges),
+        cmocka_unit_test(size_probes_stay_hidden),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

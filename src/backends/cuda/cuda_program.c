@@ -6,6 +6,7 @@
  * it knows and the driver JIT-compiles it. OpenCL-style options are
  * translated where CUDA has an equivalent. */
 #include "cuda_internal.h"
+#include "kdecl.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -302,97 +303,31 @@ static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int ca
 }
 
 /* Names and, where certain, kinds of a kernel's parameters, read from its
- * KA_KERNEL(name, ...) declaration in the user's source (CUDA reports only
- * sizes). A pointer or KA_CONST(T) is a buffer, KA_LOCAL_ARG(T) local memory,
- * a parameter spelled only with scalar type words a scalar; anything else
- * (a typedef, a struct) stays unknown. Nothing is set unless the declaration
- * is found with exactly nargs parameters. */
-static bool is_ident(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
-
-static bool scalar_words_only(const char *s, const char *e) {
-    static const char *const words[] = {"const", "volatile", "unsigned", "signed", "char", "short", "int", "long",
-                                        "float", "double", "bool", "uchar", "ushort", "uint", "ulong", "size_t",
-                                        "ka_size_t", "ka_i8", "ka_u8", "ka_i16", "ka_u16", "ka_i32", "ka_u32",
-                                        "ka_i64", "ka_u64", "ka_f32", "ka_f64", "int8_t", "uint8_t", "int16_t",
-                                        "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t"};
-    bool any = false;
-    while (s < e) {
-        if (isspace((unsigned char)*s)) {
-            s++;
-            continue;
-        }
-        if (!is_ident(*s)) return false;
-        const char *w = s;
-        while (s < e && is_ident(*s)) s++;
-        bool known = false;
-        for (size_t i = 0; i < sizeof words / sizeof words[0] && !known; i++)
-            known = strlen(words[i]) == (size_t)(s - w) && !strncmp(words[i], w, (size_t)(s - w));
-        if (!known) return false;
-        any = true;
-    }
-    return any;
-}
-
-/* Parses the parameter list after "KA_KERNEL(name," into sig; false (and
- * sig untouched) unless it has exactly nargs parameters, each with a name. */
-static bool parse_params(const char *s, ka__argsig *sig, uint32_t nargs) {
-    struct {
-        const char *b, *e;
-    } par[KA_MAX_ARGS + 1];
-    uint32_t n = 0;
-    int depth = 0;
-    const char *b = s;
-    for (; *s; s++) {
-        if (*s == '(') depth++;
-        else if (*s == ')' && depth > 0) depth--;
-        else if ((*s == ',' || *s == ')') && depth == 0) {
-            if (n == KA_MAX_ARGS + 1) return false;
-            par[n].b = b;
-            par[n++].e = s;
-            b = s + 1;
-            if (*s == ')') break;
-        }
-    }
-    if (!*s || n != nargs) return false;
-    const char *nb[KA_MAX_ARGS + 1];
-    for (uint32_t i = 0; i < n; i++) {
-        const char *e = par[i].e;
-        while (e > par[i].b && isspace((unsigned char)e[-1])) e--;
-        nb[i] = e;
-        while (nb[i] > par[i].b && is_ident(nb[i][-1])) nb[i]--;
-        if (nb[i] == e || isdigit((unsigned char)*nb[i])) return false;
-        par[i].e = e;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        size_t len = (size_t)(par[i].e - nb[i]);
-        if (len > sizeof sig[i].name - 1) len = sizeof sig[i].name - 1;
-        memcpy(sig[i].name, nb[i], len);
-        sig[i].name[len] = 0;
-        const char *tb = par[i].b, *te = nb[i]; /* the type: everything before the name */
-        bool star = memchr(tb, '*', (size_t)(te - tb)) != NULL, local = false, cnst = false;
-        for (const char *q = tb; q < te; q++) {
-            if (!strncmp(q, "KA_LOCAL_ARG", 12)) local = true;
-            if (!strncmp(q, "KA_CONST(", 9) || !strncmp(q, "KA_CONST (", 10)) cnst = true;
-        }
-        if (local && sig[i].size == 8) sig[i].kind = KA__SIG_LOCAL;
-        else if ((star || cnst) && !local && sig[i].size == 8) sig[i].kind = KA__SIG_BUFFER;
-        else if (!star && !local && !cnst && scalar_words_only(tb, te)) sig[i].kind = KA__SIG_SCALAR;
-    }
-    return true;
-}
-
+ * KA_KERNEL(name, ...) declaration in the user's source (kdecl.h; CUDA
+ * reports only sizes). A pointer or KA_CONST(T) is a buffer, KA_LOCAL_ARG(T)
+ * local memory, a parameter spelled only with scalar type words a scalar;
+ * anything else (a typedef, a struct) stays unknown. Nothing is set unless a
+ * declaration is found with exactly nargs parameters. */
 static void sig_from_source(const char *src, const char *kname, ka__argsig *sig, uint32_t nargs) {
-    size_t nl = strlen(kname);
-    for (const char *s = src; (s = strstr(s, "KA_KERNEL")) != NULL; s++) {
-        if (s > src && is_ident(s[-1])) continue;
-        const char *t = s + 9;
-        while (isspace((unsigned char)*t)) t++;
-        if (*t++ != '(') continue;
-        while (isspace((unsigned char)*t)) t++;
-        if (strncmp(t, kname, nl) || is_ident(t[nl])) continue;
-        t += nl;
-        while (isspace((unsigned char)*t)) t++;
-        if (*t == ',' && parse_params(t + 1, sig, nargs)) return;
+    ka__kparam par[KA_MAX_ARGS];
+    const char *name;
+    size_t nl, kl = strlen(kname);
+    uint32_t n;
+    while (ka__kdecl_next(&src, &name, &nl, par, KA_MAX_ARGS, &n)) {
+        if (nl != kl || strncmp(name, kname, kl) || n != nargs) continue;
+        for (uint32_t i = 0; i < n; i++) {
+            size_t len = (size_t)(par[i].name_end - par[i].name);
+            if (len > sizeof sig[i].name - 1) len = sizeof sig[i].name - 1;
+            memcpy(sig[i].name, par[i].name, len);
+            sig[i].name[len] = 0;
+            const char *tb = par[i].type, *te = par[i].type_end;
+            bool star = memchr(tb, '*', (size_t)(te - tb)) != NULL;
+            bool local = ka__kdecl_has(tb, te, "KA_LOCAL_ARG"), cnst = ka__kdecl_has(tb, te, "KA_CONST");
+            if (local && sig[i].size == 8) sig[i].kind = KA__SIG_LOCAL;
+            else if ((star || cnst) && !local && sig[i].size == 8) sig[i].kind = KA__SIG_BUFFER;
+            else if (!star && !local && !cnst && ka__kdecl_scalar_type(tb, te)) sig[i].kind = KA__SIG_SCALAR;
+        }
+        return;
     }
 }
 

@@ -1,5 +1,6 @@
 /* The OpenCL back-end: queues, buffers, programs, kernels, launches, events. */
 #include "cl_internal.h"
+#include "kdecl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -208,11 +209,55 @@ static ka_status build_for(ka__program *p, cl_device_id dev, const char *src, co
     return KA_OK;
 }
 
-/* Prelude + user source, and the full options, as one allocation each. */
-static ka_status compose(ka__program *p, const char *options, char **src, size_t *slen_out, char **opts,
+/* The size of a by-value parameter whose type OpenCL names but does not
+ * size (a struct, a typedef of one): for each, a kernel that never runs,
+ * whose required work-group width is sizeof(the type), appended after the
+ * user's source; clGetKernelWorkGroupInfo(CL_KERNEL_COMPILE_WORK_GROUP_SIZE)
+ * reads it back (cl_kernel_create), so ka_launch can refuse KA_ARG_BYTES of
+ * another size. Types spelled with scalar words, pointers and local memory
+ * need no probe. Written into out when out is not NULL; returns the length. */
+#define PROBE_FILE "libka-size-probes"
+static void emit(char *out, size_t *len, const char *p, size_t n) {
+    if (out) memcpy(out + *len, p, n);
+    *len += n;
+}
+
+static size_t size_probes(const char *src, char *out) {
+    static const char head[] = "\n#line 1 \"" PROBE_FILE "\"\n";
+    static const char pre[] = "__kernel __attribute__((reqd_work_group_size(sizeof(", mid[] = "), 1, 1))) void ka__sizeof_";
+    size_t len = 0;
+    ka__kparam par[KA_MAX_ARGS];
+    const char *name;
+    size_t nl;
+    uint32_t n;
+    while (ka__kdecl_next(&src, &name, &nl, par, KA_MAX_ARGS, &n)) {
+        for (uint32_t i = 0; i < n; i++) {
+            const char *tb = par[i].type, *te = par[i].type_end;
+            if (memchr(tb, '*', (size_t)(te - tb)) || memchr(tb, '[', (size_t)(te - tb)) || ka__kdecl_scalar_type(tb, te) ||
+                ka__kdecl_has(tb, te, "KA_LOCAL_ARG") || ka__kdecl_has(tb, te, "KA_CONST") ||
+                ka__kdecl_has(tb, te, "KA_GLOBAL") || ka__kdecl_has(tb, te, "KA_LOCAL"))
+                continue;
+            if (!len) emit(out, &len, head, sizeof head - 1);
+            char tail[24];
+            int tl = snprintf(tail, sizeof tail, "_%u(void) {}\n", i);
+            emit(out, &len, pre, sizeof pre - 1);
+            emit(out, &len, tb, (size_t)(te - tb));
+            emit(out, &len, mid, sizeof mid - 1);
+            emit(out, &len, name, nl);
+            emit(out, &len, tail, (size_t)tl);
+        }
+    }
+    return len;
+}
+
+/* Prelude + user source (+ size probes), and the full options, as one
+ * allocation each. */
+static ka_status compose(ka__program *p, const char *options, bool probes, char **src, size_t *slen_out, char **opts,
                          size_t *olen_out) {
     static const char line[] = "\n#line 1\n";
-    size_t plen = strlen(ka__prelude_opencl), ulen = strlen(p->source), total = plen + sizeof line + ulen;
+    size_t plen = strlen(ka__prelude_opencl), ulen = strlen(p->source);
+    size_t prlen = probes ? size_probes(p->source, NULL) : 0;
+    size_t total = plen + sizeof line + ulen + prlen;
     size_t olen = strlen(options) + 64;
     *src = ka__alloc(total);
     *opts = ka__alloc(olen);
@@ -221,9 +266,12 @@ static ka_status compose(ka__program *p, const char *options, char **src, size_t
         ka__free(*opts, olen);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     }
-    memcpy(*src, ka__prelude_opencl, plen);
-    memcpy(*src + plen, line, sizeof line - 1);
-    memcpy(*src + plen + sizeof line - 1, p->source, ulen + 1);
+    char *w = *src;
+    memcpy(w, ka__prelude_opencl, plen);
+    memcpy(w += plen, line, sizeof line - 1);
+    memcpy(w += sizeof line - 1, p->source, ulen);
+    if (prlen) size_probes(p->source, w + ulen);
+    w[ulen + prlen] = 0;
     snprintf(*opts, olen, "%s -cl-kernel-arg-info %s", dev_of(p->dev)->std_option, options);
     *slen_out = total;
     *olen_out = olen;
@@ -236,10 +284,23 @@ static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *op
     if (!cp) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     char *src, *opts;
     size_t slen, olen;
-    ka_status st = compose(p, options, &src, &slen, &opts, &olen);
+    cp->probes = true;
+    ka_status st = compose(p, options, true, &src, &slen, &opts, &olen);
     if (st == KA_OK) {
         st = build_for(p, cd->device, src, opts, &cp->main);
         ka__free(src, slen);
+        /* A size probe the compiler refused (a type it cannot take sizeof
+         * of where the probes stand): the program without them, whose log
+         * is then the user's own. */
+        if (st != KA_OK && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), PROBE_FILE)) {
+            ka__free(opts, olen);
+            cp->probes = false;
+            st = compose(p, options, false, &src, &slen, &opts, &olen);
+            if (st == KA_OK) {
+                st = build_for(p, cd->device, src, opts, &cp->main);
+                ka__free(src, slen);
+            }
+        }
         /* Kept for building on `basic` when a small launch first needs it. */
         cp->opts = opts;
         cp->opts_len = olen;
@@ -284,6 +345,21 @@ static uint32_t type_size(const char *t) {
     return 0; /* struct or unknown: the driver checks the size */
 }
 
+/* A by-value parameter's size from its probe (size_probes), 0 if none. */
+static uint32_t probed_size(ka__kernel *k, uint32_t i) {
+    char name[160];
+    if (snprintf(name, sizeof name, "ka__sizeof_%s_%u", k->name, i) >= (int)sizeof name) return 0;
+    cl_int err;
+    cl_kernel pk = clCreateKernel(((cl_prog *)k->var->native)->main, name, &err);
+    if (err != CL_SUCCESS) return 0;
+    size_t w[3] = {0, 0, 0};
+    if (clGetKernelWorkGroupInfo(pk, dev_of(k->prog->dev)->device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof w, w, NULL) !=
+        CL_SUCCESS)
+        w[0] = 0;
+    clReleaseKernel(pk);
+    return w[0] <= UINT32_MAX ? (uint32_t)w[0] : 0;
+}
+
 static ka_status cl_kernel_create(ka__kernel *k) {
     cl_dev *cd = dev_of(k->prog->dev);
     cl_int err;
@@ -326,6 +402,7 @@ static ka_status cl_kernel_create(ka__kernel *k) {
         } else {
             s->kind = KA__SIG_SCALAR;
             s->size = strchr(tname, '*') ? 0 : type_size(tname);
+            if (!s->size && ((cl_prog *)k->var->native)->probes) s->size = probed_size(k, i - 1);
         }
     }
     size_t wg = 0, mult = 0;
@@ -422,7 +499,7 @@ static ka_status make_inline(ka__kernel *k, cl_kern *kk) {
     if (!cp->inl) {
         char *src, *opts;
         size_t slen, olen;
-        st = compose(k->prog, "", &src, &slen, &opts, &olen);
+        st = compose(k->prog, "", cp->probes, &src, &slen, &opts, &olen);
         if (st == KA_OK) {
             ka__free(opts, olen);
             st = build_for(k->prog, cd->inline_device, src, cp->opts, &cp->inl);

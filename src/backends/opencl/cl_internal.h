@@ -45,6 +45,7 @@ typedef struct cl_prog {
     cl_program main;
     cl_program inl;
     char *opts;                /* the build options, for `basic` */
+    bool probes;               /* built with the size probes (cl_backend.c) */
     size_t opts_len;
     pthread_mutex_t lock;
 } cl_prog;

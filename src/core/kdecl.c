@@ -1,0 +1,105 @@
+/* KA_KERNEL declarations read from source text (kdecl.h). */
+#include "kdecl.h"
+
+#include <ctype.h>
+#include <string.h>
+
+static bool is_ident(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
+
+bool ka__kdecl_has(const char *b, const char *e, const char *w) {
+    size_t n = strlen(w);
+    for (const char *s = b; s + n <= e; s++)
+        if (!strncmp(s, w, n) && (s == b || !is_ident(s[-1])) && (s + n == e || !is_ident(s[n]))) return true;
+    return false;
+}
+
+bool ka__kdecl_scalar_type(const char *s, const char *e) {
+    static const char *const words[] = {"const", "volatile", "unsigned", "signed", "char", "short", "int", "long",
+                                        "float", "double", "bool", "uchar", "ushort", "uint", "ulong", "size_t",
+                                        "ka_size_t", "ka_i8", "ka_u8", "ka_i16", "ka_u16", "ka_i32", "ka_u32",
+                                        "ka_i64", "ka_u64", "ka_f32", "ka_f64", "int8_t", "uint8_t", "int16_t",
+                                        "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t"};
+    bool any = false;
+    while (s < e) {
+        if (isspace((unsigned char)*s)) {
+            s++;
+            continue;
+        }
+        if (!is_ident(*s)) return false;
+        const char *w = s;
+        while (s < e && is_ident(*s)) s++;
+        bool known = false;
+        for (size_t i = 0; i < sizeof words / sizeof words[0] && !known; i++)
+            known = strlen(words[i]) == (size_t)(s - w) && !strncmp(words[i], w, (size_t)(s - w));
+        if (!known) return false;
+        any = true;
+    }
+    return any;
+}
+
+/* The parameter list after "KA_KERNEL(name,": false unless every parameter
+ * has a name and there are at most cap of them. *end: past the ')'. */
+static bool parse_params(const char *s, ka__kparam *par, uint32_t cap, uint32_t *n_out, const char **end) {
+    uint32_t n = 0;
+    int depth = 0;
+    const char *b = s;
+    for (; *s; s++) {
+        if (*s == '(') depth++;
+        else if (*s == ')' && depth > 0) depth--;
+        else if ((*s == ',' || *s == ')') && depth == 0) {
+            if (n == cap) return false;
+            par[n].type = b;
+            par[n++].name_end = s;
+            b = s + 1;
+            if (*s == ')') break;
+        }
+    }
+    if (!*s) return false;
+    *end = s + 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *e = par[i].name_end, *t = par[i].type;
+        while (e > t && isspace((unsigned char)e[-1])) e--;
+        const char *nb = e;
+        while (nb > t && is_ident(nb[-1])) nb--;
+        if (nb == e || isdigit((unsigned char)*nb)) return false;
+        while (t < nb && isspace((unsigned char)*t)) t++;
+        const char *te = nb;
+        while (te > t && isspace((unsigned char)te[-1])) te--;
+        if (te == t) return false; /* a name without a type */
+        par[i] = (ka__kparam){t, te, nb, e};
+    }
+    *n_out = n;
+    return true;
+}
+
+bool ka__kdecl_next(const char **pos, const char **name, size_t *name_len, ka__kparam *par, uint32_t cap, uint32_t *n) {
+    const char *src = *pos;
+    for (const char *s = src; (s = strstr(s, "KA_KERNEL")) != NULL; s++) {
+        if (s > src && is_ident(s[-1])) continue;
+        const char *t = s + 9;
+        while (isspace((unsigned char)*t)) t++;
+        if (*t++ != '(') continue;
+        while (isspace((unsigned char)*t)) t++;
+        const char *nb = t;
+        while (is_ident(*t)) t++;
+        if (t == nb) continue;
+        const char *ne = t;
+        while (isspace((unsigned char)*t)) t++;
+        const char *end;
+        if (*t != ',' || !parse_params(t + 1, par, cap, n, &end)) continue;
+        *name = nb;
+        *name_len = (size_t)(ne - nb);
+        *pos = end;
+        return true;
+    }
+    *pos = src + strlen(src);
+    return false;
+}
+
+bool ka__kdecl_find(const char *src, const char *kname, ka__kparam *par, uint32_t cap, uint32_t *n) {
+    size_t kl = strlen(kname), nl;
+    const char *name;
+    while (ka__kdecl_next(&src, &name, &nl, par, cap, n))
+        if (nl == kl && !strncmp(name, kname, kl)) return true;
+    return false;
+}

@@ -1,0 +1,27 @@
+/* KA_KERNEL(name, params...) declarations read from a program's source, for
+ * what a driver does not report: the CUDA back-end takes parameter names and
+ * kinds from them, the OpenCL back-end the types whose size it asks the
+ * compiler for. The scan is textual (a declaration inside a comment is found
+ * too); callers treat what it finds as a hint that may be absent. */
+#ifndef KA_KDECL_H
+#define KA_KDECL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ka__kparam {
+    const char *type, *type_end; /* everything before the name, trimmed */
+    const char *name, *name_end;
+} ka__kparam;
+
+/* The next declaration at or after *pos: its name and up to cap parameters
+ * (*n is the count; more than cap, or a parameter without a name, skips the
+ * declaration). Advances *pos past it; false when there is none. */
+bool ka__kdecl_next(const char **pos, const char **name, size_t *name_len, ka__kparam *par, uint32_t cap, uint32_t *n);
+/* The declaration of kernel kname; false if none is found. */
+bool ka__kdecl_find(const char *src, const char *kname, ka__kparam *par, uint32_t cap, uint32_t *n);
+/* A type spelled only with scalar type words (int, unsigned long, ka_f32...). */
+bool ka__kdecl_scalar_type(const char *b, const char *e);
+/* Whether [b, e) contains the word w. */
+bool ka__kdecl_has(const char *b, const char *e, const char *w);
+#endif
