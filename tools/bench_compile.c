@@ -192,28 +192,44 @@ static int rm_entry(const char *path, const struct stat *s, int flag, struct FTW
 enum { COLD, DRIVER, SECOND, WARM, STEADY, NMODES };
 static const char *const mode_names[NMODES] = {"cold", "driver", "second", "warm", "steady"};
 
+static const char usage[] =
+    "usage: ka bench compile [--device SEL] [--reps R] [--json] [--keep]\n"
+    "  Each mode is a new process; times ka_program_build and the first launch + wait.\n"
+    "  cold: libka's and PoCL's caches empty; driver: libka's off, PoCL's as cold left it;\n"
+    "  second: both as cold left them; warm: libka's filled, PoCL's empty; steady: both filled.\n"
+    "  --reps R   repetitions, 1 to 32 (default 3)\n"
+    "  --keep     keep the cache directories (under $TMPDIR, else /tmp)\n";
+
 int bench_compile_main(int argc, char **argv) {
+    /* --child: the measuring process this command starts (not for users). */
+    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
+                                       {"reps", required_argument, NULL, 'r'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"keep", no_argument, NULL, 'k'},
+                                       {"child", no_argument, NULL, 'C'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     const char *sel = NULL;
     int reps = 3, json = 0, is_child = 0, keep = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--keep")) keep = 1;
-        else if (!strcmp(argv[i], "--child")) is_child = 1;
-        else {
-            fputs("usage: ka bench compile [--device SEL] [--reps R] [--json] [--keep]\n"
-                  "  Each mode is a new process; times ka_program_build and the first launch + wait.\n"
-                  "  cold: libka's and PoCL's caches empty; driver: libka's off, PoCL's as cold left it;\n"
-                  "  second: both as cold left them; warm: libka's filled, PoCL's empty; steady: both filled.\n",
-                  stderr);
-            return 2;
+    cli c;
+    cli_init(&c, "ka bench compile", usage, argc, argv, "h", lo);
+    const char *arg;
+    for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        switch (r) {
+        case 'd': sel = arg; break;
+        case 'r':
+            if (cli_int(&c, arg, 1, 32, &reps)) return KA_EXIT_USAGE;
+            break;
+        case 'j': json = 1; break;
+        case 'k': keep = 1; break;
+        case 'C': is_child = 1; break;
+        case CLI_HELP: return cli_help(&c);
+        case CLI_ARG: return cli_error(&c, "unexpected argument '%s'", arg);
+        default: return KA_EXIT_USAGE;
         }
     }
     if (sel && !*sel) sel = NULL;
     if (is_child) return child(sel);
-    if (reps < 1) reps = 1;
-    if (reps > 32) reps = 32;
     const char *tmp = getenv("TMPDIR");
     char root[512];
     snprintf(root, sizeof root, "%s/ka-bench-compile-XXXXXX", tmp && *tmp ? tmp : "/tmp");

@@ -5,6 +5,7 @@
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,18 +140,17 @@ static void stats(double *v, int n, double out[3]) {
     out[2] = bench_max(v, n);
 }
 
-static void usage(void) {
-    fputs("usage: ka bench launch [--device SEL] [--args N[,N...]] [--iterations N] [--reps R]\n"
-          "                       [--impl ka|raw|both] [--wait | --no-wait] [--path routed|threaded|both] [--json]\n"
-          "  Launches an almost empty kernel of 64 work-items with N arguments (a buffer, then floats;\n"
-          "  one float changes every launch). The raw loop runs in libka's context, on the device\n"
-          "  libka's launch runs on:\n"
-          "  with PoCL routing, `basic` for the routed queue and the threaded device with routing off;\n"
-          "  on CUDA, cuLaunchKernel on libka's context (NVRTC-built kernel of the same parameters),\n"
-          "  waiting with cuEventRecord + cuEventSynchronize (and, also shown, cuStreamSynchronize).\n"
-          "  Default: --args 2,40 --iterations 2000 --reps 7 --path both, launch and launch+wait.\n",
-          stderr);
-}
+static const char usage[] =
+    "usage: ka bench launch [--device SEL] [--args N[,N...]] [--iterations N] [--reps R]\n"
+    "                       [--impl ka|raw|both] [--wait | --no-wait] [--path routed|threaded|both] [--json]\n"
+    "  Launches an almost empty kernel of 64 work-items with N arguments (a buffer, then floats;\n"
+    "  one float changes every launch). The raw loop runs in libka's context, on the device\n"
+    "  libka's launch runs on:\n"
+    "  with PoCL routing, `basic` for the routed queue and the threaded device with routing off;\n"
+    "  on CUDA, cuLaunchKernel on libka's context (NVRTC-built kernel of the same parameters),\n"
+    "  waiting with cuEventRecord + cuEventSynchronize (and, also shown, cuStreamSynchronize).\n"
+    "  --args: up to 15 counts, each 1 to 64; --iterations: at least 1; --reps: 1 to 100000.\n"
+    "  Default: --args 2,40 --iterations 2000 --reps 7 --path both, launch and launch+wait.\n";
 
 typedef struct opts {
     int iters, reps, run_ka, run_raw, do_launch, do_wait;
@@ -264,32 +264,77 @@ static void json_result(const result *r) {
                r->raw_sync[0], r->raw_sync[1], r->raw_sync[2], ratio(r->ka_wait[0], r->raw_sync[0]));
 }
 
+/* --args: a comma-separated list of argument counts. */
+static int parse_args_list(const cli *c, const char *spec, int *nargs, int *count) {
+    char tok[32];
+    int n = 0;
+    for (const char *p = spec;; p++) {
+        size_t len = strcspn(p, ",");
+        if (n == 15) {
+            cli_error(c, "%s '%s': more than 15 counts", c->name, spec);
+            return -1;
+        }
+        snprintf(tok, sizeof tok, "%.*s", len < sizeof tok ? (int)len : (int)sizeof tok - 1, p);
+        if (cli_int(c, tok, 1, 64, &nargs[n])) return -1;
+        n++;
+        p += len;
+        if (!*p) break;
+    }
+    *count = n;
+    return 0;
+}
+
 int bench_launch_main(int argc, char **argv) {
+    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
+                                       {"args", required_argument, NULL, 'a'},
+                                       {"iterations", required_argument, NULL, 'i'},
+                                       {"reps", required_argument, NULL, 'r'},
+                                       {"impl", required_argument, NULL, 'm'},
+                                       {"path", required_argument, NULL, 'p'},
+                                       {"wait", no_argument, NULL, 'w'},
+                                       {"no-wait", no_argument, NULL, 'W'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     const char *sel = NULL, *impl = "both", *path = "both";
-    char argspec[256] = "2,40";
+    int nargs_list[15] = {2, 40}, nlist = 2;
     int json = 0;
     opts o = {2000, 7, 1, 1, 1, 1};
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
-        else if (!strcmp(argv[i], "--args") && i + 1 < argc) snprintf(argspec, sizeof argspec, "%s", argv[++i]);
-        else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) o.iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o.reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--impl") && i + 1 < argc) impl = argv[++i];
-        else if (!strcmp(argv[i], "--path") && i + 1 < argc) path = argv[++i];
-        else if (!strcmp(argv[i], "--wait")) o.do_launch = 0, o.do_wait = 1;
-        else if (!strcmp(argv[i], "--no-wait")) o.do_launch = 1, o.do_wait = 0;
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else {
-            usage();
-            return 2;
+    cli c;
+    cli_init(&c, "ka bench launch", usage, argc, argv, "h", lo);
+    const char *arg;
+    for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        switch (r) {
+        case 'd': sel = arg; break;
+        case 'a':
+            if (parse_args_list(&c, arg, nargs_list, &nlist)) return KA_EXIT_USAGE;
+            break;
+        case 'i':
+            if (cli_int(&c, arg, 1, INT_MAX, &o.iters)) return KA_EXIT_USAGE;
+            break;
+        case 'r':
+            if (cli_int(&c, arg, 1, BENCH_MAX_REPS, &o.reps)) return KA_EXIT_USAGE;
+            break;
+        case 'm':
+            if (strcmp(arg, "ka") && strcmp(arg, "raw") && strcmp(arg, "both"))
+                return cli_error(&c, "%s: '%s' is not ka, raw or both", c.name, arg);
+            impl = arg;
+            break;
+        case 'p':
+            if (strcmp(arg, "routed") && strcmp(arg, "threaded") && strcmp(arg, "both"))
+                return cli_error(&c, "%s: '%s' is not routed, threaded or both", c.name, arg);
+            path = arg;
+            break;
+        case 'w': o.do_launch = 0, o.do_wait = 1; break;
+        case 'W': o.do_launch = 1, o.do_wait = 0; break;
+        case 'j': json = 1; break;
+        case CLI_HELP: return cli_help(&c);
+        case CLI_ARG: return cli_error(&c, "unexpected argument '%s'", arg);
+        default: return KA_EXIT_USAGE;
         }
     }
     o.run_ka = strcmp(impl, "raw") != 0;
     o.run_raw = strcmp(impl, "ka") != 0;
-    if (o.iters < 1 || o.reps < 1 || (!o.run_ka && !o.run_raw)) {
-        usage();
-        return 2;
-    }
     ka_device dev;
     ka_queue routed, threaded;
     if (ka_device_open(sel, &dev) || ka_queue_create(dev, NULL, &routed) ||
@@ -321,12 +366,8 @@ int bench_launch_main(int argc, char **argv) {
     result res[32];
     memset(res, 0, sizeof res);
     int nres = 0;
-    for (char *tok = strtok(argspec, ","); tok && nres < 30; tok = strtok(NULL, ",")) {
-        int nargs = atoi(tok);
-        if (nargs < 1 || nargs > 64) {
-            fprintf(stderr, "ka bench launch: --args must be 1..64\n");
-            return 2;
-        }
+    for (int t = 0; t < nlist; t++) {
+        int nargs = nargs_list[t];
         if (want_routed) {
             res[nres].path = routing ? "routed" : "direct";
             if (measure(dev, routed, nat.context, routing ? nat.inline_device : nat.device, cu, routing, nargs, &o,

@@ -97,18 +97,40 @@ static int iters_for(size_t n) {
     return 6;
 }
 
+static const char usage[] =
+    "usage: ka bench route [--device SEL] [--reps R] [--max N] [--json]\n"
+    "  saxpy launch + wait by work size, 64 to N items by 4x, on PoCL's two devices (raw OpenCL)\n"
+    "  and through libka's routed queue; the measured crossover; the build cost of routing; and\n"
+    "  saxpy over N floats routed against the threaded device alone. Needs PoCL with routing.\n"
+    "  --reps R   repetitions, 1 to 100000 (default 5)\n"
+    "  --max N    the largest size, 64 to 2^40 items (default 16777216)\n";
+
 int bench_route_main(int argc, char **argv) {
+    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
+                                       {"reps", required_argument, NULL, 'r'},
+                                       {"max", required_argument, NULL, 'm'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     const char *sel = NULL;
     int reps = 5, json = 0;
-    size_t maxn = 1u << 24;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--max") && i + 1 < argc) maxn = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else {
-            fputs("usage: ka bench route [--device SEL] [--reps R] [--max N] [--json]\n", stderr);
-            return 2;
+    uint64_t maxn = 1u << 24;
+    cli c;
+    cli_init(&c, "ka bench route", usage, argc, argv, "h", lo);
+    const char *arg;
+    for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        switch (r) {
+        case 'd': sel = arg; break;
+        case 'r':
+            if (cli_int(&c, arg, 1, BENCH_MAX_REPS, &reps)) return KA_EXIT_USAGE;
+            break;
+        case 'm':
+            if (cli_u64(&c, arg, 64, (uint64_t)1 << 40, &maxn)) return KA_EXIT_USAGE;
+            break;
+        case 'j': json = 1; break;
+        case CLI_HELP: return cli_help(&c);
+        case CLI_ARG: return cli_error(&c, "unexpected argument '%s'", arg);
+        default: return KA_EXIT_USAGE;
         }
     }
     ka_device dev;
@@ -147,7 +169,7 @@ int bench_route_main(int argc, char **argv) {
      * own cache, keyed by the preprocessed source, misses: a cold build).
      * libka's persistent cache is off here (KA_CACHE is read at each build),
      * so the second build measures PoCL's cache, not libka's. */
-    double build_ms, inline_build_ms, build_warm_ms, inline_build_warm_ms;
+    double build_ms = 0, inline_build_ms = 0, build_warm_ms = 0, inline_build_warm_ms = 0;
     {
         const char *was = getenv("KA_CACHE");
         char *saved = was ? strdup(was) : NULL;

@@ -4,6 +4,7 @@
  * ka_buffer_copy everywhere, and on CUDA also raw cuMemcpyDtoDAsync and the
  * same saxpy through raw cuLaunchKernel. Every figure is launch (or copy) +
  * wait, per call; repetitions interleaved, medians. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,16 +36,16 @@ static const char *names[NKINDS] = {"ka saxpy (launch + ka_event_wait)", "ka sax
 static const char *keys[NKINDS] = {"ka_saxpy", "ka_saxpy_spin", "ka_saxpy_pipelined", "ka_copy",
                                    "raw_saxpy", "raw_saxpy_pipelined", "copy"};
 
-static void usage(void) {
-    fputs("usage: ka bench saxpy [--device SEL] [--n N] [--wg W] [--iterations I] [--reps R] [--json]\n"
-          "  saxpy over N floats (12 bytes per element) through libka against the device's copy bandwidth\n"
-          "  (a copy of N floats: 8 bytes per element, read + written) in the same process; on CUDA also raw\n"
-          "  cuMemcpyDtoDAsync and the same saxpy through cuLaunchKernel. Each figure is one call + its wait\n"
-          "  (rows marked so: I launches, one wait), I calls per repetition, R interleaved repetitions, medians.\n"
-          "  Default: N = 256M on GPUs, 16M on CPUs,\n"
-          "  --wg 256 --iterations 5 --reps 11.\n",
-          stderr);
-}
+static const char usage[] =
+    "usage: ka bench saxpy [--device SEL] [--n N] [--wg W] [--iterations I] [--reps R] [--json]\n"
+    "  saxpy over N floats (12 bytes per element) through libka against the device's copy bandwidth\n"
+    "  (a copy of N floats: 8 bytes per element, read + written) in the same process; on CUDA also raw\n"
+    "  cuMemcpyDtoDAsync and the same saxpy through cuLaunchKernel. Each figure is one call + its wait\n"
+    "  (rows marked so: I launches, one wait), I calls per repetition, R interleaved repetitions, medians.\n"
+    "  N: 1 to 4294967295 (decimal, or hexadecimal after 0x); W: 1 to 4294967295 (the device sets the\n"
+    "  real limit); I: at least 1; R: 1 to 100000.\n"
+    "  Default: N = 256M on GPUs, 16M on CPUs,\n"
+    "  --wg 256 --iterations 5 --reps 11.\n";
 
 /* Expected y after k saxpys with x = 1, y0 = 2, a = 0.5: exact in float for k < 2^20. */
 static int check(const float *v, size_t n, int k, const char *what) {
@@ -66,25 +67,42 @@ static int check(const float *v, size_t n, int k, const char *what) {
     } while (0)
 
 int bench_saxpy_main(int argc, char **argv) {
+    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
+                                       {"n", required_argument, NULL, 'n'},
+                                       {"wg", required_argument, NULL, 'g'},
+                                       {"iterations", required_argument, NULL, 'i'},
+                                       {"reps", required_argument, NULL, 'r'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     const char *sel = NULL;
-    unsigned long long n = 0;
+    uint64_t n = 0, wg64;
     int json = 0, iters = 5, reps = 11;
     unsigned wg = 256;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
-        else if (!strcmp(argv[i], "--n") && i + 1 < argc) n = strtoull(argv[++i], NULL, 0);
-        else if (!strcmp(argv[i], "--wg") && i + 1 < argc) wg = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else {
-            usage();
-            return 2;
+    cli cl;
+    cli_init(&cl, "ka bench saxpy", usage, argc, argv, "h", lo);
+    const char *arg;
+    for (int r; (r = cli_next(&cl, &arg)) != CLI_END;) {
+        switch (r) {
+        case 'd': sel = arg; break;
+        case 'n':
+            if (cli_u64(&cl, arg, 1, UINT32_MAX, &n)) return KA_EXIT_USAGE;
+            break;
+        case 'g':
+            if (cli_u64(&cl, arg, 1, UINT32_MAX, &wg64)) return KA_EXIT_USAGE;
+            wg = (unsigned)wg64;
+            break;
+        case 'i':
+            if (cli_int(&cl, arg, 1, INT_MAX, &iters)) return KA_EXIT_USAGE;
+            break;
+        case 'r':
+            if (cli_int(&cl, arg, 1, BENCH_MAX_REPS, &reps)) return KA_EXIT_USAGE;
+            break;
+        case 'j': json = 1; break;
+        case CLI_HELP: return cli_help(&cl);
+        case CLI_ARG: return cli_error(&cl, "unexpected argument '%s'", arg);
+        default: return KA_EXIT_USAGE;
         }
-    }
-    if (iters < 1 || reps < 1 || wg < 1 || n > 0xffffffffull) {
-        usage();
-        return 2;
     }
     ka_device dev;
     ka_queue q, qspin;
@@ -188,7 +206,7 @@ int bench_saxpy_main(int argc, char **argv) {
     if (json) {
         printf("{\"device\":\"%s\",\"selector\":\"%s\",\"n\":%llu,\"workgroup\":%u,\"iterations\":%d,\"reps\":%d,"
                "\"saxpy_bytes\":%.0f,\"copy_bytes\":%.0f,\"checked\":%s",
-               di->name, di->selector, n, wg, iters, reps, moved[KA_SAXPY], moved[KA_COPY], bad ? "false" : "true");
+               di->name, di->selector, (unsigned long long)n, wg, iters, reps, moved[KA_SAXPY], moved[KA_COPY], bad ? "false" : "true");
         for (int j = 0; j < NKINDS; j++)
             if (have[j])
                 printf(",\"%s_ns\":%.0f,\"%s_min_ns\":%.0f,\"%s_max_ns\":%.0f,\"%s_gbps\":%.1f,\"%s_best_gbps\":%.1f",
@@ -206,7 +224,7 @@ int bench_saxpy_main(int argc, char **argv) {
     } else {
         printf("ka bench saxpy on %s (%s): n = %llu floats (saxpy %.0f MB, copy %.0f MB moved), work-group %u, "
                "%d calls x %d interleaved reps; result %s\n",
-               di->name, di->selector, n, moved[KA_SAXPY] / 1e6, moved[KA_COPY] / 1e6, wg, iters, reps,
+               di->name, di->selector, (unsigned long long)n, moved[KA_SAXPY] / 1e6, moved[KA_COPY] / 1e6, wg, iters, reps,
                bad ? "WRONG" : "checked");
         printf("%-42s %-28s %10s %10s\n", "what", "us per call (median [min, max])", "GB/s", "best GB/s");
         for (int j = 0; j < NKINDS; j++) {

@@ -6,6 +6,7 @@
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
+#include <limits.h>
 #include <poll.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "bench_cuda.h"
 
 static const char *src =
     "KA_KERNEL(k, KA_GLOBAL float *p, float v) { if (ka_global_id(0) == 0) p[0] = v; }\n"
@@ -173,10 +174,15 @@ static double thread_cpu_s(void) {
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-/* Waits for a kernel of about target_ms; returns the waiting thread's CPU share. */
-static double long_wait_share(ctx *c, double target_ms, double *wall_ms) {
+/* Waits for a kernel of about target_ms; returns the waiting thread's CPU
+ * share. The kernel found, it waits for it twice more and reports the last
+ * wait: the steady state of a thread that waits on such kernels (a GPU's
+ * default spin adapts to the thread's last two waits on the queue, and the
+ * first long waits follow short ones); *first_share is the first one's. */
+static double long_wait_share(ctx *c, double target_ms, double *wall_ms, double *first_share) {
     ka_range r = {.dims = 1, .size = {256}};
     uint32_t iters = 1u << 14;
+    int found = 0;
     for (;;) {
         ka_arg a[2] = {ka_arg_buffer(c->buf), ka_arg_u32(iters)};
         ka_event ev;
@@ -186,26 +192,220 @@ static double long_wait_share(ctx *c, double target_ms, double *wall_ms) {
         double cpu = thread_cpu_s() - cpu0;
         double ms = (double)(bench_now_ns() - t0) / 1e6;
         ka_event_release(ev);
-        if (ms >= target_ms || iters >= (1u << 30)) {
+        if (found && ++found == 3) {
             *wall_ms = ms;
             return cpu / (ms / 1e3);
+        }
+        if (found) continue;
+        if (ms >= target_ms || iters >= (1u << 30)) {
+            *first_share = cpu / (ms / 1e3);
+            found = 1;
+            continue;
         }
         iters = ms > 1 ? (uint32_t)((double)iters * target_ms / ms * 1.1) : iters * 8;
     }
 }
 
+/* ---- waits on a kernel of about 1 ms ---------------------------------------
+ * The same kernel through libka and, on CUDA, raw: it reads its loop count
+ * from p[0] (a float, exact below 2^24), so the raw loop of bench_cuda.c,
+ * which passes (range, p, one float that changes per launch), runs it. */
+static const char *ms_src =
+    "KA_KERNEL(spinf, KA_GLOBAL float *p, float v) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    uint iters = (uint)p[0];\n"
+    "    float x = v;\n"
+    "    for (uint i = 0; i < iters; i++) x = x * 0.999f + 0.5f;\n"
+    "    p[1 + ka_global_id(0)] = x;\n"
+    "}\n";
+static const char *ms_cu_src =
+    "struct nd_t { unsigned long long x, y, z, w; };\n"
+    "extern \"C\" __global__ void spinf(const nd_t nd, float *p, float v) {\n"
+    "    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i >= nd.x) return;\n"
+    "    unsigned iters = (unsigned)p[0];\n"
+    "    float x = v;\n"
+    "    for (unsigned k = 0; k < iters; k++) x = x * 0.999f + 0.5f;\n"
+    "    p[1 + i] = x;\n"
+    "}\n";
+
+/* RAW_STREAM: cuLaunchKernel + cuStreamSynchronize; RAW_EVENT: + cuEventRecord
+ * + cuEventSynchronize (a spinning event); KA_MS: the default queue, unbounded
+ * wait; KA_MS_BLOCK: spin 0, unbounded wait (on CUDA: blocks in the driver);
+ * KA_MS_TIMED: spin 0, a 10 s timeout (the completion callback path). */
+enum { MS_RAW_STREAM, MS_RAW_EVENT, MS_KA, MS_KA_BLOCK, MS_KA_TIMED, NMS };
+static const char *ms_names[NMS] = {"raw launch + cuStreamSynchronize", "raw launch + event record + sync",
+                                    "ka default queue, wait forever", "ka spin 0, wait forever",
+                                    "ka spin 0, wait with a timeout"};
+static const char *ms_keys[NMS] = {"raw_stream", "raw_event", "ka", "ka_spin0", "ka_spin0_timed"};
+
+typedef struct ms_side {
+    ka_kernel k;
+    ka_buffer buf;
+    bench_cu *cu;
+    uint64_t rbuf;
+} ms_side;
+
+/* ns per launch + wait of the 1 ms kernel through libka; *cpu: the waiting
+ * thread's CPU share meanwhile. */
+static double ms_loop_ka(ms_side *m, ka_queue q, int64_t timeout, int n, double *cpu) {
+    ka_range r = {.dims = 1, .size = {64}, .workgroup = {64}};
+    int64_t t0 = bench_now_ns();
+    double c0 = thread_cpu_s();
+    for (int i = 0; i < n; i++) {
+        ka_arg a[2] = {ka_arg_buffer(m->buf), ka_arg_f32((float)i)};
+        ka_event ev;
+        if (ka_launch(q, m->k, &r, a, 2, &ev) != KA_OK) return -1;
+        ka_status st = ka_event_wait(ev, timeout);
+        if (ka_event_release(ev) != KA_OK || st != KA_OK) return -1;
+    }
+    double ns = (double)(bench_now_ns() - t0);
+    if (cpu) *cpu = (thread_cpu_s() - c0) / (ns / 1e9);
+    return ns / n;
+}
+
+static int ms_set_iters(ms_side *m, ka_queue q, uint32_t iters) {
+    float f = (float)iters;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (ka_buffer_write(q, m->buf, 0, sizeof f, &f, NULL) != KA_OK) return -1;
+    return m->cu && bench_cu_fill32(m->cu, m->rbuf, bits, 1) ? -1 : 0;
+}
+
+/* Finds the loop count of a kernel of about target_ns on q's waits. 0 on failure. */
+static uint32_t ms_calibrate(ms_side *m, ka_queue q, double target_ns) {
+    uint32_t iters = 1024;
+    for (int step = 0; step < 40; step++) {
+        double t;
+        if (ms_set_iters(m, q, iters) || (t = ms_loop_ka(m, q, KA_WAIT_FOREVER, 3, NULL)) < 0) return 0;
+        if ((t > 0.95 * target_ns && t < 1.05 * target_ns) || iters >= (1u << 24)) return iters;
+        double f = target_ns / (t > 1 ? t : 1);
+        f = f > 8 ? 8 : f < 0.125 ? 0.125 : f;
+        iters = (uint32_t)((double)iters * (step < 8 ? f : 1 + (f - 1) / 2)); /* damped once close */
+        if (iters < 1) iters = 1;
+        if (iters > (1u << 24)) iters = 1u << 24;
+    }
+    return iters;
+}
+
+typedef struct ms_result {
+    int have[NMS];
+    double med[NMS], mn[NMS], mx[NMS], cpu[NMS];
+    uint32_t iters;
+    const char *why; /* no raw rows: why */
+} ms_result;
+
+/* The 1 ms rows, interleaved repetitions of n launches each. */
+static int ms_rows(ka_device dev, ctx *c, int reps, ms_result *res) {
+    static char why[4096];
+    const ka_device_info *di;
+    ms_side m = {0};
+    ka_program p;
+    memset(res, 0, sizeof *res);
+    if (ka_device_get_info(dev, &di) || ka_program_build(dev, ms_src, NULL, &p) || ka_kernel_get(p, "spinf", NULL, &m.k) ||
+        ka_buffer_create(dev, 4096, &m.buf)) {
+        fprintf(stderr, "ka bench wait: 1 ms kernel: %s\n", ka_last_error());
+        return -1;
+    }
+    snprintf(why, sizeof why, "not a CUDA device");
+    if (di->backend == KA_BACKEND_CUDA) {
+        m.cu = bench_cu_open(dev, why, sizeof why);
+        if (m.cu && (bench_cu_build(m.cu, ms_cu_src, "spinf", why, sizeof why) || bench_cu_alloc(m.cu, 4096, &m.rbuf))) {
+            fprintf(stderr, "ka bench wait: raw CUDA set-up failed: %s\n", why);
+            return -1;
+        }
+        if (!m.cu) fprintf(stderr, "ka bench wait: no raw CUDA comparison: %s\n", why);
+    }
+    res->why = why;
+    for (int j = 0; j < NMS; j++) res->have[j] = j >= MS_KA || m.cu != NULL;
+    res->iters = ms_calibrate(&m, c->q, 1e6);
+    if (!res->iters) {
+        fprintf(stderr, "ka bench wait: 1 ms kernel: %s\n", ka_last_error());
+        return -1;
+    }
+    const int n = 50;
+    double *v[NMS], *cpu[NMS];
+    for (int j = 0; j < NMS; j++) v[j] = calloc((size_t)reps + 1, sizeof(double)), cpu[j] = calloc((size_t)reps + 1, sizeof(double));
+    int rc = 0;
+    for (int rep = -1; rep < reps && !rc; rep++) /* rep -1 warms up (and teaches the adaptive spin) */
+        for (int i = 0; i < NMS && !rc; i++) {
+            int j = (i + (rep < 0 ? 0 : rep)) % NMS, k = rep < 0 ? reps : rep;
+            if (!res->have[j]) continue;
+            double t, share = 0;
+            if (j == MS_RAW_STREAM || j == MS_RAW_EVENT) {
+                double c0 = thread_cpu_s();
+                int64_t t0 = bench_now_ns();
+                t = bench_cu_launch_loop(m.cu, m.rbuf, 2, n, j == MS_RAW_STREAM ? BENCH_CU_STREAM_SYNC : BENCH_CU_EVENT_SYNC,
+                                         64, 64);
+                share = (thread_cpu_s() - c0) / ((double)(bench_now_ns() - t0) / 1e9);
+            } else {
+                t = ms_loop_ka(&m, j == MS_KA ? c->q : c->q_nospin, j == MS_KA_TIMED ? 10000000000LL : KA_WAIT_FOREVER, n,
+                               &share);
+            }
+            if (t <= 0) {
+                fprintf(stderr, "ka bench wait: 1 ms kernel, %s: a call failed: %s\n", ms_names[j], ka_last_error());
+                rc = -1;
+            }
+            v[j][k] = t, cpu[j][k] = share;
+        }
+    for (int j = 0; j < NMS; j++) {
+        if (res->have[j] && !rc) {
+            res->med[j] = bench_median(v[j], reps);
+            res->mn[j] = bench_min(v[j], reps);
+            res->mx[j] = bench_max(v[j], reps);
+            res->cpu[j] = bench_median(cpu[j], reps);
+        }
+        free(v[j]), free(cpu[j]);
+    }
+    if (m.cu) {
+        bench_cu_free(m.cu, m.rbuf);
+        bench_cu_close(m.cu);
+    }
+    ka_buffer_release(m.buf);
+    ka_program_release(p);
+    return rc;
+}
+
+static const char usage[] =
+    "usage: ka bench wait [--device SEL] [--iterations N] [--reps R] [--spin NS] [--json]\n"
+    "  Launch + wait of a 64-item kernel by each wait mode against raw waits, in one process\n"
+    "  (interleaved repetitions, medians), and the CPU the waiting thread burns on a long kernel.\n"
+    "  --iterations N   launches per repetition, at least 1 (default 500)\n"
+    "  --reps R         repetitions, 1 to 100000 (default 7)\n"
+    "  --spin NS        process-wide spin before sleeping in waits, 0 to 60000000000 ns\n"
+    "                   (default: each device's own)\n";
+
 int bench_wait_main(int argc, char **argv) {
+    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
+                                       {"iterations", required_argument, NULL, 'i'},
+                                       {"reps", required_argument, NULL, 'r'},
+                                       {"spin", required_argument, NULL, 's'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     const char *sel = NULL;
     int iters = 500, reps = 7, json = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
-        else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--spin") && i + 1 < argc) ka_set_wait_spin(atoll(argv[++i]));
-        else {
-            fputs("usage: ka bench wait [--device SEL] [--iterations N] [--reps R] [--spin NS] [--json]\n", stderr);
-            return 2;
+    uint64_t spin;
+    cli cl;
+    cli_init(&cl, "ka bench wait", usage, argc, argv, "h", lo);
+    const char *arg;
+    for (int r; (r = cli_next(&cl, &arg)) != CLI_END;) {
+        switch (r) {
+        case 'd': sel = arg; break;
+        case 'i':
+            if (cli_int(&cl, arg, 1, INT_MAX, &iters)) return KA_EXIT_USAGE;
+            break;
+        case 'r':
+            if (cli_int(&cl, arg, 1, BENCH_MAX_REPS, &reps)) return KA_EXIT_USAGE;
+            break;
+        case 's':
+            if (cli_u64(&cl, arg, 0, 60000000000ull, &spin)) return KA_EXIT_USAGE;
+            ka_set_wait_spin((int64_t)spin);
+            break;
+        case 'j': json = 1; break;
+        case CLI_HELP: return cli_help(&cl);
+        case CLI_ARG: return cli_error(&cl, "unexpected argument '%s'", arg);
+        default: return KA_EXIT_USAGE;
         }
     }
     ka_device dev;
@@ -249,15 +449,25 @@ int bench_wait_main(int argc, char **argv) {
         mn[m] = bench_min(v[m], reps);
         mx[m] = bench_max(v[m], reps);
     }
-    double wall_ms = 0, share = long_wait_share(&c, 200, &wall_ms);
+    ms_result ms;
+    if (ms_rows(dev, &c, reps, &ms)) return 1;
+    double wall_ms = 0, first_share = 0, share = long_wait_share(&c, 200, &wall_ms, &first_share);
     double ratio = have[RAW] && med[RAW] > 0 ? med[KA_DEFAULT] / med[RAW] : 0;
+    double ms_extra = ms.have[MS_RAW_STREAM] ? ms.med[MS_KA] - ms.med[MS_RAW_STREAM] : 0;
     if (json) {
         printf("{\"device\":\"%s\",\"selector\":\"%s\",\"iterations\":%d,\"reps\":%d,\"wait_ratio\":%.4f,"
-               "\"long_wait_cpu_share\":%.4f,\"long_wait_ms\":%.1f,\"routed_wait_ns\":%.1f,\"pthread_wait_ns\":%.1f",
-               di->name, di->selector, iters, reps, ratio, share, wall_ms, med[ROUTED], med[KA_DEFAULT]);
+               "\"long_wait_cpu_share\":%.4f,\"long_wait_first_cpu_share\":%.4f,\"long_wait_ms\":%.1f,"
+               "\"routed_wait_ns\":%.1f,\"pthread_wait_ns\":%.1f",
+               di->name, di->selector, iters, reps, ratio, share, first_share, wall_ms, med[ROUTED], med[KA_DEFAULT]);
         for (int m = 0; m < NMODES; m++)
             if (have[m]) printf(",\"%s_ns\":%.1f,\"%s_min\":%.1f,\"%s_max\":%.1f", mode_keys[m], med[m], mode_keys[m], mn[m],
                    mode_keys[m], mx[m]);
+        printf(",\"ms_kernel_iters\":%u", ms.iters);
+        for (int j = 0; j < NMS; j++)
+            if (ms.have[j])
+                printf(",\"ms_%s_ns\":%.1f,\"ms_%s_min\":%.1f,\"ms_%s_max\":%.1f,\"ms_%s_cpu_share\":%.4f", ms_keys[j],
+                       ms.med[j], ms_keys[j], ms.mn[j], ms_keys[j], ms.mx[j], ms_keys[j], ms.cpu[j]);
+        if (ms.have[MS_RAW_STREAM]) printf(",\"ms_ka_extra_ns\":%.1f", ms_extra);
         printf("}\n");
     } else {
         printf("ka bench wait on %s (%s): launch + wait of a 64-item kernel, %d iterations x %d interleaved reps;\n"
@@ -268,7 +478,14 @@ int bench_wait_main(int argc, char **argv) {
             if (have[m]) printf("%-32s %12.0f %12.0f %12.0f\n", mode_names[m], med[m], mn[m], mx[m]);
         printf("wait_ratio (ka default / raw, routing off): %.3f\n", ratio);
         printf("routed_wait_ns %.0f, pthread_wait_ns %.0f (ka, 64 items)\n", med[ROUTED], med[KA_DEFAULT]);
-        printf("long wait: %.0f ms kernel, waiting thread's CPU share %.4f\n", wall_ms, share);
+        printf("long wait: %.0f ms kernel, waiting thread's CPU share %.4f (the first such wait: %.4f)\n", wall_ms, share,
+               first_share);
+        printf("kernel of about 1 ms (64 items, %u loop iterations), launch + wait, %d launches x %d interleaved reps%s%s\n",
+               ms.iters, 50, reps, ms.have[MS_RAW_STREAM] ? "" : "; no raw rows: ", ms.have[MS_RAW_STREAM] ? "" : ms.why);
+        printf("%-36s %12s %12s %12s %10s\n", "mode", "median ns", "min", "max", "CPU share");
+        for (int j = 0; j < NMS; j++)
+            if (ms.have[j]) printf("%-36s %12.0f %12.0f %12.0f %10.3f\n", ms_names[j], ms.med[j], ms.mn[j], ms.mx[j], ms.cpu[j]);
+        if (ms.have[MS_RAW_STREAM]) printf("ka default wait over raw stream sync, 1 ms kernel: %+.0f ns\n", ms_extra);
     }
     for (int m = 0; m < NMODES; m++) free(v[m]);
     raw_teardown(&rs);

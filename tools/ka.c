@@ -1,24 +1,77 @@
-/* The `ka` command: info, build, run, bench. */
+/* The `ka` command: info, build, run, bench, version.
+ * Exit status: 0 success; 1 a run-time failure (no device, a failed build or
+ * check); 2 a usage error (unknown option or command, bad or missing value,
+ * a FILE that is not a readable kernel source). */
+#include <errno.h>
+#include <fcntl.h>
 #include <ka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench_common.h"
 
-static void usage(void) {
-    fputs("usage:\n"
-          "  ka info [--json]                 platforms, devices and their limits\n"
-          "  ka build FILE [-DNAME[=V]...] [--device SEL] [--options OPTS]\n"
-          "                                   compile check; prints the build log, exit 1 on failure\n"
-          "  ka run [--device SEL] [--n N]    runs saxpy on the device and checks the result\n"
-          "  ka bench launch [options]        launch cost against raw OpenCL or CUDA (ka bench launch --help)\n"
-          "  ka bench wait [options]          wait latency by mode (ka bench wait --help)\n"
-          "  ka bench route [options]         PoCL routing: launch + wait by work size, crossover, saxpy\n"
-          "  ka bench compile [options]       persistent kernel cache: a new process, cold against warm\n"
-          "  ka bench saxpy [options]         saxpy bandwidth against the device's copy bandwidth\n"
-          "  ka version\n",
-          stderr);
+static const char usage_ka[] =
+    "usage: ka COMMAND [OPTIONS]   (ka COMMAND --help, or ka help COMMAND, for its options)\n"
+    "  ka info [--json]                 platforms, devices and their limits\n"
+    "  ka build FILE [-DNAME[=V]...] [--device SEL] [--options OPTS]\n"
+    "                                   compile check; prints the build log, exit 1 on failure\n"
+    "  ka run [--device SEL] [--n N]    runs saxpy on the device and checks the result\n"
+    "  ka bench launch [options]        launch cost against raw OpenCL or CUDA\n"
+    "  ka bench wait [options]          wait latency by mode\n"
+    "  ka bench route [options]         PoCL routing: launch + wait by work size, crossover, saxpy\n"
+    "  ka bench compile [options]       persistent kernel cache: a new process, cold against warm\n"
+    "  ka bench saxpy [options]         saxpy bandwidth against the device's copy bandwidth\n"
+    "  ka version                       libka's version\n"
+    "Devices: SEL is \"opencl:N\", \"cuda:N\", \"pocl\", \"null\" or a name substring; the default is\n"
+    "$KA_DEVICE, else PoCL's CPU device.\n"
+    "Exit status: 0 success, 1 failure (no device, build or check failed), 2 usage error.\n";
+
+static const char usage_bench[] =
+    "usage: ka bench launch|wait|route|compile|saxpy [options]   (ka bench SUBCOMMAND --help)\n"
+    "  launch   launch and launch + wait cost against raw OpenCL or CUDA\n"
+    "  wait     wait latency by mode\n"
+    "  route    PoCL routing: launch + wait by work size, crossover, saxpy\n"
+    "  compile  persistent kernel cache: a new process, cold against warm\n"
+    "  saxpy    saxpy bandwidth against the device's copy bandwidth\n";
+
+static const char usage_info[] =
+    "usage: ka info [--json]\n"
+    "  Lists every device libka sees: platform, back-end, limits, sub-group sizes, capabilities.\n"
+    "  --json   one JSON object on stdout instead of text\n";
+
+static const char usage_build[] =
+    "usage: ka build FILE [-DNAME[=V]...] [--device SEL] [--options OPTS]\n"
+    "  Compiles the kernel source in FILE for the device and prints the build log on failure.\n"
+    "  -D NAME[=V]      a define, as the build option -D (up to 64)\n"
+    "  --device SEL     the device (default: $KA_DEVICE, else PoCL's CPU device)\n"
+    "  --options OPTS   extra native build options\n"
+    "  FILE must be a readable regular file of 1 byte to 16 MiB of text (no NUL byte).\n"
+    "  Exit status: 0 built, 1 the build failed or no device, 2 usage error or FILE unusable.\n";
+
+static const char usage_run[] =
+    "usage: ka run [--device SEL] [--n N]\n"
+    "  Runs saxpy (y = 2x + y) over N floats on the device and checks every element.\n"
+    "  --device SEL   the device (default: $KA_DEVICE, else PoCL's CPU device)\n"
+    "  --n N          elements, 1 to 4294967295 (default 1000003); each of the two buffers,\n"
+    "                 4*N bytes, must fit the device's largest buffer\n"
+    "  Exit status: 0 checked, 1 failure (no device, buffer too large, wrong result), 2 usage error.\n";
+
+static const char usage_version[] = "usage: ka version\n  Prints libka's version.\n";
+
+static const struct option help_only[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+
+/* For commands whose only option is --help: -1 to go on, else the exit status. */
+static int parse_none(cli *c) {
+    const char *arg;
+    for (int r; (r = cli_next(c, &arg)) != CLI_END;) {
+        if (r == CLI_HELP) return cli_help(c);
+        if (r == CLI_ARG) return cli_error(c, "unexpected argument '%s'", arg);
+        return KA_EXIT_USAGE;
+    }
+    return -1;
 }
 
 static const char *backend_name(ka_backend b) {
@@ -50,7 +103,17 @@ static void print_sg(const ka_device_info *d, int json) {
 }
 
 static int cmd_info(int argc, char **argv) {
-    int json = argc > 0 && !strcmp(argv[0], "--json");
+    static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    cli c;
+    cli_init(&c, "ka info", usage_info, argc, argv, "h", lo);
+    int json = 0;
+    const char *arg;
+    for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        if (r == 'j') json = 1;
+        else if (r == CLI_HELP) return cli_help(&c);
+        else if (r == CLI_ARG) return cli_error(&c, "unexpected argument '%s'", arg);
+        else return KA_EXIT_USAGE;
+    }
     uint32_t n = 0;
     if (ka_device_count(&n) != KA_OK) {
         fprintf(stderr, "ka info: %s\n", ka_last_error());
@@ -117,50 +180,106 @@ static int cmd_info(int argc, char **argv) {
     return 0;
 }
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+#define KA_BUILD_MAX_SOURCE ((size_t)16 << 20)
+
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISFIFO(m) ? "a pipe" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* The kernel source in path, NUL-terminated, or NULL with the reason reported
+ * on stderr: not a readable regular file, empty, over KA_BUILD_MAX_SOURCE, or
+ * holding a NUL byte (not text: the source would be cut there). */
+static char *read_source(const char *path) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; fstat on the
+     * opened file, so what is checked is what is read. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "ka build: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    char *s = NULL;
+    size_t n = 0;
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "ka build: %s: %s\n", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "ka build: %s: %s, not a regular file of kernel source\n", path, file_kind(st.st_mode));
+    } else if ((uint64_t)st.st_size > KA_BUILD_MAX_SOURCE) {
+        fprintf(stderr, "ka build: %s: %llu bytes, over the 16 MiB limit of a kernel source\n", path,
+                (unsigned long long)st.st_size);
+    } else if (!(s = malloc(KA_BUILD_MAX_SOURCE + 1))) {
+        fprintf(stderr, "ka build: %s: out of memory\n", path);
+    } else {
+        /* Read to the end, not to st_size: the file may change meanwhile. */
+        for (ssize_t r; n <= KA_BUILD_MAX_SOURCE; n += (size_t)r) {
+            r = read(fd, s + n, KA_BUILD_MAX_SOURCE + 1 - n);
+            if (r == 0) break;
+            if (r < 0 && errno == EINTR) r = 0;
+            else if (r < 0) {
+                fprintf(stderr, "ka build: %s: %s\n", path, strerror(errno));
+                free(s);
+                s = NULL;
+                break;
+            }
+        }
+        const char *nul = s ? memchr(s, 0, n) : NULL;
+        if (!s) {
+        } else if (n > KA_BUILD_MAX_SOURCE) {
+            fprintf(stderr, "ka build: %s: over the 16 MiB limit of a kernel source\n", path);
+        } else if (n == 0) {
+            fprintf(stderr, "ka build: %s: empty file\n", path);
+        } else if (nul) {
+            fprintf(stderr, "ka build: %s: a NUL byte at offset %zu: not kernel source text\n", path,
+                    (size_t)(nul - s));
+        } else {
+            s[n] = 0;
+            close(fd);
+            return s;
+        }
         free(s);
         s = NULL;
     }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
+    close(fd);
+    return NULL;
 }
 
 static int cmd_build(int argc, char **argv) {
+    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
+                                       {"options", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    cli c;
+    cli_init(&c, "ka build", usage_build, argc, argv, "hD:", lo);
     const char *file = NULL, *sel = NULL, *options = NULL;
     const char *defines[64];
     uint32_t nd = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strncmp(argv[i], "-D", 2) && argv[i][2] && nd < 64) defines[nd++] = argv[i] + 2;
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc) sel = argv[++i];
-        else if (!strcmp(argv[i], "--options") && i + 1 < argc) options = argv[++i];
-        else if (!file && argv[i][0] != '-') file = argv[i];
-        else {
-            usage();
-            return 2;
+    const char *arg;
+    for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        switch (r) {
+        case 'd': sel = arg; break;
+        case 'o': options = arg; break;
+        case 'D':
+            if (!*arg) return cli_error(&c, "%s: empty define", c.name);
+            if (nd == 64) return cli_error(&c, "%s %s: more than 64 defines", c.name, arg);
+            defines[nd++] = arg;
+            break;
+        case CLI_HELP: return cli_help(&c);
+        case CLI_ARG:
+            if (file) return cli_error(&c, "unexpected argument '%s' (FILE is '%s')", arg, file);
+            file = arg;
+            break;
+        default: return KA_EXIT_USAGE;
         }
     }
-    if (!file) {
-        usage();
-        return 2;
-    }
-    char *src = read_file(file);
-    if (!src) {
-        fprintf(stderr, "ka build: cannot read %s\n", file);
-        return 1;
-    }
+    if (!file) return cli_error(&c, "no FILE to build");
+    char *src = read_source(file);
+    if (!src) return KA_EXIT_USAGE;
     ka_device dev;
     if (ka_device_open(sel, &dev) != KA_OK) {
         fprintf(stderr, "ka build: %s\n", ka_last_error());
         free(src);
-        return 1;
+        return KA_EXIT_FAIL;
     }
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
@@ -171,7 +290,7 @@ static int cmd_build(int argc, char **argv) {
     if (st != KA_OK) {
         fprintf(stderr, "%s: build failed on %s: %s\n%s\n", file, di->name, ka_strerror(st), ka_last_error());
         ka_device_close(dev);
-        return 1;
+        return KA_EXIT_FAIL;
     }
     printf("%s: built for %s (%s)\n", file, di->name, di->selector);
     ka_program_release(p);
@@ -181,34 +300,109 @@ static int cmd_build(int argc, char **argv) {
 
 int ka_run_saxpy(const char *sel, uint32_t n);
 
+static int cmd_run(int argc, char **argv) {
+    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
+                                       {"n", required_argument, NULL, 'n'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    cli c;
+    cli_init(&c, "ka run", usage_run, argc, argv, "h", lo);
+    const char *sel = NULL;
+    uint64_t n = 1000003; /* a prime: not a multiple of any work-group size */
+    const char *arg;
+    for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        switch (r) {
+        case 'd': sel = arg; break;
+        case 'n':
+            if (cli_u64(&c, arg, 1, UINT32_MAX, &n)) return KA_EXIT_USAGE;
+            break;
+        case CLI_HELP: return cli_help(&c);
+        case CLI_ARG: return cli_error(&c, "unexpected argument '%s'", arg);
+        default: return KA_EXIT_USAGE;
+        }
+    }
+    /* Each buffer must fit the device before the host allocates its twin. */
+    ka_device dev;
+    const ka_device_info *di;
+    if (ka_device_open(sel, &dev) != KA_OK) {
+        fprintf(stderr, "ka run: %s\n", ka_last_error());
+        return KA_EXIT_FAIL;
+    }
+    ka_device_get_info(dev, &di);
+    uint64_t bytes = n * sizeof(float);
+    if (bytes > di->max_alloc_size) {
+        fprintf(stderr, "ka run: --n %llu: a buffer of %llu bytes; the largest on %s (%s) is %llu bytes\n",
+                (unsigned long long)n, (unsigned long long)bytes, di->name, di->selector,
+                (unsigned long long)di->max_alloc_size);
+        ka_device_close(dev);
+        return KA_EXIT_FAIL;
+    }
+    ka_device_close(dev);
+    return ka_run_saxpy(sel, (uint32_t)n) ? KA_EXIT_FAIL : 0;
+}
+
+static int cmd_version(int argc, char **argv) {
+    cli c;
+    cli_init(&c, "ka version", usage_version, argc, argv, "h", help_only);
+    int rc = parse_none(&c);
+    if (rc >= 0) return rc;
+    printf("libka %s\n", ka_version());
+    return 0;
+}
+
+/* `ka bench` and `ka bench --help`; argv[0] is "bench". */
+static int cmd_bench(int argc, char **argv) {
+    static const struct {
+        const char *name;
+        int (*main)(int, char **);
+    } subs[] = {{"launch", bench_launch_main},   {"wait", bench_wait_main},   {"route", bench_route_main},
+                {"compile", bench_compile_main}, {"saxpy", bench_saxpy_main}};
+    cli c;
+    cli_init(&c, "ka bench", usage_bench, argc, argv, "h", help_only);
+    if (argc < 2) return cli_error(&c, "no subcommand (launch, wait, route, compile or saxpy)");
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        if (!strcmp(argv[1], subs[i].name)) return subs[i].main(argc - 1, argv + 1);
+    if (argv[1][0] == '-') {
+        /* --help or an unknown option, before any subcommand */
+        int rc = parse_none(&c);
+        return rc >= 0 ? rc : cli_error(&c, "no subcommand (launch, wait, route, compile or saxpy)");
+    }
+    return cli_error(&c, "unknown subcommand '%s' (launch, wait, route, compile or saxpy)", argv[1]);
+}
+
+static const struct {
+    const char *name;
+    int (*main)(int, char **);
+} commands[] = {{"info", cmd_info}, {"build", cmd_build}, {"run", cmd_run}, {"bench", cmd_bench}, {"version", cmd_version}};
+
 int main(int argc, char **argv) {
+    cli c;
+    cli_init(&c, "ka", usage_ka, argc, argv, "h", help_only);
     if (argc < 2) {
-        usage();
-        return 2;
+        fputs(usage_ka, stderr);
+        return KA_EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
-    if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
-    if (!strcmp(cmd, "run")) {
-        const char *sel = NULL;
-        uint32_t n = 1000003;
-        for (int i = 2; i + 1 < argc; i += 2) {
-            if (!strcmp(argv[i], "--device")) sel = argv[i + 1];
-            else if (!strcmp(argv[i], "--n")) n = (uint32_t)strtoul(argv[i + 1], NULL, 10);
-        }
-        return ka_run_saxpy(sel, n);
+    char *hargv[5] = {NULL};
+    /* `ka help [COMMAND...]` is `ka [COMMAND...] --help` */
+    if (!strcmp(cmd, "help")) {
+        if (argc == 2) return cli_help(&c);
+        hargv[0] = argv[0];
+        hargv[1] = argv[2];
+        int hargc = 2;
+        if (!strcmp(argv[2], "bench") && argc > 3) hargv[hargc++] = argv[3];
+        if (argc > hargc + 1) return cli_error(&c, "help: unexpected argument '%s'", argv[hargc + 1]);
+        hargv[hargc++] = "--help";
+        argv = hargv;
+        argc = hargc;
+        cmd = argv[1];
     }
-    if (!strcmp(cmd, "bench") && argc >= 3) {
-        if (!strcmp(argv[2], "launch")) return bench_launch_main(argc - 3, argv + 3);
-        if (!strcmp(argv[2], "wait")) return bench_wait_main(argc - 3, argv + 3);
-        if (!strcmp(argv[2], "route")) return bench_route_main(argc - 3, argv + 3);
-        if (!strcmp(argv[2], "compile")) return bench_compile_main(argc - 3, argv + 3);
-        if (!strcmp(argv[2], "saxpy")) return bench_saxpy_main(argc - 3, argv + 3);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name)) return commands[i].main(argc - 1, argv + 1);
+    if (cmd[0] == '-') {
+        /* ka --help, ka -h, or an unknown option */
+        int rc = parse_none(&c);
+        return rc >= 0 ? rc : cli_error(&c, "no command");
     }
-    if (!strcmp(cmd, "version")) {
-        printf("libka %s\n", ka_version());
-        return 0;
-    }
-    usage();
-    return 2;
+    return cli_error(&c, "unknown command '%s'", cmd);
 }

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The `ka` command's exit statuses and messages: 0 success, 1 a run-time
+# failure, 2 a usage error whose message on stderr names the option and value.
+# Usage: test_cli.sh PATH_TO_KA
+# Device-independent cases use the null device; the few that must compile or
+# run a kernel use the default device (PoCL). Nothing here depends on timing.
+set -uo pipefail
+ka=${1:?usage: test_cli.sh PATH_TO_KA}
+[[ -x $ka ]] || { echo "no ka program at $ka"; exit 1; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fails=0 checks=0
+
+# check RC [--stdout] [PATTERN...] -- ARGS...: runs `ka ARGS`, expects exit
+# status RC and every PATTERN (fixed strings) in stderr, or in stdout after
+# --stdout. A usage error (2) or failure (1) must say something on stderr; a
+# success must say nothing there.
+check() {
+  local want=$1 stream=err pats=()
+  shift
+  [[ $1 == --stdout ]] && { stream=out; shift; }
+  while [[ $1 != -- ]]; do pats+=("$1"); shift; done
+  shift
+  checks=$((checks + 1))
+  "$ka" "$@" >"$dir/out" 2>"$dir/err"
+  local rc=$? bad=
+  [[ $rc == "$want" ]] || bad="exit status $rc, want $want"
+  for p in "${pats[@]}"; do
+    grep -qF -- "$p" "$dir/$stream" || bad="${bad:+$bad; }no '$p' in std$stream"
+  done
+  if [[ $want != 0 && ! -s $dir/err ]]; then bad="${bad:+$bad; }nothing on stderr"; fi
+  if [[ $want == 0 && -s $dir/err ]]; then bad="${bad:+$bad; }stderr not empty"; fi
+  if [[ -n $bad ]]; then
+    fails=$((fails + 1))
+    printf 'FAIL  ka %s: %s\n' "$*" "$bad"
+    sed 's/^/      stdout: /' "$dir/out" | head -20
+    sed 's/^/      stderr: /' "$dir/err" | head -20
+  else
+    printf 'ok    ka %s -> %s\n' "$*" "$rc"
+  fi
+}
+
+printf 'KA_KERNEL(k, KA_GLOBAL float *p) { p[ka_global_id(0)] = X; }\n' >"$dir/ok.cl"
+printf 'KA_KERNEL(k, KA_GLOBAL float *p) { p[0] = undefined_thing; }\n' >"$dir/broken.cl"
+: >"$dir/empty.cl"
+printf 'KA_KERNEL(k, KA_GLOBAL float *p) { }\n\0junk\n' >"$dir/nul.cl"
+
+# --- usage errors: exit 2, the option and the value named ---------------------
+check 2 "--n" "'-1'" "negative" -- run --n -1
+check 2 "--n" "'99999999999'" "out of range" -- run --n 99999999999
+check 2 "--n" "'184467440737095516160'" "out of range" -- run --n 184467440737095516160
+check 2 "--n" "'abc'" "not an integer" -- run --n abc
+check 2 "--n" "'12abc'" "not an integer" -- run --n 12abc
+check 2 "--n" "'0'" -- run --n 0
+check 2 "--n" "empty" -- run --n ""
+check 2 "'--bogus'" -- run --bogus
+check 2 "'--n'" "needs a value" -- run --n
+check 2 "'extra'" -- run --device null extra
+check 2 "'--bogus'" -- info --bogus
+check 2 "'--json'" "takes no value" -- info --json=yes
+check 2 "'stray'" -- info stray
+check 2 "/dev/zero" "not a regular file" -- build /dev/zero
+check 2 "/nonexistent" "No such file" -- build /nonexistent
+check 2 "$dir" "a directory" -- build "$dir"
+check 2 "empty.cl" "empty" -- build "$dir/empty.cl"
+check 2 "nul.cl" "NUL byte" -- build "$dir/nul.cl"
+check 2 "no FILE" -- build --device null
+check 2 "'--bogus'" -- build "$dir/ok.cl" --bogus
+check 2 "'-D'" "needs a value" -- build "$dir/ok.cl" -D
+check 2 "'--bogus'" -- bench launch --bogus
+check 2 "--args" "'0'" -- bench launch --args 0
+check 2 "--args" "'x'" -- bench launch --args 2,x
+check 2 "--impl" "'fast'" -- bench launch --impl fast
+check 2 "--path" "'nowhere'" -- bench launch --path nowhere
+check 2 "--iterations" "'-5'" -- bench launch --iterations -5
+check 2 "--reps" "'abc'" -- bench wait --reps abc
+check 2 "--spin" "'-1'" -- bench wait --spin -1
+check 2 "--max" "'1'" -- bench route --max 1
+check 2 "--n" "'99999999999'" -- bench saxpy --n 99999999999
+check 2 "--wg" "'0'" -- bench saxpy --wg 0
+check 2 "--reps" "'33'" -- bench compile --reps 33
+check 2 "'nosuch'" -- bench nosuch
+check 2 "no subcommand" -- bench
+check 2 "'nosuch'" -- nosuch
+check 2 "usage:" --
+check 2 "'--bogus'" -- --bogus
+check 2 "'x'" -- version x
+
+# --- --help: usage on stdout, exit 0 -----------------------------------------
+check 0 --stdout "usage: ka" -- --help
+check 0 --stdout "usage: ka" -- -h
+check 0 --stdout "usage: ka" -- help
+check 0 --stdout "usage: ka run" -- help run
+check 0 --stdout "usage: ka bench launch" -- help bench launch
+for c in info build run version bench "bench launch" "bench wait" "bench route" "bench compile" "bench saxpy"; do
+  read -ra words <<<"$c"
+  check 0 --stdout "usage: ka $c" -- "${words[@]}" --help
+done
+
+# --- run-time failures: exit 1 ------------------------------------------------
+# The null device's largest buffer is 1 GiB: N is not cut to 32 bits, it is refused.
+check 1 "--n 4294967295" "largest" -- run --device null --n 4294967295
+check 1 "no device matches" -- run --device no-such-device --n 10
+check 1 "no device matches" -- build "$dir/ok.cl" -DX=1 --device no-such-device
+check 1 "build failed" "undefined_thing" -- build "$dir/broken.cl"
+
+# --- what works ---------------------------------------------------------------
+check 0 --stdout "libka " -- version
+check 0 --stdout "device" -- info
+check 0 --stdout '"devices":' -- info --json
+if ! python3 -m json.tool "$dir/out" >/dev/null; then
+  fails=$((fails + 1))
+  echo "FAIL  ka info --json: not valid JSON"
+fi
+check 0 --stdout "built for null device" -- build "$dir/ok.cl" -D X=2.0f --device null
+check 0 --stdout "built for" -- build "$dir/ok.cl" -DX=1.0f
+check 0 --stdout "built for" -- build -DX=1.0f -- "$dir/ok.cl"
+check 0 --stdout "saxpy: n=1000, 0 wrong elements: OK" -- run --n 1000
+check 0 --stdout "saxpy: n=1000, 0 wrong elements: OK" -- run --n=1000
+
+echo "$checks checks, $fails failed"
+[[ $fails == 0 ]]
