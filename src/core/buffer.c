@@ -36,7 +36,9 @@ ka_status ka_buffer_create(ka_device dev, size_t bytes, ka_buffer *out) {
 
 ka_status ka_buffer_release(ka_buffer buf) {
     ka__buffer *b = ka__resolve(buf.id, KA__T_BUFFER);
-    if (!b) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_release: invalid or released buffer");
+    /* Transfers on the buffer in other threads return first. */
+    if (!b || !ka__handle_retire(buf.id))
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_release: invalid or released buffer");
     ka__handle_free(b->id);
     b->dev->ops->buffer_release(b);
     atomic_fetch_sub(&b->dev->live, 1);
@@ -52,13 +54,30 @@ ka_status ka_buffer_size(ka_buffer buf, size_t *bytes) {
     return KA_OK;
 }
 
-/* Shared checks of a transfer; resolves queue and buffer. */
+/* The objects a transfer pins (queue, one or two buffers) for the call, so
+ * a release in another thread waits for it; done() unpins them. */
+typedef struct pins {
+    ka__slot *s[3];
+    uint32_t n;
+} pins;
+
+static ka_status done(pins *pn, ka_status st) {
+    while (pn->n) ka__unpin(pn->s[--pn->n]);
+    return st;
+}
+
+/* Shared checks of a transfer; pins the queue (when *q is still NULL) and
+ * the buffer. */
 static ka_status prep(const char *fn, ka_queue queue, ka_buffer buf, size_t off, size_t n, ka__queue **q,
-                      ka__buffer **b) {
-    *q = ka__queue_of(queue);
-    if (!*q) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released queue", fn);
-    *b = ka__resolve(buf.id, KA__T_BUFFER);
-    if (!*b) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released buffer", fn);
+                      ka__buffer **b, pins *pn) {
+    if (!*q) {
+        if (!(*q = ka__pin(queue.id, KA__T_QUEUE, &pn->s[pn->n])))
+            return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released queue", fn);
+        pn->n++;
+    }
+    if (!(*b = ka__pin(buf.id, KA__T_BUFFER, &pn->s[pn->n])))
+        return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released buffer", fn);
+    pn->n++;
     if ((*b)->dev != (*q)->dev) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: buffer and queue are on different devices", fn);
     if (off > (*b)->bytes || n > (*b)->bytes - off)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: range [%zu, %zu) outside the buffer's %zu bytes", fn, off, off + n,
@@ -93,47 +112,52 @@ static ka_status end(ka_status st, ka_event *ev, pending *p) {
     return KA_OK;
 }
 
-/* An empty transfer is a no-op whose event (if any) is already complete. */
-#define KA__TRANSFER(fn, q, ev, call)                              \
+/* An empty transfer is a no-op whose event (if any) is already complete.
+ * Runs call with the event plumbing, unpins, returns the status. */
+#define KA__TRANSFER(pn, q, ev, call)                              \
     do {                                                           \
         pending p;                                                 \
         ka_status st_ = begin(q, ev, &p);                          \
-        if (st_ != KA_OK) return st_;                              \
-        st_ = n ? (call) : KA_OK;                                  \
-        return end(st_, ev, &p);                                   \
+        if (st_ == KA_OK) {                                        \
+            st_ = n ? (call) : KA_OK;                              \
+            st_ = end(st_, ev, &p);                                \
+        }                                                          \
+        return done(pn, st_);                                      \
     } while (0)
 
 ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n, const void *src, ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q = NULL;
     ka__buffer *b = NULL;
-    ka_status st = prep("ka_buffer_write", queue, dst, offset, n, &q, &b);
-    if (st != KA_OK) return st;
-    if (!src && n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_write: src is NULL");
-    KA__TRANSFER("ka_buffer_write", q, ev, q->dev->ops->buffer_write(q, b, offset, n, src, ev ? &p.native : NULL));
+    pins pn = {{NULL}, 0};
+    ka_status st = prep("ka_buffer_write", queue, dst, offset, n, &q, &b, &pn);
+    if (st == KA_OK && !src && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_write: src is NULL");
+    if (st != KA_OK) return done(&pn, st);
+    KA__TRANSFER(&pn, q, ev, q->dev->ops->buffer_write(q, b, offset, n, src, ev ? &p.native : NULL));
 }
 
 ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n, void *dst, ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q = NULL;
     ka__buffer *b = NULL;
-    ka_status st = prep("ka_buffer_read", queue, src, offset, n, &q, &b);
-    if (st != KA_OK) return st;
-    if (!dst && n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_read: dst is NULL");
-    KA__TRANSFER("ka_buffer_read", q, ev, q->dev->ops->buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL));
+    pins pn = {{NULL}, 0};
+    ka_status st = prep("ka_buffer_read", queue, src, offset, n, &q, &b, &pn);
+    if (st == KA_OK && !dst && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_read: dst is NULL");
+    if (st != KA_OK) return done(&pn, st);
+    KA__TRANSFER(&pn, q, ev, q->dev->ops->buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL));
 }
 
 ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst, size_t dof, size_t n, ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q = NULL;
     ka__buffer *s = NULL, *d = NULL;
-    ka_status st = prep("ka_buffer_copy", queue, src, so, n, &q, &s);
-    if (st != KA_OK) return st;
-    st = prep("ka_buffer_copy", queue, dst, dof, n, &q, &d);
-    if (st != KA_OK) return st;
-    if (s == d && so < dof + n && dof < so + n)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_copy: source and destination ranges overlap");
-    KA__TRANSFER("ka_buffer_copy", q, ev, q->dev->ops->buffer_copy(q, s, so, d, dof, n, ev ? &p.native : NULL));
+    pins pn = {{NULL}, 0};
+    ka_status st = prep("ka_buffer_copy", queue, src, so, n, &q, &s, &pn);
+    if (st == KA_OK) st = prep("ka_buffer_copy", queue, dst, dof, n, &q, &d, &pn);
+    if (st == KA_OK && s == d && so < dof + n && dof < so + n)
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_copy: source and destination ranges overlap");
+    if (st != KA_OK) return done(&pn, st);
+    KA__TRANSFER(&pn, q, ev, q->dev->ops->buffer_copy(q, s, so, d, dof, n, ev ? &p.native : NULL));
 }
 
 ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, size_t psz, size_t offset, size_t n,
@@ -141,12 +165,13 @@ ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, siz
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q = NULL;
     ka__buffer *b = NULL;
-    ka_status st = prep("ka_buffer_fill", queue, dst, offset, n, &q, &b);
-    if (st != KA_OK) return st;
-    if (!pattern) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: pattern is NULL");
-    if (psz == 0 || psz > 128 || (psz & (psz - 1)))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: pattern size %zu is not 1, 2, 4, ..., 128", psz);
-    if (offset % psz || n % psz)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: offset and size must be multiples of the pattern size");
-    KA__TRANSFER("ka_buffer_fill", q, ev, q->dev->ops->buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL));
+    pins pn = {{NULL}, 0};
+    ka_status st = prep("ka_buffer_fill", queue, dst, offset, n, &q, &b, &pn);
+    if (st == KA_OK && !pattern) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: pattern is NULL");
+    if (st == KA_OK && (psz == 0 || psz > 128 || (psz & (psz - 1))))
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: pattern size %zu is not 1, 2, 4, ..., 128", psz);
+    if (st == KA_OK && (offset % psz || n % psz))
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: offset and size must be multiples of the pattern size");
+    if (st != KA_OK) return done(&pn, st);
+    KA__TRANSFER(&pn, q, ev, q->dev->ops->buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL));
 }

@@ -3,6 +3,9 @@
  * compare and needs no lock; allocation of slots happens off the hot path. */
 #include "ka_internal.h"
 
+#include <sched.h>
+#include <time.h>
+
 ka__slot *_Atomic ka__chunks[KA__MAX_CHUNKS];
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -73,15 +76,30 @@ uint64_t ka__handle_renew(uint64_t id) {
     return ((uint64_t)g << 32) | (uint32_t)id;
 }
 
+bool ka__handle_retire(uint64_t id) {
+    ka__slot *s = ka__slot_of(id);
+    uint32_t g = (uint32_t)(id >> 32);
+    if (!s || !g || !atomic_compare_exchange_strong_explicit(&s->gen, &g, 0, memory_order_seq_cst, memory_order_relaxed))
+        return false;
+    /* Calls in flight are short (an enqueue; an inline launch runs its
+     * kernel; ka_kernel_get may compile): yield, then sleep in short steps. */
+    for (uint32_t i = 0; atomic_load_explicit(&s->pins, memory_order_seq_cst); i++) {
+        if (i < 64) sched_yield();
+        else nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    return true;
+}
+
 void ka__handle_free(uint64_t id) {
     if (!id) return;
     pthread_mutex_lock(&lock);
     ka__slot *s = ka__slot_of(id);
     /* ka__handle_renew steps a slot's generation past the counter; lift the
      * counter above every generation this slot has had, so the slot's next
-     * handle cannot equal one of its stale ids. */
+     * handle cannot equal one of its stale ids (0: retired, id's is last). */
     uint32_t last = atomic_load_explicit(&s->gen, memory_order_relaxed);
-    if ((int32_t)((uint32_t)(id >> 32) - last) > 0) last = (uint32_t)(id >> 32);
+    if (!last || (int32_t)((uint32_t)(id >> 32) - last) > 0) last = (uint32_t)(id >> 32);
     uint32_t c = atomic_load_explicit(&gen_counter, memory_order_relaxed);
     while ((int32_t)(last - c) > 0 &&
            !atomic_compare_exchange_weak_explicit(&gen_counter, &c, last, memory_order_relaxed, memory_order_relaxed)) {

@@ -44,6 +44,7 @@ typedef struct ka__slot {
     _Atomic uint32_t type;
     void *_Atomic obj;
     uint32_t next_free;
+    _Atomic uint32_t pins;     /* calls using the object now (ka__pin) */
 } ka__slot;
 
 #define KA__CHUNK_BITS 8u
@@ -57,6 +58,10 @@ uint64_t ka__handle_new(enum ka__type type, void *obj);
 void ka__handle_free(uint64_t id);
 /* Makes the current id stale but keeps the slot bound to obj; returns new id. */
 uint64_t ka__handle_renew(uint64_t id);
+/* Makes id stale at once and waits until no call has its object pinned; the
+ * object can then be freed, and the slot with ka__handle_free. False (and
+ * nothing done) for a stale id, or when another thread retired it first. */
+bool ka__handle_retire(uint64_t id);
 
 static inline ka__slot *ka__slot_of(uint64_t id) {
     uint32_t idx = (uint32_t)id;
@@ -72,6 +77,25 @@ static inline void *ka__resolve(uint64_t id, enum ka__type type) {
     if (KA_UNLIKELY(atomic_load_explicit(&s->type, memory_order_relaxed) != (uint32_t)type)) return NULL;
     return atomic_load_explicit(&s->obj, memory_order_relaxed);
 }
+
+/* The object behind a live handle, pinned for the length of a call: its
+ * release (ka__handle_retire) in another thread waits until ka__unpin. The
+ * count goes up before the generation is checked, and retire stores the
+ * generation before it reads the count (both sequentially consistent), so
+ * either the call sees the handle stale or the release sees the pin. */
+static inline void *ka__pin(uint64_t id, enum ka__type type, ka__slot **sp) {
+    ka__slot *s = ka__slot_of(id);
+    if (KA_UNLIKELY(!s)) return NULL;
+    atomic_fetch_add_explicit(&s->pins, 1, memory_order_seq_cst);
+    if (KA_UNLIKELY(atomic_load_explicit(&s->gen, memory_order_seq_cst) != (uint32_t)(id >> 32) ||
+                    atomic_load_explicit(&s->type, memory_order_relaxed) != (uint32_t)type)) {
+        atomic_fetch_sub_explicit(&s->pins, 1, memory_order_release);
+        return NULL;
+    }
+    *sp = s;
+    return atomic_load_explicit(&s->obj, memory_order_relaxed);
+}
+static inline void ka__unpin(ka__slot *s) { atomic_fetch_sub_explicit(&s->pins, 1, memory_order_release); }
 
 /* ---- objects ----------------------------------------------------------- */
 typedef struct ka__device ka__device;

@@ -170,8 +170,13 @@ static void kernel_free(ka__kernel *k) {
 
 ka_status ka_program_release(ka_program prog) {
     ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
-    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_release: invalid or released program");
+    /* Retired first (a ka_kernel_get in another thread returns before the
+     * program goes), then each kernel (launches of it return first). */
+    if (!p || !ka__handle_retire(prog.id))
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_release: invalid or released program");
     ka__handle_free(p->id);
+    for (uint32_t i = 0; i < p->cap; i++)
+        if (p->table[i]) ka__handle_retire(p->table[i]->id);
     for (uint32_t i = 0; i < p->cap; i++)
         if (p->table[i]) kernel_free(p->table[i]);
     ka__free(p->table, sizeof(ka__kernel *) * p->cap);
@@ -299,12 +304,22 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     return KA_OK;
 }
 
+static ka_status kernel_get(ka__program *p, const char *name, const ka_kernel_config *cfg, ka_kernel *out);
+
+/* The program is pinned for the call (a lookup, or a build of a variant). */
 ka_status ka_kernel_get(ka_program prog, const char *name, const ka_kernel_config *cfg, ka_kernel *out) {
     if (KA_UNLIKELY(!out || !name || !*name))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: name and out are required");
     out->id = 0;
-    ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
+    ka__slot *ps;
+    ka__program *p = ka__pin(prog.id, KA__T_PROGRAM, &ps);
     if (KA_UNLIKELY(!p)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_kernel_get: invalid or released program");
+    ka_status st = kernel_get(p, name, cfg, out);
+    ka__unpin(ps);
+    return st;
+}
+
+static ka_status kernel_get(ka__program *p, const char *name, const ka_kernel_config *cfg, ka_kernel *out) {
     ka__config_key key;
     ka_status st = normalize(p->dev, cfg, &key);
     if (st != KA_OK) return st;

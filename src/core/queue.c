@@ -43,7 +43,10 @@ fail_q:
 
 ka_status ka_queue_release(ka_queue queue) {
     ka__queue *q = ka__queue_of(queue);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_release: invalid or released queue");
+    /* Retired first: calls on the queue in other threads (launches,
+     * transfers, finish) return before it goes; later ones see it stale. */
+    if (!q || !ka__handle_retire(queue.id))
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_release: invalid or released queue");
     ka__handle_free(q->id);
     ka_status st = q->dev->ops->queue_finish(q);
     ka__queue_wait_callbacks(q);
@@ -56,15 +59,21 @@ ka_status ka_queue_release(ka_queue queue) {
 }
 
 ka_status ka_queue_finish(ka_queue queue) {
-    ka__queue *q = ka__queue_of(queue);
+    ka__slot *qs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_finish: invalid or released queue");
-    return q->dev->ops->queue_finish(q);
+    ka_status st = q->dev->ops->queue_finish(q);
+    ka__unpin(qs);
+    return st;
 }
 
 ka_status ka_queue_flush(ka_queue queue) {
-    ka__queue *q = ka__queue_of(queue);
+    ka__slot *qs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_flush: invalid or released queue");
-    return q->dev->ops->queue_flush(q);
+    ka_status st = q->dev->ops->queue_flush(q);
+    ka__unpin(qs);
+    return st;
 }
 
 ka_status ka_queue_fd(ka_queue queue, int *fd) {
