@@ -234,6 +234,47 @@ static void device_error_reaches_the_waiter(void **state) {
     KA_OK_OR_FAIL(ka_device_close(d));
 }
 
+/* A spin near INT64_MAX (any value is valid: the spin ends at completion or
+ * at the timeout) must not overflow the spin's end; UBSan stops the process
+ * at a signed overflow. The kernel runs for milliseconds, so the waits below
+ * find it running and go through their spin; they pass whether or not it has
+ * completed by a short timeout, so nothing depends on timing. */
+static void huge_spin_saturates(void **state) {
+    (void)state;
+    const int64_t spins[] = {INT64_MAX, INT64_MAX - 1, INT64_MAX - 1000000000};
+    for (size_t s = 0; s < sizeof spins / sizeof spins[0]; s++) {
+        ka_queue q;
+        KA_OK_OR_FAIL(ka_queue_create(F.dev, &(ka_queue_config){.spin_ns = spins[s], .inline_max_items = KA_INLINE_OFF}, &q));
+        ka_arg args[] = {ka_arg_buffer(F.buf), ka_arg_u32(F.iters_200ms / 40 + 1)};
+        ka_range r = {.dims = 1, .size = {256}};
+        ka_event ev;
+        uint32_t idx = 99;
+        /* unbounded: spins until complete */
+        KA_OK_OR_FAIL(ka_launch(q, F.work, &r, args, 2, &ev));
+        KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+        /* bounded: spins until the deadline (or completion) */
+        KA_OK_OR_FAIL(ka_launch(q, F.work, &r, args, 2, &ev));
+        ka_status st = ka_event_wait(ev, 1000000);
+        assert_true(st == KA_OK || st == KA_ERR_TIMEOUT);
+        st = ka_wait_any(&ev, 1, 1000000, &idx);
+        assert_true(st == KA_OK || st == KA_ERR_TIMEOUT);
+        KA_OK_OR_FAIL(ka_wait_any(&ev, 1, KA_WAIT_FOREVER, &idx));
+        assert_int_equal(idx, 0);
+        KA_OK_OR_FAIL(ka_wait_all(&ev, 1, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+        /* the process-wide setting, for a queue that takes the default */
+        ka_set_wait_spin(spins[s]);
+        KA_OK_OR_FAIL(ka_launch(F.q, F.work, &r, args, 2, &ev));
+        st = ka_event_wait(ev, 1000000);
+        ka_set_wait_spin(-1);
+        assert_true(st == KA_OK || st == KA_ERR_TIMEOUT);
+        KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+        ka_queue_release(q);
+    }
+}
+
 static void libuv_loop_keeps_serving_its_timer(void **state) {
     (void)state;
     int fires = 0;
@@ -253,6 +294,7 @@ int main(void) {
         cmocka_unit_test(callback_at_once_when_complete),
         cmocka_unit_test(eventfd_readable_only_after_completion),
         cmocka_unit_test(device_error_reaches_the_waiter),
+        cmocka_unit_test(huge_spin_saturates),
         cmocka_unit_test(libuv_loop_keeps_serving_its_timer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

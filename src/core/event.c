@@ -8,6 +8,7 @@
  * atomic stores, a futex wake, an eventfd write, the user's callback and a
  * lock-free push; it takes no lock that a user thread could hold. */
 #include "ka_internal.h"
+#include "freelist.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,6 +37,14 @@
  * polling, docs/BENCHMARKS.md), so a short spin catches short kernels first. */
 #define KA__DEFAULT_SPIN_CPU_NS 0
 #define KA__DEFAULT_SPIN_GPU_NS 50000
+/* The GPU default adapts (wait_spin below): when the shorter of the thread's
+ * last two waits on the queue ended within this long, the next spins 1.5
+ * times that wait plus the default, never longer than this. A kernel of about
+ * 1 ms then costs its waiter what a raw spinning wait costs, where sleeping
+ * added 100-300 us (docs/BENCHMARKS.md, H200); longer kernels get the default
+ * spin and a sleep. No wait spins longer than this: at most 2 % of a core for
+ * a wait of 100 ms or more. */
+#define KA__ADAPTIVE_SPIN_MAX_NS 2000000
 
 static _Atomic int64_t default_spin_ns = -1;
 /* ka_wait_any sleeps on this counter, bumped by every completion while a
@@ -76,15 +85,13 @@ void ka__spin_wait(_Atomic uint32_t *l) {
 }
 
 /* ---- pool -------------------------------------------------------------- */
+/* The free list (freelist.h) over the queue's slots: free_head is its head,
+ * each slot's `next` its link. */
 static void push_free(ka__queue *q, ka__event *e) {
-    uint32_t idx = (uint32_t)(e - q->events) + 1;
-    uint64_t head = atomic_load_explicit(&q->free_head, memory_order_relaxed);
-    do {
-        atomic_store_explicit(&e->next, (uint32_t)head, memory_order_relaxed);
-    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head,
-                                                    ((head >> 32) + 1) << 32 | idx,
-                                                    memory_order_release, memory_order_relaxed));
+    ka__freelist_push(&q->free_head, &e->next, (uint32_t)(e - q->events) + 1);
 }
+
+static _Atomic uint32_t *slot_link(void *pool, uint32_t idx1) { return &((ka__queue *)pool)->events[idx1 - 1].next; }
 
 ka_status ka__events_init(ka__queue *q, uint32_t n) {
     q->events = ka__calloc(n, sizeof(ka__event));
@@ -143,40 +150,27 @@ static bool settle_callbacks(ka__queue *q) {
      * miss one that is between its steps), up to 2 s while one is seen
      * holding a released, completed slot. */
     int64_t start = ka__now_ns();
-    while (!(atomic_load_explicit(&q->free_head, memory_order_acquire) & 0xffffffffu) &&
-           atomic_load(&q->callbacks_pending)) {
+    while (!ka__freelist_peek(&q->free_head) && atomic_load(&q->callbacks_pending)) {
         int64_t t = ka__now_ns() - start;
         if (t > 2000000000 || (t > 2000000 && !held_by_callback(q))) break;
         sched_yield();
     }
-    return atomic_load_explicit(&q->free_head, memory_order_acquire) & 0xffffffffu;
+    return ka__freelist_peek(&q->free_head) != 0;
 }
 
 ka_status ka__event_acquire(ka__queue *q, ka__event **out) {
-    uint64_t head = atomic_load_explicit(&q->free_head, memory_order_acquire);
-    ka__event *e;
-    for (;;) {
-        uint32_t idx = (uint32_t)head;
-        if (KA_UNLIKELY(idx == 0)) {
-            /* Look again (a callback may have pushed a slot since the first
-             * look), and wait for callbacks that hold released slots. */
-            uint32_t pending = atomic_load(&q->callbacks_pending); /* before the head: a callback pushes, then counts down */
-            uint64_t again = atomic_load(&q->free_head);
-            if ((uint32_t)again || (pending && settle_callbacks(q))) {
-                head = atomic_load_explicit(&q->free_head, memory_order_acquire);
-                continue;
-            }
-            return ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED,
-                            "the queue's %u event slots are all in use: release events after waiting, or raise "
-                            "ka_queue_config.event_capacity (%u completion callbacks pending)",
-                            q->nevents, atomic_load(&q->callbacks_pending));
-        }
-        e = &q->events[idx - 1];
-        uint32_t next = atomic_load_explicit(&e->next, memory_order_relaxed);
-        if (atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | next,
-                                                  memory_order_acquire, memory_order_acquire))
-            break;
+    uint32_t idx;
+    while (KA_UNLIKELY(!(idx = ka__freelist_pop(&q->free_head, slot_link, q)))) {
+        /* Look again (a callback may have pushed a slot since the first
+         * look), and wait for callbacks that hold released slots. */
+        uint32_t pending = atomic_load(&q->callbacks_pending); /* before the head: a callback pushes, then counts down */
+        if (ka__freelist_peek(&q->free_head) || (pending && settle_callbacks(q))) continue;
+        return ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED,
+                        "the queue's %u event slots are all in use: release events after waiting, or raise "
+                        "ka_queue_config.event_capacity (%u completion callbacks pending)",
+                        q->nevents, atomic_load(&q->callbacks_pending));
     }
+    ka__event *e = &q->events[idx - 1];
     if (e->stale_native) {
         q->dev->ops->event_release(e->stale_native);
         e->stale_native = NULL;
@@ -326,11 +320,61 @@ static int64_t spin_of(ka__queue *q) {
     return q->dev->info.is_cpu ? KA__DEFAULT_SPIN_CPU_NS : KA__DEFAULT_SPIN_GPU_NS;
 }
 
+/* now + ns, saturating at INT64_MAX (now >= 0, ns >= 0). */
+static int64_t add_sat(int64_t now, int64_t ns) { return ns > INT64_MAX - now ? INT64_MAX : now + ns; }
+
+/* How long this thread's last two real waits (ones that did not find their
+ * event complete at the first poll) on a queue lasted, from the end of the
+ * first poll to completion seen: the adaptive spin's memory, for 4 queues,
+ * direct-mapped by handle. Per thread, so no sharing and no lock; a thread
+ * that waits on a queue in a loop is the case it serves. Two waits, so one
+ * outlier (a wait behind several queued kernels) does not end the spin. */
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct recent_wait {
+    uint64_t queue;
+    int64_t ns[2];
+} recent_waits[4];
+
+/* The spin of one ka_event_wait, and *rw, the memory to update when the wait
+ * ends (NULL when the spin does not adapt). An explicit spin (the queue's, or
+ * ka_set_wait_spin's) is used as given; so is the CPU default (0). The GPU
+ * default adapts to the queue's recent waits on this thread. */
+static int64_t wait_spin(ka__queue *q, struct recent_wait **rw) {
+    *rw = NULL;
+    if (q->spin_ns >= 0 || atomic_load_explicit(&default_spin_ns, memory_order_relaxed) >= 0 || q->dev->info.is_cpu)
+        return spin_of(q);
+    struct recent_wait *r = &recent_waits[q->id * 0x9e3779b97f4a7c15u >> 62];
+    *rw = r;
+    int64_t ns = r->ns[0] < r->ns[1] ? r->ns[0] : r->ns[1];
+    if (r->queue != q->id || ns > KA__ADAPTIVE_SPIN_MAX_NS) return KA__DEFAULT_SPIN_GPU_NS;
+    int64_t s = ns + ns / 2 + KA__DEFAULT_SPIN_GPU_NS;
+    return s < KA__ADAPTIVE_SPIN_MAX_NS ? s : KA__ADAPTIVE_SPIN_MAX_NS;
+}
+
+static void remember(struct recent_wait *rw, ka__queue *q, int64_t start) {
+    if (!rw) return;
+    int64_t ns = ka__now_ns() - start;
+    if (rw->queue != q->id) {
+        rw->queue = q->id;
+        rw->ns[1] = ns;
+    } else {
+        rw->ns[1] = rw->ns[0];
+    }
+    rw->ns[0] = ns;
+}
+
+/* Back-ends whose blocking wait (ops->event_wait) sleeps in the driver and
+ * wakes when the command completes, without a thread of libka's in between:
+ * CUDA (its pooled events are CU_EVENT_BLOCKING_SYNC). An unbounded wait past
+ * its spin blocks there, so its thread wakes once, where the completion
+ * callback path wakes the callback thread first and then the waiter. Not
+ * OpenCL: NVIDIA's clWaitForEvents spins, and PoCL's callbacks already run
+ * on its own threads. */
+static bool driver_wait_sleeps(const ka__queue *q) { return q->dev->ops->kind == KA_BACKEND_CUDA; }
+
 static int64_t deadline_of(int64_t timeout_ns) {
     if (timeout_ns == KA_WAIT_FOREVER) return INT64_MAX;
     if (timeout_ns <= 0) return 0;
-    int64_t now = ka__now_ns();
-    return timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
+    return add_sat(ka__now_ns(), timeout_ns);
 }
 
 static ka_status polled(ka__event *e) {
@@ -344,16 +388,35 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
     ka__queue *q = e->q;
     /* Commands need not start before a flush; a wait is a flush point. */
     q->dev->ops->queue_flush(q);
-    int64_t spin = spin_of(q);
+    struct recent_wait *rw;
+    int64_t spin = wait_spin(q, &rw), start = ka__now_ns();
     if (spin > 0) {
-        int64_t now = ka__now_ns(), until = now + spin < deadline ? now + spin : deadline;
+        /* Until min(start + spin, deadline), without overflow for any spin. On
+         * a GPU each poll is a driver call and the host is free: poll without
+         * pausing long, so completion is seen within about one query's time. On
+         * a CPU device the poll takes a lock the device's workers need: pause
+         * between polls. */
+        int64_t now = start, until = spin >= deadline - now ? deadline : now + spin;
+        int relax = q->dev->info.is_cpu ? 16 : 1;
         while (now < until) {
-            for (int i = 0; i < 16; i++) cpu_relax();
-            if (poll_once(e)) return polled(e);
+            for (int i = 0; i < relax; i++) cpu_relax();
+            if (poll_once(e)) {
+                remember(rw, q, start);
+                return polled(e);
+            }
             now = ka__now_ns();
         }
     }
     atomic_fetch_add_explicit(&q->waits_slept, 1, memory_order_relaxed);
+    if (deadline == INT64_MAX && driver_wait_sleeps(q)) {
+        /* Block in the driver: the one wake is the driver's. A bounded wait
+         * cannot (the driver's wait has no timeout): it takes the callback
+         * path below. */
+        ka_status st = q->dev->ops->event_wait(e->native);
+        mark_done(e, st);
+        remember(rw, q, start);
+        return done_status(e);
+    }
     if (arm_callback(e) != KA_OK) {
         /* No callback: the driver's own blocking wait for an unbounded wait,
          * else short sleeps between polls. */
@@ -379,6 +442,7 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
         futex_wait(&e->state, KA__EV_PENDING, left);
     }
     atomic_fetch_sub(&e->sleepers, 1);
+    remember(rw, q, start);
     return done_status(e);
 }
 
@@ -431,7 +495,7 @@ ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint3
         if (now >= deadline) break;
         if (spin_until < 0) {
             for (uint32_t i = 0; i < n; i++) es[i]->q->dev->ops->queue_flush(es[i]->q);
-            spin_until = now + spin_of(es[0]->q);
+            spin_until = add_sat(now, spin_of(es[0]->q));
         }
         if (now < spin_until) {
             for (int i = 0; i < 16; i++) cpu_relax();

@@ -33,13 +33,9 @@ static inline ka__cuev *event_at(ka__cuq *q, uint32_t index) {
     return &c[index % KA__CUEV_CHUNK];
 }
 
-static void push_free(ka__cuq *q, ka__cuev *e) {
-    uint64_t head = atomic_load_explicit(&q->free_head, memory_order_relaxed);
-    do {
-        e->next_free = (uint32_t)head;
-    } while (!atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | (e->index + 1),
-                                                    memory_order_release, memory_order_relaxed));
-}
+static void push_free(ka__cuq *q, ka__cuev *e) { ka__freelist_push(&q->free_head, &e->next_free, e->index + 1); }
+
+static _Atomic uint32_t *event_link(void *pool, uint32_t idx1) { return &event_at(pool, idx1 - 1)->next_free; }
 
 static void unref(ka__cuev *e) {
     if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) push_free(e->q, e);
@@ -79,29 +75,23 @@ static bool grow(ka__cuq *q) {
         ka__log(KA_LOG_DEBUG, "CUDA queue: growing the event pool to %u", want);
         ok = add_events(q, want) == KA_OK;
     } else {
-        ok = (uint32_t)atomic_load_explicit(&q->free_head, memory_order_acquire) != 0; /* grown by another thread */
+        ok = ka__freelist_peek(&q->free_head) != 0; /* grown by another thread */
     }
     pthread_mutex_unlock(&q->grow_lock);
     return ok;
 }
 
 ka__cuev *ka__cuda_event_pop(ka__cuq *q) {
-    uint64_t head = atomic_load_explicit(&q->free_head, memory_order_acquire);
-    for (;;) {
-        uint32_t idx = (uint32_t)head;
-        if (KA_UNLIKELY(idx == 0)) {
-            if (grow(q) && (uint32_t)(head = atomic_load_explicit(&q->free_head, memory_order_acquire))) continue;
-            ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED, "CUDA queue: all %u native events are in use",
-                     atomic_load_explicit(&q->nev, memory_order_relaxed));
-            return NULL;
-        }
-        ka__cuev *e = event_at(q, idx - 1);
-        if (atomic_compare_exchange_weak_explicit(&q->free_head, &head, ((head >> 32) + 1) << 32 | e->next_free,
-                                                  memory_order_acquire, memory_order_acquire)) {
-            atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
-            return e;
-        }
+    uint32_t idx;
+    while (KA_UNLIKELY(!(idx = ka__freelist_pop(&q->free_head, event_link, q)))) {
+        if (grow(q) && ka__freelist_peek(&q->free_head)) continue;
+        ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED, "CUDA queue: all %u native events are in use",
+                 atomic_load_explicit(&q->nev, memory_order_relaxed));
+        return NULL;
     }
+    ka__cuev *e = event_at(q, idx - 1);
+    atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
+    return e;
 }
 
 void ka__cuda_event_unpop(ka__cuev *e) { unref(e); }
@@ -138,8 +128,15 @@ const char *ka__cuda_event_error(void *ev) {
     return r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY ? NULL : ka__cu_name(r);
 }
 
+/* The core's unbounded wait past its spin: the calling thread blocks here
+ * (the event is CU_EVENT_BLOCKING_SYNC, so the driver sleeps rather than
+ * spins) and is the one thread the completion wakes. The device's context is
+ * made current first, as at every entry point (a thread may wait on an event
+ * it did not launch). */
 ka_status ka__cuda_event_wait(void *ev) {
     ka__cuev *e = ev;
+    ka_status st = ka__cuda_bind(e->q->d);
+    if (st != KA_OK) return st;
     CUresult r = ka__cu.cuEventSynchronize(e->ev);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventSynchronize");
 }

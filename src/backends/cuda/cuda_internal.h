@@ -3,6 +3,7 @@
 #define KA_CUDA_INTERNAL_H
 
 #include "cuda_loader.h"
+#include "freelist.h"
 
 /* ka__device.native */
 typedef struct ka__cudev {
@@ -23,7 +24,7 @@ typedef struct ka__cuev {
     ka__cuq *q;
     _Atomic uint32_t refs;
     uint32_t index;            /* in the queue's pool */
-    uint32_t next_free;        /* pool link, index + 1 */
+    _Atomic uint32_t next_free; /* pool link, index + 1 (freelist.h) */
     uint64_t seq;              /* record order on the queue's stream */
     struct ka__cuev *armed_next; /* helper's list, under q->lock */
     ka__native_cb cb;
@@ -43,7 +44,7 @@ struct ka__cuq {
     ka__cuev *_Atomic chunks[KA__CUEV_MAX_CHUNKS];
     _Atomic uint32_t nev;      /* events made */
     pthread_mutex_t grow_lock;
-    _Atomic uint64_t free_head; /* tag << 32 | index + 1 */
+    ka__freelist free_head;    /* the pool's free list (freelist.h) */
     _Atomic uint64_t seq;
     /* completion-callback helper thread */
     pthread_mutex_t lock;
