@@ -137,7 +137,13 @@ KA__FN ka_size_t ka_global_id(unsigned d) { return ka_group_id(d) * ka_group_siz
 #define ka_ndrange(d) ((ka_size_t)((d) == 0 ? ka__nd.x : (d) == 1 ? ka__nd.y : (d) == 2 ? ka__nd.z : 1))
 #endif
 #define ka_ndims() ((uint)ka__nd.w)
-#define ka_in_range() (ka_global_id(0) < ka_ndrange(0) && ka_global_id(1) < ka_ndrange(1) && ka_global_id(2) < ka_ndrange(2))
+/* Dimensions past ka_ndims() are not checked: libka launches them as 1 item in
+ * groups of 1 (global id 0, size 1), so a 1-D launch runs the one comparison a
+ * CUDA programmer writes, plus a test of the launch's dimensions (a kernel
+ * parameter, the same for every thread), not the y and z id arithmetic. */
+#define ka_in_range()                                                                                                 \
+    (ka_global_id(0) < ka_ndrange(0) &&                                                                               \
+     (ka__nd.w < 2 || (ka_global_id(1) < ka_ndrange(1) && (ka__nd.w < 3 || ka_global_id(2) < ka_ndrange(2)))))
 /* Row-major linear index: dimension 0 varies fastest (i0 + n0*(i1 + n1*i2)). */
 #define ka_global_linear_id() (ka_global_id(0) + ka_ndrange(0) * (ka_global_id(1) + ka_ndrange(1) * ka_global_id(2)))
 #define ka_local_linear_id() (ka_local_id(0) + ka_group_size(0) * (ka_local_id(1) + ka_group_size(1) * ka_local_id(2)))
@@ -372,7 +378,7 @@ KA__FN int add_sat(int x, int y) { long long s = (long long)x + y; return s > 21
 KA__FN uint add_sat(uint x, uint y) { uint s = x + y; return s < x ? 0xffffffffu : s; }
 KA__FN int sub_sat(int x, int y) { long long s = (long long)x - y; return s > 2147483647LL ? 2147483647 : s < -2147483648LL ? (int)-2147483648LL : (int)s; }
 KA__FN uint sub_sat(uint x, uint y) { return x > y ? x - y : 0u; }
-KA__FN uint rotate(uint v, uint i) { return __funnelshift_l(v, v, i); }
+KA__FN uint rotateX(uint v, uint i) { return __funnelshift_l(v, v, i); }
 KA__FN int rotate(int v, int i) { return (int)__funnelshift_l((uint)v, (uint)v, (uint)i); }
 KA__FN ulong rotate(ulong v, ulong i) { i &= 63; return i ? (v << i) | (v >> (64 - i)) : v; }
 KA__FN long rotate(long v, long i) { return (long)rotate((ulong)v, (ulong)i); }
