@@ -170,6 +170,15 @@ typedef struct ka_queue_config {
 KA_API ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *out);
 /* Finishes outstanding work, then releases. Events of the queue become stale. */
 KA_API ka_status ka_queue_release(ka_queue q);
+/* The native queue behind a queue, for interop with raw OpenCL or CUDA:
+ * OpenCL: its cl_command_queue and, where small launches run inline on PoCL's
+ * `basic` device, that device's queue (else NULL); CUDA: its CUstream. The
+ * objects stay libka's: do not release them. */
+typedef struct ka_native_queue {
+    void *queue;
+    void *inline_queue;
+} ka_native_queue;
+KA_API ka_status ka_queue_get_native(ka_queue q, ka_native_queue *out);
 KA_API ka_status ka_queue_finish(ka_queue q);
 KA_API ka_status ka_queue_flush(ka_queue q);
 

@@ -268,6 +268,7 @@ struct ka_backend_ops {
     void (*event_release)(void *ev);
     /* Optional (NULL: not available). */
     void (*device_native)(ka__device *d, ka_native_device *out);
+    void (*queue_native)(ka__queue *q, ka_native_queue *out);
     /* The driver's name for a failed event's error ("CL_OUT_OF_RESOURCES"), a
      * static string, or NULL; off the hot path (a failed wait's detail). */
     const char *(*event_error)(void *ev);

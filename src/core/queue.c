@@ -101,3 +101,14 @@ ka_status ka_queue_get_stats(ka_queue queue, ka_queue_stats *out) {
     if (q->dev->ops->queue_stats) q->dev->ops->queue_stats(q, out);
     return KA_OK;
 }
+
+ka_status ka_queue_get_native(ka_queue queue, ka_native_queue *out) {
+    ka__queue *q = ka__queue_of(queue);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_native: invalid or released queue");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_get_native: out is NULL");
+    out->queue = out->inline_queue = NULL;
+    if (!q->dev->ops->queue_native)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_queue_get_native: the %s back-end has no native queue", q->dev->ops->name);
+    q->dev->ops->queue_native(q, out);
+    return KA_OK;
+}

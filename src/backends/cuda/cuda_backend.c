@@ -162,6 +162,8 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
 
 /* Interop: the CUdevice (an int, carried in the pointer) and the retained
  * primary context, which any CUDA runtime code on the device also uses. */
+static void cuda_queue_native(ka__queue *kq, ka_native_queue *out) { out->queue = ((ka__cuq *)kq->native)->stream; }
+
 static void cuda_device_native(ka__device *kd, ka_native_device *out) {
     ka__cudev *d = kd->native;
     out->device = (void *)(intptr_t)d->dev;
@@ -196,6 +198,7 @@ const ka_backend_ops ka__cuda_ops = {
     .event_wait = ka__cuda_event_wait,
     .event_release = ka__cuda_event_release,
     .device_native = cuda_device_native,
+    .queue_native = cuda_queue_native,
 };
 
 #endif

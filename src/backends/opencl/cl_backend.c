@@ -250,12 +250,66 @@ static size_t size_probes(const char *src, char *out) {
     return len;
 }
 
-/* Prelude + user source (+ size probes), and the full options, as one
- * allocation each. */
+/* OpenCL C 1.2 has no variadic macros (s6.9.e; NVIDIA's compiler refuses
+ * them), so KA_KERNEL(name, params...) cannot be a macro: each `KA_KERNEL(X,`
+ * of the source becomes `KA__KERNEL_OPEN(X),`, and the prelude's
+ * KA__KERNEL_OPEN(X) opens the parameter list with the hidden range
+ * (include/ka_kernel_cl.h). X is everything before the first comma outside
+ * parentheses. Comments and literals are copied as they are; no newline is
+ * added or removed, so build log lines stay the user's. Written into out when
+ * out is not NULL (no terminating NUL); returns the length. */
+static bool word_char(char c) { return c == '_' || ((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9'); }
+
+static size_t rewrite_kernels(const char *s, char *out) {
+    static const char to[] = "KA__KERNEL_OPEN";
+    size_t len = 0;
+    while (*s) {
+        const char *b = s;
+        if (s[0] == '/' && s[1] == '*') {
+            const char *e = strstr(s + 2, "*/");
+            s = e ? e + 2 : s + strlen(s);
+        } else if (s[0] == '/' && s[1] == '/') {
+            while (*s && *s != '\n') s += s[0] == '\\' && s[1] ? 2 : 1;
+        } else if (*s == '"' || *s == '\'') {
+            char q = *s++;
+            while (*s && *s != q && *s != '\n') s += s[0] == '\\' && s[1] ? 2 : 1;
+            if (*s == q) s++;
+        } else if (word_char(*s)) {
+            while (word_char(*s) || *s == '.') s++; /* a word or a number */
+            const char *p = s, *comma = NULL;
+            if (s - b == 9 && !memcmp(b, "KA_KERNEL", 9)) {
+                while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || (p[0] == '\\' && p[1] == '\n')) p++;
+                if (*p == '(')
+                    for (int depth = 0; *++p && *p != ';' && *p != '{';) {
+                        if (*p == '(') depth++;
+                        else if (*p == ')' && depth-- == 0) break;
+                        else if (*p == ',' && depth == 0) {
+                            comma = p;
+                            break;
+                        }
+                    }
+            }
+            if (comma) { /* KA__KERNEL_OPEN, the text from '(' to the comma, ')' */
+                emit(out, &len, to, sizeof to - 1);
+                emit(out, &len, s, (size_t)(comma - s));
+                emit(out, &len, ")", 1);
+                s = comma;
+                continue;
+            }
+        } else {
+            s++;
+        }
+        emit(out, &len, b, (size_t)(s - b));
+    }
+    return len;
+}
+
+/* Prelude + user source (KA_KERNEL rewritten, + size probes), and the full
+ * options, as one allocation each. */
 static ka_status compose(ka__program *p, const char *options, bool probes, char **src, size_t *slen_out, char **opts,
                          size_t *olen_out) {
     static const char line[] = "\n#line 1\n";
-    size_t plen = strlen(ka__prelude_opencl), ulen = strlen(p->source);
+    size_t plen = strlen(ka__prelude_opencl), ulen = rewrite_kernels(p->source, NULL);
     size_t prlen = probes ? size_probes(p->source, NULL) : 0;
     size_t total = plen + sizeof line + ulen + prlen;
     size_t olen = strlen(options) + 64;
@@ -269,7 +323,7 @@ static ka_status compose(ka__program *p, const char *options, bool probes, char 
     char *w = *src;
     memcpy(w, ka__prelude_opencl, plen);
     memcpy(w += plen, line, sizeof line - 1);
-    memcpy(w += sizeof line - 1, p->source, ulen);
+    rewrite_kernels(p->source, w += sizeof line - 1);
     if (prlen) size_probes(p->source, w + ulen);
     w[ulen + prlen] = 0;
     snprintf(*opts, olen, "%s -cl-kernel-arg-info %s", dev_of(p->dev)->std_option, options);
@@ -636,6 +690,12 @@ static ka_status cl_event_wait(void *ev) {
 
 static void cl_event_release(void *ev) { clReleaseEvent(ev); }
 
+static void cl_queue_native(ka__queue *q, ka_native_queue *out) {
+    cl_queue *cq = q->native;
+    out->queue = cq->main;
+    out->inline_queue = cq->inl;
+}
+
 static void cl_device_native(ka__device *d, ka_native_device *out) {
     cl_dev *cd = d->native;
     out->device = cd->device;
@@ -677,5 +737,6 @@ const ka_backend_ops ka__opencl_ops = {
     .event_wait = cl_event_wait,
     .event_release = cl_event_release,
     .device_native = cl_device_native,
+    .queue_native = cl_queue_native,
     .queue_stats = cl_queue_stats,
 };
