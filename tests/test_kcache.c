@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 static char g_root[256];
 static ka_device g_dev;
@@ -249,6 +250,47 @@ static void test_truncated_entry(void **state) {
     fputc('x', f);
     fclose(f);
     build_run(src_fill, NULL, 0);
+    build_run(src_fill, NULL, 1);
+}
+
+/* An entry whose (checksummed) header claims a 1 GiB payload, in a sparse
+ * file of that size: refused before anything that large is allocated or
+ * read (it used to cost each process 1 GiB and a read of it), compiled
+ * instead, and rewritten. */
+static size_t g_largest;
+static void *count_alloc(size_t n, void *u) {
+    (void)u;
+    if (n > g_largest) g_largest = n;
+    return malloc(n);
+}
+static void count_free(void *p, size_t n, void *u) {
+    (void)n, (void)u;
+    free(p);
+}
+
+static void test_huge_payload_claim(void **state) {
+    (void)state;
+    const char *dir = use_dir("huge");
+    build_run(src_fill, NULL, 0);
+    char e[512];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    unsigned char h[64];
+    int fd = open(e, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, h, sizeof h, 0), 64);
+    uint64_t claim = (uint64_t)1 << 30;
+    memcpy(h + 16, &claim, sizeof claim); /* payload size, bytes 16-23 */
+    uint64_t sum = XXH3_64bits(h, 56);    /* the header's own checksum, bytes 56-63 */
+    memcpy(h + 56, &sum, sizeof sum);
+    assert_int_equal(pwrite(fd, h, sizeof h, 0), 64);
+    assert_int_equal(ftruncate(fd, (off_t)(64 + claim)), 0);
+    close(fd);
+    g_largest = 0;
+    ka_set_allocator(&(ka_allocator){count_alloc, count_free, NULL});
+    build_run(src_fill, NULL, 0); /* a miss: compiled */
+    ka_set_allocator(NULL);
+    if (g_largest >= ((size_t)64 << 20)) fail_msg("an allocation of %zu bytes while loading the entry", g_largest);
+    assert_true(file_size(e) < (off_t)(64 << 20)); /* rewritten */
     build_run(src_fill, NULL, 1);
 }
 
@@ -527,6 +569,7 @@ int main(void) {
             cmocka_unit_test(test_variants),
             cmocka_unit_test(test_corrupt_entry),
             cmocka_unit_test(test_truncated_entry),
+            cmocka_unit_test(test_huge_payload_claim),
             cmocka_unit_test(test_writable_entry_ignored),
             cmocka_unit_test(test_foreign_entry_ignored),
             cmocka_unit_test(test_symlink_entry_ignored),

@@ -40,8 +40,10 @@
 
 #define KCACHE_MAGIC "KAKCACHE"
 #define KCACHE_FORMAT 1u
-/* A sanity bound on a payload (the header is checked against the file size anyway). */
-#define KCACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
+/* The largest payload loaded or stored. Compiled programs are kilobytes to a
+ * few megabytes; a header claiming more is refused before anything is
+ * allocated or read, even when the file (sparse, say) is as large as it says. */
+#define KCACHE_MAX_PAYLOAD ((uint64_t)64 << 20)
 
 typedef struct kc_header {
     char magic[8];
