@@ -62,8 +62,16 @@ typedef ulong4 ka_nd_t;
 #else
 #define KA__SG_ATTR
 #endif
-/* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first. */
-#define KA_KERNEL(name, ...) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd, __VA_ARGS__)
+/* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first.
+ * OpenCL C 1.2 has no variadic macros (s6.9.e; NVIDIA's compiler rejects
+ * them), so libka rewrites each declaration before the build: the token
+ * sequence `KA_KERNEL(name,` becomes `KA__KERNEL_OPEN(name),`, which expands
+ * to `__kernel ... void name(const ulong4 ka__nd,` (a macro whose expansion
+ * opens the parameter list the user's text closes). Lines and the rest of
+ * the text are unchanged. A KA_KERNEL that libka could not rewrite (spelled
+ * through another macro) expands to a name that says so in the build log. */
+#define KA__KERNEL_OPEN(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd
+#define KA_KERNEL KA_KERNEL_not_rewritten__write_KA_KERNEL_name_comma_params_in_the_source
 #define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd)
 #define KA_GLOBAL __global
 /* Local storage declared at kernel scope: KA_LOCAL float tile[64]; */
@@ -156,7 +164,8 @@ KA__ATOMIC64(ulong, __global)
 KA__ATOMIC64(long, __local)
 KA__ATOMIC64(ulong, __local)
 #ifdef KA_HAS_DOUBLE
-/* Double add: a compare-exchange loop on the 64-bit pattern. */
+/* Double add: a compare-exchange loop on the 64-bit pattern; xchg, load and
+ * store through the 64-bit integer atomics. */
 #define KA__ATOMICD(AS)                                                                          \
     KA__OVL double ka_atomic_add(volatile AS double *p, double v) {                              \
         volatile AS ulong *u = (volatile AS ulong *)p;                                           \
@@ -169,6 +178,12 @@ KA__ATOMIC64(ulong, __local)
     }                                                                                            \
     KA__OVL double ka_atomic_xchg(volatile AS double *p, double v) {                             \
         return as_double(atom_xchg((volatile AS ulong *)p, as_ulong(v)));                        \
+    }                                                                                            \
+    KA__OVL double ka_atomic_load(volatile AS double *p) {                                       \
+        return as_double(atom_or((volatile AS ulong *)p, (ulong)0));                             \
+    }                                                                                            \
+    KA__OVL void ka_atomic_store(volatile AS double *p, double v) {                              \
+        (void)atom_xchg((volatile AS ulong *)p, as_ulong(v));                                    \
     }
 KA__ATOMICD(__global)
 KA__ATOMICD(__local)
@@ -259,6 +274,23 @@ KA__CONVD(long)
 KA__CONVD(ulong)
 #endif
 
+/* ctz: an OpenCL C 2.0 built-in, missing from OpenCL C 1.x compilers (PoCL
+ * 3.1 declares it for 2.0 only). Trailing zeros = the bits below the lowest
+ * set one: popcount((x & -x) - 1), which is the type's width for 0. */
+#if !defined(__OPENCL_CPP_VERSION__) && (!defined(__OPENCL_C_VERSION__) || __OPENCL_C_VERSION__ < 200)
+#define KA__CTZ(T, U) KA__OVL T ka__ctz(T x) { return (T)popcount((U)(((U)x & (U)((U)0 - (U)x)) - (U)1)); }
+KA__CTZ(char, uchar)
+KA__CTZ(uchar, uchar)
+KA__CTZ(short, ushort)
+KA__CTZ(ushort, ushort)
+KA__CTZ(int, uint)
+KA__CTZ(uint, uint)
+KA__CTZ(long, ulong)
+KA__CTZ(ulong, ulong)
+#undef ctz
+#define ctz ka__ctz
+#endif
+
 /* Portable scalar type names (same spelling in CUDA's prelude). */
 typedef char ka_i8;
 typedef uchar ka_u8;
@@ -273,7 +305,8 @@ typedef float ka_f32;
 typedef double ka_f64;
 #endif
 
-#define KA_PRINTF(...) printf(__VA_ARGS__)
+/* KA_PRINTF(fmt, ...): object-like, so no variadic macro is needed. */
+#define KA_PRINTF printf
 
 #endif
 /* ---- user source follows ---- */

@@ -378,7 +378,7 @@ KA__FN int add_sat(int x, int y) { long long s = (long long)x + y; return s > 21
 KA__FN uint add_sat(uint x, uint y) { uint s = x + y; return s < x ? 0xffffffffu : s; }
 KA__FN int sub_sat(int x, int y) { long long s = (long long)x - y; return s > 2147483647LL ? 2147483647 : s < -2147483648LL ? (int)-2147483648LL : (int)s; }
 KA__FN uint sub_sat(uint x, uint y) { return x > y ? x - y : 0u; }
-KA__FN uint rotateX(uint v, uint i) { return __funnelshift_l(v, v, i); }
+KA__FN uint rotate(uint v, uint i) { return __funnelshift_l(v, v, i); }
 KA__FN int rotate(int v, int i) { return (int)__funnelshift_l((uint)v, (uint)v, (uint)i); }
 KA__FN ulong rotate(ulong v, ulong i) { i &= 63; return i ? (v << i) | (v >> (64 - i)) : v; }
 KA__FN long rotate(long v, long i) { return (long)rotate((ulong)v, (ulong)i); }
