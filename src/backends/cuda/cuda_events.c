@@ -12,6 +12,10 @@
  * chunks, under a lock (an allocation on that one launch; never in steady
  * state, and never with the default capacity).
  *
+ * Waits. The core's unbounded wait, past its spin, blocks in event_wait
+ * (cuEventSynchronize on the event: the calling thread sleeps in the driver
+ * and is the one thread woken). Callbacks serve everything else.
+ *
  * Callbacks. One helper thread per queue, started with the queue. event_callback
  * runs cb inline when the event is already complete; otherwise it links the
  * event into the queue's armed list and signals the helper, which blocks in
@@ -20,7 +24,7 @@
  * Why not cuLaunchHostFunc: a host function must be enqueued when the callback
  * is asked for, i.e. behind later commands, and it stalls the stream until it
  * has run, which costs every later command on the queue tens of microseconds;
- * the core asks for a callback on every wait that outlasts its spin. */
+ * the core asks for a callback on every timed wait that outlasts its spin. */
 #include "cuda_internal.h"
 
 #include <string.h>

@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# Verifies libka on a machine with an NVIDIA GPU, from a build made elsewhere
+# by scripts/gpu-pack.sh, in one command that ends within its time budget:
+#
+#   scripts/gpu-check.sh BUILD_DIR OUTDIR
+#
+# Steps, in order, each with its own time limit and log, the next one run
+# whatever the last one gave:
+#   a  nvidia-smi; `ka info --json`; the binaries' shared libraries (ldd)
+#   b  the whole test suite (ctest) with KA_DEVICE=cuda:0
+#   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
+#   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
+#      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
+#   e  ka bench launch, wait and saxpy on cuda:0 (--json)
+#   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
+# Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
+# against their goals), ka_saxpy.ptx, raw_saxpy.ptx and gpu-check.tar.gz (every log, JSON
+# file and the summary).
+#
+# Environment: GPU_CHECK_BUDGET (seconds for the whole run, default 500: under 9 minutes
+# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdef"),
+# GPU_CHECK_DEVICE (the device of steps b and e, default cuda:0; another one only to try
+# the script where there is no GPU).
+# Exit status: 0 when every step ran and passed, 1 otherwise (the summary says which),
+# 2 usage error.
+set -uo pipefail
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: scripts/gpu-check.sh BUILD_DIR OUTDIR" >&2
+  exit 2
+fi
+T0=$(date +%s)
+BUDGET=${GPU_CHECK_BUDGET:-500}
+STEPS=${GPU_CHECK_STEPS:-abcdef}
+DEV=${GPU_CHECK_DEVICE:-cuda:0}
+REPO=$(cd "$(dirname "$0")/.." && pwd -P)
+if ! BUILD=$(cd "$1" 2>/dev/null && pwd -P); then
+  echo "gpu-check: no build folder '$1'" >&2
+  exit 2
+fi
+mkdir -p "$2" && OUT=$(cd "$2" && pwd -P) || { echo "gpu-check: cannot make '$2'" >&2; exit 2; }
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
+LOGS=$WORK/gpu-check
+mkdir -p "$LOGS"
+: > "$LOGS/steps.tsv"
+KA=$BUILD/ka
+
+now() { date -u +%H:%M:%S; }
+elapsed() { echo $(( $(date +%s) - T0 )); }
+say() { echo "[$(now) +$(elapsed)s] $*" | tee -a "$LOGS/gpu-check.log"; }
+
+# ---- time: each step gets min(its cap, what is left after the later steps' reserves) --
+# reserve: seconds kept for each step still to come (so a slow step cannot starve them);
+# 15 s more for the summary and the tarball.
+declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=90 [f]=15)
+reserve_after() { # the reserves of the steps after $1 that will run
+  local s=$1 sum=15 later=0 x
+  for x in a b c d e f; do
+    [[ $later == 1 && $STEPS == *$x* ]] && sum=$((sum + RESERVE[$x]))
+    [[ $x == "$s" ]] && later=1
+  done
+  echo $sum
+}
+CUR_STEP=a
+# Seconds the next command of the current step may take, given its own cap.
+limit() {
+  local cap=$1 left
+  left=$(( BUDGET - $(elapsed) - $(reserve_after "$CUR_STEP") ))
+  (( left < cap )) && cap=$left
+  echo $cap
+}
+
+# run NAME CAP CMD...: runs CMD under `timeout` with its output in NAME.log; records
+# NAME, exit status, seconds, limit. 124/137: timed out; 125: not run (out of time).
+run() {
+  local name=$1 cap=$2 lim rc t1
+  shift 2
+  lim=$(limit "$cap")
+  if (( lim < 5 )); then
+    say "$name: not run, out of time"
+    printf '%s\t%s\t%s\t%s\n' "$name" 125 0 "$lim" >> "$LOGS/steps.tsv"
+    return 125
+  fi
+  say "$name: start (limit ${lim}s): $*"
+  t1=$(date +%s)
+  timeout -k 10 "$lim" "$@" > "$LOGS/$name.log" 2>&1
+  rc=$?
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" $(( $(date +%s) - t1 )) "$lim" >> "$LOGS/steps.tsv"
+  say "$name: exit $rc after $(( $(date +%s) - t1 ))s"
+  return $rc
+}
+
+# ---- the build's absolute paths -------------------------------------------------------
+# CTest files, the binaries' RPATH and some tests hold the paths the build was made at.
+declare -A PACK=()
+if [[ -f $BUILD/gpu-pack.env ]]; then
+  while IFS='=' read -r k v; do [[ -n $k ]] && PACK[$k]=$v; done < "$BUILD/gpu-pack.env"
+else
+  say "warning: $BUILD/gpu-pack.env missing (not made by scripts/gpu-pack.sh?): absolute paths not recreated"
+fi
+same_dir() { [[ -d $1 && -d $2 && $(cd "$1" && pwd -P) == "$(cd "$2" && pwd -P)" ]]; }
+# Makes the absolute path $1 lead to $2 (a symbolic link), unless it already does.
+link_path() {
+  local orig=$1 here=$2
+  [[ -z $orig ]] && return 0
+  if same_dir "$orig" "$here"; then
+    say "paths: $orig is $here"
+    return 0
+  fi
+  if [[ -e $orig || -L $orig ]]; then
+    say "warning: $orig exists and is not $here: tests that use the build's absolute paths may fail"
+    return 1
+  fi
+  if mkdir -p "$(dirname "$orig")" && ln -s "$here" "$orig"; then
+    say "paths: linked $orig -> $here"
+  else
+    say "warning: cannot link $orig -> $here"
+    return 1
+  fi
+}
+link_path "${PACK[KA_PACK_SRC]:-}" "$REPO"
+link_path "${PACK[KA_PACK_BUILD]:-}" "$BUILD"
+
+export LD_LIBRARY_PATH=$BUILD/gpu-libs:$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export KA_CACHE_DIR=$WORK/kcache # the benchmarks' kernel cache (the tests set their own)
+for d in /usr/local/cuda/bin /usr/local/cuda/targets/x86_64-linux/bin; do
+  [[ -d $d ]] && PATH=$PATH:$d
+done
+export PATH
+say "gpu-check: build $BUILD (${PACK[KA_PACK_COMMIT]:-unknown commit}, packed ${PACK[KA_PACK_DATE]:-?}), repository $REPO"
+say "gpu-check: logs in $WORK, budget ${BUDGET}s, steps $STEPS"
+
+# ctest over a test-name regex (empty: all), with the step's time as --stop-time.
+# -j: jobs. The environment comes from the caller.
+ctest_run() {
+  local name=$1 cap=$2 jobs=$3 regex=$4 lim stop
+  lim=$(limit "$cap")
+  stop=$(date -d "+$(( lim > 15 ? lim - 10 : lim )) seconds" +%H:%M:%S)
+  local args=(--output-on-failure -j "$jobs" --stop-time "$stop")
+  [[ -n $regex ]] && args+=(-R "$regex")
+  (cd "$BUILD" && ctest -N ${regex:+-R "$regex"}) > "$LOGS/$name.list" 2>&1
+  run "$name" "$cap" sh -c 'cd "$0" && exec ctest "$@"' "$BUILD" "${args[@]}"
+}
+# Counts of a ctest log: "passed failed timed-out skipped not-run listed". Timed out: cut by
+# a test's own limit or the step's; not run: never started (or never reported).
+ctest_counts() {
+  local log=$LOGS/$1.log list=$LOGS/$1.list p f t s n
+  p=$(grep -cE 'Test +#[0-9]+: .* Passed +[0-9.]+ sec' "$log" 2>/dev/null)
+  s=$(grep -cE 'Test +#[0-9]+: .*\*\*\*Skipped' "$log" 2>/dev/null)
+  t=$(grep -cE 'Test +#[0-9]+: .*\*\*\*Timeout' "$log" 2>/dev/null)
+  f=$(grep -E 'Test +#[0-9]+: ' "$log" 2>/dev/null | grep -vcE ' Passed +[0-9.]+ sec|\*\*\*(Skipped|Not Run|Timeout)')
+  n=$(sed -n 's/^Total Tests: *//p' "$list" 2>/dev/null)
+  [[ $n =~ ^[0-9]+$ ]] || n=$(( ${p:-0} + ${f:-0} + ${t:-0} + ${s:-0} ))
+  echo "${p:-0} ${f:-0} ${t:-0} ${s:-0} $(( n - ${p:-0} - ${f:-0} - ${t:-0} - ${s:-0} )) $n"
+}
+ctest_names() { # the tests of log $1 whose result matches $2 (failed: "fail", timed out: "Timeout")
+  local lines
+  lines=$(grep -E 'Test +#[0-9]+: ' "$LOGS/$1.log" 2>/dev/null)
+  if [[ $2 == fail ]]; then
+    lines=$(grep -vE ' Passed +[0-9.]+ sec|\*\*\*(Skipped|Not Run|Timeout)' <<< "$lines")
+  else
+    lines=$(grep -E "\*\*\*$2" <<< "$lines")
+  fi
+  sed -E 's/.*Test +#[0-9]+: ([^ ]+) .*/\1/' <<< "$lines" | tr '\n' ' '
+}
+KERNEL_TESTS='^(ka_testsuite|test_kernels|test_dialect.*)$'
+
+# ---- a: the machine ------------------------------------------------------------------
+if [[ $STEPS == *a* ]]; then
+  CUR_STEP=a
+  run a_nvidia_smi 20 sh -c 'nvidia-smi && nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv'
+  run a_ka_info 30 sh -c '"$0" info --json > "$1"; rc=$?; cat "$1"; exit $rc' "$KA" "$LOGS/ka_info.json"
+  run a_ldd 10 sh -c 'for f in "$0"/ka "$0"/libka.so "$0"/tests/test_api "$0"/tests/test_waits; do echo "== $f"; ldd "$f"; done' "$BUILD"
+  grep -q "not found" "$LOGS/a_ldd.log" && say "warning: a library is not found (a_ldd.log)"
+fi
+
+# ---- b: the whole suite on cuda:0 ----------------------------------------------------
+if [[ $STEPS == *b* ]]; then
+  CUR_STEP=b
+  KA_DEVICE=$DEV ctest_run b_ctest_cuda 240 3 ""
+fi
+
+# ---- c: kernel tests on PoCL ---------------------------------------------------------
+if [[ $STEPS == *c* ]]; then
+  CUR_STEP=c
+  KA_DEVICE=pocl ctest_run c_ctest_pocl 110 2 "$KERNEL_TESTS"
+fi
+
+# ---- d: kernel tests on NVIDIA's OpenCL ----------------------------------------------
+NV_OCL=/usr/local/nvidia/lib64/libnvidia-opencl.so.1
+if [[ $STEPS == *d* ]]; then
+  CUR_STEP=d
+  if [[ -e $NV_OCL ]]; then
+    mkdir -p "$WORK/icd"
+    echo "$NV_OCL" > "$WORK/icd/nvidia.icd"
+    OCL_ICD_VENDORS=$WORK/icd run d_ka_info_nvidia_opencl 20 "$KA" info
+    OCL_ICD_VENDORS=$WORK/icd KA_DEVICE=opencl:0 ctest_run d_ctest_nvidia_opencl 80 2 "$KERNEL_TESTS"
+  else
+    say "d: $NV_OCL not found: NVIDIA's OpenCL not tested"
+    printf '%s\t%s\t%s\t%s\n' d_ctest_nvidia_opencl 126 0 0 >> "$LOGS/steps.tsv"
+  fi
+fi
+
+# ---- e: benchmarks on cuda:0 ---------------------------------------------------------
+if [[ $STEPS == *e* ]]; then
+  CUR_STEP=e
+  for b in launch wait saxpy; do
+    run "e_bench_$b" 60 sh -c '"$0" bench "$1" --device "$4" --json > "$2" 2> "$3"; rc=$?; cat "$3"; exit $rc' \
+      "$KA" "$b" "$LOGS/bench_$b.json" "$LOGS/bench_$b.stderr" "$DEV"
+  done
+fi
+
+# ---- f: PTX of libka's saxpy and of a raw one ----------------------------------------
+# The kernels of `ka bench saxpy`: libka's through the CUDA prelude, as libka hands it to
+# NVRTC (prelude, #line, source); the raw one as a CUDA programmer writes it.
+if [[ $STEPS == *f* ]]; then
+  CUR_STEP=f
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')
+  [[ $cc =~ ^[0-9]+$ ]] || cc=90
+  {
+    cat "$REPO/include/ka_kernel_cuda.h"
+    printf '#line 1 "kernel source"\n'
+    cat <<'EOF'
+KA_KERNEL(saxpy, KA_GLOBAL float *y, KA_CONST(float) x, float a, uint n) {
+    if (!ka_in_range()) return;
+    size_t i = ka_global_id(0);
+    y[i] = a * x[i] + y[i];
+}
+EOF
+  } > "$LOGS/ka_saxpy.cu"
+  cat > "$LOGS/raw_saxpy.cu" <<'EOF'
+struct nd_t { unsigned long long x, y, z, w; };
+extern "C" __global__ void saxpy(const nd_t nd, float *y, const float *__restrict__ x, float a, unsigned n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nd.x) return;
+    y[i] = a * x[i] + y[i];
+}
+EOF
+  if command -v nvcc >/dev/null; then
+    run f_ptx 40 sh -c 'cd "$0" && nvcc --version | tail -n2 &&
+      for k in ka_saxpy raw_saxpy; do
+        nvcc -ptx -arch=sm_$1 -std=c++17 -o $k.ptx $k.cu || exit 1
+        if command -v cuobjdump >/dev/null; then
+          nvcc -cubin -arch=sm_$1 -std=c++17 -o $k.cubin $k.cu && cuobjdump -sass $k.cubin > $k.sass; rm -f $k.cubin
+        fi
+      done' "$LOGS" "$cc"
+  else
+    say "f: nvcc not found: no PTX"
+    printf '%s\t%s\t%s\t%s\n' f_ptx 127 0 0 >> "$LOGS/steps.tsv"
+  fi
+  # Instructions of the saxpy entry: lines of its body that are neither directives,
+  # labels nor braces (PTX); SASS: the lines with an /*addr*/ opcode.
+  ptx_count() { awk '/\.entry saxpy/ {e = 1} e && /^\}/ {exit} e && /^[ \t]+(@!?%p[0-9]+[ \t]+)?[a-z]/ {n++} END {print n + 0}' "$1" 2>/dev/null; }
+  sass_count() { grep -cE '^\s+/\*[0-9a-f]{4}\*/' "$1" 2>/dev/null; }
+  {
+    echo "instructions of the saxpy entry (sm_$cc)"
+    for k in ka_saxpy raw_saxpy; do
+      printf '%-10s PTX %3s' "$k" "$(ptx_count "$LOGS/$k.ptx")"
+      [[ -f $LOGS/$k.sass ]] && printf '   SASS %3s' "$(sass_count "$LOGS/$k.sass")"
+      echo
+    done
+    echo
+    if [[ -f $LOGS/ka_saxpy.ptx && -f $LOGS/raw_saxpy.ptx ]]; then
+      ent() { awk '/\.entry saxpy/ {e = 1} e {print} e && /^\}/ {exit}' "$1" | expand | cut -c1-70; }
+      paste <(ent "$LOGS/ka_saxpy.ptx") <(ent "$LOGS/raw_saxpy.ptx") | awk -F'\t' '{printf "%-72s| %s\n", $1, $2}'
+    fi
+  } > "$LOGS/ptx_compare.txt"
+  cp "$LOGS/ka_saxpy.ptx" "$LOGS/raw_saxpy.ptx" "$OUT/" 2>/dev/null
+fi
+
+# ---- summary ---------------------------------------------------------------------------
+jnum() { # jnum FILE KEY [N]: the Nth (default 1st) numeric value of "KEY" in FILE
+  grep -oE "\"$2\":-?[0-9][0-9.eE+-]*" "$1" 2>/dev/null | sed -n "${3:-1}p" | cut -d: -f2
+}
+# goal VALUE OP LIMIT: "met" or "MISSED" (or "?" without a value)
+goal() { [[ -z $1 ]] && { echo "?"; return; }; awk -v v="$1" -v l="$3" -v op="$2" \
+  'BEGIN { ok = op == "<=" ? v <= l : v < l; print ok ? "met" : "MISSED" }'; }
+S=$LOGS/summary.txt
+status=0
+{
+  echo "libka gpu-check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(elapsed) s of ${BUDGET} s"
+  echo "build: ${PACK[KA_PACK_COMMIT]:-unknown} (packed ${PACK[KA_PACK_DATE]:-?})"
+  echo "GPU (name, compute capability, driver, memory, max clocks): $(tail -n1 "$LOGS/a_nvidia_smi.log" 2>/dev/null)"
+  echo
+  echo "steps (exit status 124/137: timed out; 125: not run, out of time; 126/127: tool missing):"
+  while IFS=$'\t' read -r name rc secs lim; do
+    printf '  %-28s exit %-4s %4ss (limit %ss)\n' "$name" "$rc" "$secs" "$lim"
+  done < "$LOGS/steps.tsv"
+  echo
+  echo "tests (of those listed: passed, failed, timed out, skipped, never run):"
+  for t in "b_ctest_cuda:$DEV" c_ctest_pocl:pocl d_ctest_nvidia_opencl:nvidia-opencl; do
+    name=${t%%:*} dev=${t#*:}
+    [[ -f $LOGS/$name.log ]] || { printf '  %-14s not run\n' "$dev"; continue; }
+    read -r p f to s r n <<< "$(ctest_counts "$name")"
+    printf '  %-14s %3s listed: %3s passed %3s failed %3s timed out %3s skipped %3s never run\n' "$dev" "$n" "$p" "$f" "$to" "$s" "$r"
+    [[ $f != 0 ]] && printf '  %-14s failed: %s\n' "" "$(ctest_names "$name" fail)"
+    [[ $to != 0 ]] && printf '  %-14s timed out: %s\n' "" "$(ctest_names "$name" Timeout)"
+  done
+  echo
+  echo "benchmarks on $DEV (goals of the wait design):"
+  L=$LOGS/bench_launch.json W=$LOGS/bench_wait.json X=$LOGS/bench_saxpy.json
+  R=$LOGS/bench_launch.results # the "results" array: one object per argument count (and path)
+  [[ -f $L ]] && sed 's/.*"results":\[//' "$L" > "$R"
+  for i in 1 2 3 4; do
+    a=$(jnum "$R" args "$i"); [[ -z $a ]] && continue
+    wr=$(jnum "$R" wait_ratio "$i")
+    printf '  launch, %2s args (%s): launch %s x raw; launch + wait %s x raw [goal <= 1.05: %s], %s x raw stream sync; waits slept %s\n' \
+      "$a" "$(grep -oE '"path":"[^"]*"' "$R" | sed -n "${i}p" | cut -d'"' -f4)" "$(jnum "$R" ratio "$i")" "$wr" \
+      "$(goal "$wr" "<=" 1.05)" "$(jnum "$R" stream_sync_ratio "$i")" "$(jnum "$R" ka_waits_slept "$i")"
+  done
+  ex=$(jnum "$W" ms_ka_extra_ns)
+  printf '  wait, ~1 ms kernel: ka %s ns, raw stream sync %s ns, raw event sync %s ns: ka - raw stream = %s ns [goal <= 20000: %s]\n' \
+    "$(jnum "$W" ms_ka_ns)" "$(jnum "$W" ms_raw_stream_ns)" "$(jnum "$W" ms_raw_event_ns)" "$ex" "$(goal "$ex" "<=" 20000)"
+  printf '  wait, ~1 ms kernel, spin 0: forever (blocks in the driver) %s ns, with a timeout (callback thread) %s ns\n' \
+    "$(jnum "$W" ms_ka_spin0_ns)" "$(jnum "$W" ms_ka_spin0_timed_ns)"
+  sh=$(jnum "$W" long_wait_cpu_share)
+  printf '  wait, %s ms kernel: waiting thread CPU share %s [goal < 0.02: %s] (first such wait %s)\n' \
+    "$(jnum "$W" long_wait_ms)" "$sh" "$(goal "$sh" "<" 0.02)" "$(jnum "$W" long_wait_first_cpu_share)"
+  printf '  wait, 64 items: ka default %s ns, sleep only %s ns, callback %s ns, eventfd %s ns\n' \
+    "$(jnum "$W" ka_default_ns)" "$(jnum "$W" ka_sleep_ns)" "$(jnum "$W" ka_callback_ns)" "$(jnum "$W" ka_eventfd_ns)"
+  xr=$(jnum "$X" ka_saxpy_time_over_raw)
+  printf '  saxpy, %s floats: ka (default queue) %s ns, raw + stream sync %s ns: %s x [goal <= 1.03: %s]; spin 10 ms %s ns; checked %s; waits polled %s slept %s\n' \
+    "$(jnum "$X" n)" "$(jnum "$X" ka_saxpy_ns)" "$(jnum "$X" raw_saxpy_ns)" "$xr" "$(goal "$xr" "<=" 1.03)" \
+    "$(jnum "$X" ka_saxpy_spin_ns)" "$(grep -oE '"checked":(true|false)' "$X" 2>/dev/null | cut -d: -f2)" \
+    "$(jnum "$X" ka_waits_polled)" "$(jnum "$X" ka_waits_slept)"
+  echo
+  [[ -f $LOGS/ptx_compare.txt ]] && sed -n '1,3p' "$LOGS/ptx_compare.txt"
+} > "$S"
+while IFS=$'\t' read -r name rc secs lim; do [[ $rc != 0 ]] && status=1; done < "$LOGS/steps.tsv"
+cp "$S" "$OUT/summary.txt"
+say "summary: $OUT/summary.txt"
+cat "$S"
+tar -czf "$OUT/gpu-check.tar.gz" -C "$WORK" gpu-check 2>/dev/null || { say "tar failed"; status=1; }
+say "gpu-check: done in $(elapsed)s: $OUT/gpu-check.tar.gz"
+exit $status

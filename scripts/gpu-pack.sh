@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds libka for a machine with an NVIDIA GPU that lacks the build's
+# development packages, in one folder that can be copied there whole:
+#
+#   scripts/gpu-pack.sh [BUILD_DIR]        (default: build-gpu-pack, inside the clone)
+#
+# Then, on the GPU machine, from a copy of the same clone with BUILD_DIR beside
+# it at the same place:  scripts/gpu-check.sh BUILD_DIR OUTDIR
+#
+# What it does:
+#   - configures and builds with -DKA_REQUIRE_CUDA=ON (the CUDA back-end must
+#     build: cuda.h is needed here, the driver only there), RelWithDebInfo;
+#   - copies the shared libraries the binaries need that such a machine may
+#     lack (cmocka, xxHash, libuv: found with ldd) into BUILD_DIR/gpu-libs;
+#   - writes BUILD_DIR/gpu-pack.env: the absolute paths the build was made at
+#     (CTest files, RPATHs and some tests hold them; gpu-check.sh recreates
+#     them as symbolic links), the commit, the date;
+#   - makes it lean: removes object files and dependency files (nothing run
+#     needs them; a later `cmake --build` here rebuilds), test caches, and
+#     debug sections of the binaries (KA_PACK_STRIP=0 keeps them); prints the
+#     folder's size against the 64 MiB a copy may take with the repository.
+# Exit status: 0 packed; 1 a failed build or a library not found.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd -P)
+cd "$repo"
+build=${1:-build-gpu-pack}
+jobs=$(nproc)
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKA_WERROR=ON -DKA_REQUIRE_CUDA=ON -DKA_SANITIZE= >/dev/null
+cmake --build "$build" -j"$jobs"
+build=$(cd "$build" && pwd -P)
+
+# ELF files of the build: the library, the tool, tests, examples.
+mapfile -t elves < <(find "$build" -type f \( -perm -u+x -o -name '*.so*' \) -not -path '*/CMakeFiles/*' \
+  -exec sh -c 'head -c4 "$1" | grep -q "ELF" && echo "$1"' _ {} \;)
+[[ ${#elves[@]} -gt 0 ]] || { echo "gpu-pack: no binaries in $build"; exit 1; }
+
+# The libraries to carry: each named one, where the binaries resolve it here.
+mkdir -p "$build/gpu-libs"
+missing=0
+for want in libcmocka.so.0 libxxhash.so.0 libuv.so.1; do
+  path=$(for f in "${elves[@]}"; do ldd "$f" 2>/dev/null || true; done |
+    awk -v w="$want" '$1 == w && $3 ~ /^\// && !found {print $3; found = 1}')
+  if [[ -z $path ]]; then
+    echo "gpu-pack: no binary of the build links $want (or ldd cannot resolve it)"
+    missing=1
+    continue
+  fi
+  cp -L "$path" "$build/gpu-libs/$want"
+  echo "gpu-pack: $want <- $path"
+done
+[[ $missing == 0 ]] || exit 1
+
+# Lean: what only building needs, and leftovers of local test runs.
+find "$build" \( -name '*.o' -o -name '*.o.d' -o -name '*.d' \) -path '*/CMakeFiles/*' -type f -delete
+rm -rf "$build/tests/kcache" "$build/Testing"
+if [[ ${KA_PACK_STRIP:-1} != 0 ]]; then
+  for f in "${elves[@]}"; do strip --strip-debug "$f" 2>/dev/null || true; done
+fi
+
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+dirty=$( (git status --porcelain --untracked-files=no 2>/dev/null || true) | head -c1)
+cat > "$build/gpu-pack.env" <<EOF
+KA_PACK_SRC=$repo
+KA_PACK_BUILD=$build
+KA_PACK_COMMIT=$commit${dirty:+ (with uncommitted changes)}
+KA_PACK_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+EOF
+
+rel=${build#"$repo"/}
+[[ $rel == "$build" ]] && echo "gpu-pack: note: $build is outside the clone; it must be carried to the same place there"
+size_build=$(du -sk "$build" | cut -f1)
+size_repo=$( (git ls-files -z --cached --others --exclude-standard 2>/dev/null || true) | du -ck --files0-from=- 2>/dev/null |
+  tail -n1 | cut -f1)
+echo "gpu-pack: $build: $((size_build / 1024)) MiB; the clone's files: $((size_repo / 1024)) MiB (together at most 64 MiB)"
+if (( size_build + size_repo > 64 * 1024 )); then
+  echo "gpu-pack: too large to carry"
+  exit 1
+fi
+echo "gpu-pack: carry '$rel'; there: scripts/gpu-check.sh $rel OUTDIR"
