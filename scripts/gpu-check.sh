@@ -183,7 +183,7 @@ fi
 # ---- c: kernel tests on PoCL ---------------------------------------------------------
 if [[ $STEPS == *c* ]]; then
   CUR_STEP=c
-  KA_DEVICE=pocl ctest_run c_ctest_pocl 110 2 "$KERNEL_TESTS"
+  KA_DEVICE=pocl ctest_run c_ctest_pocl 150 2 "$KERNEL_TESTS"
 fi
 
 # ---- d: kernel tests on NVIDIA's OpenCL ----------------------------------------------
@@ -194,7 +194,7 @@ if [[ $STEPS == *d* ]]; then
     mkdir -p "$WORK/icd"
     echo "$NV_OCL" > "$WORK/icd/nvidia.icd"
     OCL_ICD_VENDORS=$WORK/icd run d_ka_info_nvidia_opencl 20 "$KA" info
-    OCL_ICD_VENDORS=$WORK/icd KA_DEVICE=opencl:0 ctest_run d_ctest_nvidia_opencl 80 2 "$KERNEL_TESTS"
+    OCL_ICD_VENDORS=$WORK/icd KA_DEVICE=opencl:0 ctest_run d_ctest_nvidia_opencl 100 2 "$KERNEL_TESTS"
   else
     say "d: $NV_OCL not found: NVIDIA's OpenCL not tested"
     printf '%s\t%s\t%s\t%s\n' d_ctest_nvidia_opencl 126 0 0 >> "$LOGS/steps.tsv"
