@@ -1,5 +1,6 @@
 /* libka kernel dialect: the OpenCL C prelude.
- * Prepended by libka to every program built for an OpenCL device. The CUDA
+ * Prepended by libka to every program built for an OpenCL device (whose
+ * KA_KERNEL declarations libka rewrites first: see KA__KERNEL_OPEN). The CUDA
  * prelude (ka_kernel_cuda.h) gives the same names the same meaning.
  * docs/KERNELS.md documents every construct, with its OpenCL and CUDA mapping.
  * Build-time defines set by libka for a configuration:
@@ -68,10 +69,11 @@ typedef ulong4 ka_nd_t;
  * sequence `KA_KERNEL(name,` becomes `KA__KERNEL_OPEN(name),`, which expands
  * to `__kernel ... void name(const ulong4 ka__nd,` (a macro whose expansion
  * opens the parameter list the user's text closes). Lines and the rest of
- * the text are unchanged. A KA_KERNEL that libka could not rewrite (spelled
- * through another macro) expands to a name that says so in the build log. */
+ * the text are unchanged. A KA_KERNEL that libka could not rewrite (no
+ * comma after the name, or the word reached through another macro) is a
+ * build error naming an unknown type, libka_could_not_rewrite_this_KA_KERNEL. */
 #define KA__KERNEL_OPEN(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd
-#define KA_KERNEL KA_KERNEL_not_rewritten__write_KA_KERNEL_name_comma_params_in_the_source
+#define KA_KERNEL libka_could_not_rewrite_this_KA_KERNEL KA__KERNEL_UNKNOWN_TYPE
 #define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd)
 #define KA_GLOBAL __global
 /* Local storage declared at kernel scope: KA_LOCAL float tile[64]; */
