@@ -16,8 +16,9 @@
  *     prelude through NVRTC (no GPU needed), when libnvrtc is installed;
  *   - opencl_strict_c12: every program libka handed to the OpenCL compiler in
  *     this process (captured at clCreateProgramWithSource) is compiled by
- *     clang as strict OpenCL C 1.2 (-pedantic-errors: no variadic macros), when
- *     clang is installed.
+ *     clang as strict OpenCL C 1.2 (-pedantic-errors: no variadic macros) for
+ *     NVIDIA's and SPIR's extension sets, and as OpenCL C 2.0 for SPIR (the
+ *     prelude's sub-group branch), when clang is installed.
  *
  * Usage: test_dialect_doc [KERNELS.md [ka_kernel_cuda.h [clang]]] (CMake
  * compiles in the source tree's paths and the clang it found). */
@@ -474,14 +475,14 @@ static void cases_synchronization(void) {
 /* Atomics: a fresh location per case, set to A; the operation with operand V
  * must return A and leave `want` (the stored value is read back). */
 static const struct atype {
-    const char *t, *k, *loc; /* type, constant macro, need */
+    const char *t, *k; /* the type, its constant macro */
     unsigned need;
-    int64_t a, v; /* as the type's bits */
+    int64_t a, v; /* the type's bits */
 } atypes[] = {
-    {"int", "KI", NULL, 0, -5, 12},
-    {"uint", "KU", NULL, 0, 0x80000005, 12},
-    {"long", "KL", NULL, N_A64, -(INT64_C(5) << 33), INT64_C(12) << 33},
-    {"ulong", "KUL", NULL, N_A64, (int64_t)UINT64_C(0x8000000500000000), INT64_C(12) << 32},
+    {"int", "KI", 0, -5, 12},
+    {"uint", "KU", 0, 0x80000005, 12},
+    {"long", "KL", N_A64, -(INT64_C(5) << 33), INT64_C(12) << 33},
+    {"ulong", "KUL", N_A64, (int64_t)UINT64_C(0x8000000500000000), INT64_C(12) << 32},
 };
 
 static uint64_t atomic_want(const struct atype *t, const char *op) {
@@ -933,7 +934,7 @@ static ka_buffer buffer_of(size_t bytes, int fill) {
     return b;
 }
 
-/* Runs the printf-free launch, or with stdout captured into *out (malloc'ed). */
+/* Launches and waits; with out, stdout (fd 1) is captured meanwhile into *out (malloc'ed). */
 static void launch_captured(ka_kernel k, const ka_range *r, const ka_arg *a, uint32_t na, char **out) {
     int saved = -1;
     FILE *tmp = NULL;
