@@ -194,7 +194,16 @@ if [[ $STEPS == *d* ]]; then
     mkdir -p "$WORK/icd"
     echo "$NV_OCL" > "$WORK/icd/nvidia.icd"
     OCL_ICD_VENDORS=$WORK/icd run d_ka_info_nvidia_opencl 20 "$KA" info
-    OCL_ICD_VENDORS=$WORK/icd KA_DEVICE=opencl:0 ctest_run d_ctest_nvidia_opencl 100 2 "$KERNEL_TESTS"
+    # The ICD folder need not hide the system's other OpenCL platforms (PoCL stayed
+    # listed first on one such machine): take the OpenCL device that NVIDIA's is.
+    nv_sel=$(sed -n 's/^\[\(opencl:[0-9]*\)\] NVIDIA.*/\1/p' "$LOGS/d_ka_info_nvidia_opencl.log" | head -n1)
+    if [[ -n $nv_sel ]]; then
+      say "d: NVIDIA's OpenCL is $nv_sel"
+      OCL_ICD_VENDORS=$WORK/icd KA_DEVICE=$nv_sel ctest_run d_ctest_nvidia_opencl 100 2 "$KERNEL_TESTS"
+    else
+      say "d: no OpenCL device named NVIDIA in ka info: NVIDIA's OpenCL not tested"
+      printf '%s\t%s\t%s\t%s\n' d_ctest_nvidia_opencl 126 0 0 >> "$LOGS/steps.tsv"
+    fi
   else
     say "d: $NV_OCL not found: NVIDIA's OpenCL not tested"
     printf '%s\t%s\t%s\t%s\n' d_ctest_nvidia_opencl 126 0 0 >> "$LOGS/steps.tsv"

@@ -341,7 +341,12 @@ static void test_local_reverse_static_array_static_wg(void **state) {
     ka_kernel_info ki;
     KA_OK_OR_FAIL(ka_kernel_get_info(k, &ki));
     assert_int_equal(ki.static_workgroup[0], 16);
-    if (g_info->backend == KA_BACKEND_OPENCL) assert_true(ki.local_mem_bytes >= 16 * sizeof(float));
+    /* PoCL 5 reports no local memory for arrays declared in a kernel (docs/KERNELS.md, known issues). */
+    bool pocl5 = strstr(g_info->platform, "Portable Computing Language") && atoi(g_info->driver_version) >= 5;
+    if (g_info->backend == KA_BACKEND_OPENCL && pocl5 && ki.local_mem_bytes == 0)
+        print_message("[   INFO   ] PoCL %d reports no local memory for the kernel's 64 declared bytes\n",
+                      atoi(g_info->driver_version));
+    else if (g_info->backend == KA_BACKEND_OPENCL) assert_true(ki.local_mem_bytes >= 16 * sizeof(float));
     run_reverse(k, 16 * 5, 0, 0);
 }
 
