@@ -246,12 +246,14 @@ KA__ATOMICF(__local)
 /* ---- math and conversions ---------------------------------------------- */
 /* The OpenCL built-ins (sqrt, exp, sin, fma, fmin, ...) are the dialect's.
  * Conversions with rounding: ka_convert_<int type>_<mode>(x), mode one of
- * rte (nearest even), rtz (toward zero), rtp (up), rtn (down), saturating. */
+ * rte (nearest even), rtz (toward zero), rtp (up), rtn (down), saturating;
+ * NaN gives 0, as OpenCL's _sat conversions must (NVIDIA's OpenCL gave
+ * INT64_MIN for long and ulong: the select costs one comparison). */
 #define KA__CONV(T)                                                       \
-    KA__OVL T ka_convert_##T##_rte(float x) { return convert_##T##_sat_rte(x); } \
-    KA__OVL T ka_convert_##T##_rtz(float x) { return convert_##T##_sat_rtz(x); } \
-    KA__OVL T ka_convert_##T##_rtp(float x) { return convert_##T##_sat_rtp(x); } \
-    KA__OVL T ka_convert_##T##_rtn(float x) { return convert_##T##_sat_rtn(x); }
+    KA__OVL T ka_convert_##T##_rte(float x) { return isnan(x) ? (T)0 : convert_##T##_sat_rte(x); } \
+    KA__OVL T ka_convert_##T##_rtz(float x) { return isnan(x) ? (T)0 : convert_##T##_sat_rtz(x); } \
+    KA__OVL T ka_convert_##T##_rtp(float x) { return isnan(x) ? (T)0 : convert_##T##_sat_rtp(x); } \
+    KA__OVL T ka_convert_##T##_rtn(float x) { return isnan(x) ? (T)0 : convert_##T##_sat_rtn(x); }
 KA__CONV(char)
 KA__CONV(uchar)
 KA__CONV(short)
@@ -262,10 +264,10 @@ KA__CONV(long)
 KA__CONV(ulong)
 #ifdef KA_HAS_DOUBLE
 #define KA__CONVD(T)                                                      \
-    KA__OVL T ka_convert_##T##_rte(double x) { return convert_##T##_sat_rte(x); } \
-    KA__OVL T ka_convert_##T##_rtz(double x) { return convert_##T##_sat_rtz(x); } \
-    KA__OVL T ka_convert_##T##_rtp(double x) { return convert_##T##_sat_rtp(x); } \
-    KA__OVL T ka_convert_##T##_rtn(double x) { return convert_##T##_sat_rtn(x); }
+    KA__OVL T ka_convert_##T##_rte(double x) { return isnan(x) ? (T)0 : convert_##T##_sat_rte(x); } \
+    KA__OVL T ka_convert_##T##_rtz(double x) { return isnan(x) ? (T)0 : convert_##T##_sat_rtz(x); } \
+    KA__OVL T ka_convert_##T##_rtp(double x) { return isnan(x) ? (T)0 : convert_##T##_sat_rtp(x); } \
+    KA__OVL T ka_convert_##T##_rtn(double x) { return isnan(x) ? (T)0 : convert_##T##_sat_rtn(x); }
 KA__CONVD(char)
 KA__CONVD(uchar)
 KA__CONVD(short)

@@ -154,7 +154,9 @@ static void bytes_sizes(void **state) {
         ka_status st = ka_launch(g_q[0], ks, &r, a, 2, NULL);
         if (n == sizeof p) KA_OK_OR_FAIL(st);
         else KA_EXPECT(KA_ERR_ARG_TYPE, st);
-        if (st != KA_OK) EXPECT_DETAIL("argument 1", "'p'", "16 bytes");
+        if (st != KA_OK) EXPECT_DETAIL("argument 1", "'p'"); /* libka's check names the size; a driver's may not */
+        if (st != KA_OK && g_info->backend != KA_BACKEND_OPENCL) EXPECT_DETAIL("16 bytes");
+        if (st != KA_OK && strstr(g_info->platform, "Portable Computing Language")) EXPECT_DETAIL("16 bytes");
     }
     KA_OK_OR_FAIL(ka_queue_finish(g_q[0]));
     assert_true(first_y() == 4.0f);

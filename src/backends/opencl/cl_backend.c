@@ -338,15 +338,18 @@ static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *op
     if (!cp) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     char *src, *opts;
     size_t slen, olen;
-    cp->probes = true;
-    ka_status st = compose(p, options, true, &src, &slen, &opts, &olen);
+    /* Only PoCL needs the size probes: a conformant clSetKernelArg refuses a
+     * wrong size itself (CL_INVALID_ARG_SIZE), and NVIDIA's compiler failed
+     * in ptxas on a probe. */
+    cp->probes = strstr(p->dev->info.platform, "Portable Computing Language") != NULL;
+    ka_status st = compose(p, options, cp->probes, &src, &slen, &opts, &olen);
     if (st == KA_OK) {
         st = build_for(p, cd->device, src, opts, &cp->main);
         ka__free(src, slen);
         /* A size probe the compiler refused (a type it cannot take sizeof
          * of where the probes stand): the program without them, whose log
          * is then the user's own. */
-        if (st != KA_OK && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), PROBE_FILE)) {
+        if (st != KA_OK && cp->probes && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), PROBE_FILE)) {
             ka__free(opts, olen);
             cp->probes = false;
             st = compose(p, options, false, &src, &slen, &opts, &olen);
