@@ -136,7 +136,9 @@ ctest_run() {
   local name=$1 cap=$2 jobs=$3 regex=$4 lim stop
   lim=$(limit "$cap")
   stop=$(date -d "+$(( lim > 15 ? lim - 10 : lim )) seconds" +%H:%M:%S)
-  local args=(--output-on-failure -j "$jobs" --stop-time "$stop")
+  # -V: every test's whole output, also of passing ones (skips and known driver
+  # issues inside a passing test show only there).
+  local args=(-V -j "$jobs" --stop-time "$stop")
   [[ -n $regex ]] && args+=(-R "$regex")
   (cd "$BUILD" && ctest -N ${regex:+-R "$regex"}) > "$LOGS/$name.list" 2>&1
   run "$name" "$cap" sh -c 'cd "$0" && exec ctest "$@"' "$BUILD" "${args[@]}"
