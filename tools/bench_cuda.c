@@ -40,6 +40,12 @@ double bench_cu_launch_loop(bench_cu *c, uint64_t buf, int nargs, int iters, int
     (void)c, (void)buf, (void)nargs, (void)iters, (void)mode, (void)n, (void)local;
     return 0;
 }
+double bench_cu_launch_diag(bench_cu *c, uint64_t buf, int nargs, int iters, int mode, unsigned n, unsigned local,
+                            char *why, size_t len) {
+    (void)c, (void)buf, (void)nargs, (void)iters, (void)mode, (void)n, (void)local;
+    snprintf(why, len, "ka was built without cuda.h: no raw CUDA comparison");
+    return -1;
+}
 double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters,
                       int sync_each) {
     (void)c, (void)y, (void)x, (void)a, (void)n, (void)local, (void)iters, (void)sync_each;
@@ -62,8 +68,9 @@ double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int 
 #define CU_FNS(X)                                                                                       \
     X(cuInit) X(cuGetErrorName) X(cuDriverGetVersion) X(cuDeviceGetAttribute) X(cuCtxSetCurrent)        \
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy)      \
-    X(cuEventRecord) X(cuEventSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
-    X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoDAsync) X(cuMemcpyDtoH) X(cuMemsetD32Async)
+    X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuModuleLoadData) X(cuModuleUnload)        \
+    X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoDAsync)            \
+    X(cuMemcpyDtoH) X(cuMemsetD32Async)
 #define NVRTC_FNS(X)                                                                                     \
     X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)        \
     X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) X(nvrtcGetPTX) X(nvrtcGetErrorString)
@@ -86,7 +93,8 @@ struct bench_cu {
     CUdevice dev;
     int cc_major, cc_minor;
     CUstream stream;
-    CUevent ev;
+    CUevent ev;       /* CU_EVENT_DISABLE_TIMING: BENCH_CU_EVENT_SYNC, BENCH_CU_POLL_DEFAULT */
+    CUevent ev_block; /* libka's pool flags: BENCH_CU_POLL_BLOCKING, BENCH_CU_SYNC_BLOCKING */
     CUmodule mod;
     CUfunction fn;
 };
@@ -169,8 +177,11 @@ bench_cu *bench_cu_open(ka_device dev, char *why, size_t len) {
     c->dev = (CUdevice)(intptr_t)nat.device;
     CUresult r;
     if ((r = cu.cuCtxSetCurrent(c->ctx)) || (r = cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)) ||
-        (r = cu.cuEventCreate(&c->ev, CU_EVENT_DISABLE_TIMING))) {
+        (r = cu.cuEventCreate(&c->ev, CU_EVENT_DISABLE_TIMING)) ||
+        (r = cu.cuEventCreate(&c->ev_block, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC))) {
         snprintf(why, len, "raw CUDA set-up: %s", cuname(r));
+        if (c->ev) cu.cuEventDestroy(c->ev);
+        if (c->stream) cu.cuStreamDestroy(c->stream);
         free(c);
         return NULL;
     }
@@ -185,6 +196,7 @@ void bench_cu_close(bench_cu *c) {
     cu.cuStreamSynchronize(c->stream);
     if (c->mod) cu.cuModuleUnload(c->mod);
     cu.cuEventDestroy(c->ev);
+    cu.cuEventDestroy(c->ev_block);
     cu.cuStreamDestroy(c->stream);
     free(c);
 }
@@ -289,6 +301,67 @@ __attribute__((noinline)) double bench_cu_launch_loop(bench_cu *c, uint64_t buf,
     int64_t t1 = bench_now_ns();
     cu.cuStreamSynchronize(c->stream);
     return (double)(t1 - t0) / iters;
+}
+
+/* The loop above with a diagnostic wait, every call checked (a failed
+ * cuEventQuery must not pass for a completion). */
+__attribute__((noinline)) double bench_cu_launch_diag(bench_cu *c, uint64_t buf, int nargs, int iters, int mode,
+                                                      unsigned n, unsigned local, char *why, size_t len) {
+    float vals[64];
+    void *params[65];
+    CUdeviceptr p0 = (CUdeviceptr)buf;
+    nd_t nd = {n, 1, 1, 1};
+    const char *call = "";
+    CUresult r;
+    if (mode != BENCH_CU_POLL_DEFAULT && mode != BENCH_CU_POLL_BLOCKING && mode != BENCH_CU_SYNC_BLOCKING) {
+        snprintf(why, len, "bench_cu_launch_diag: mode %d is not a diagnostic wait", mode);
+        return -1;
+    }
+    const CUevent ev = mode == BENCH_CU_POLL_DEFAULT ? c->ev : c->ev_block;
+    const int sync = mode == BENCH_CU_SYNC_BLOCKING;
+    for (int i = 0; i < 64; i++) vals[i] = (float)i;
+    if ((r = cu.cuCtxSetCurrent(c->ctx))) {
+        call = "cuCtxSetCurrent";
+        goto fail;
+    }
+    int64_t t0 = bench_now_ns();
+    for (int it = 0; it < iters; it++) {
+        vals[1] = (float)it;
+        params[0] = &nd;
+        params[1] = &p0;
+        for (int a = 1; a < nargs; a++) params[a + 1] = &vals[a & 63];
+        if ((r = cu.cuLaunchKernel(c->fn, (n + local - 1) / local, 1, 1, local, 1, 1, 0, c->stream, params, NULL))) {
+            call = "cuLaunchKernel";
+            goto fail;
+        }
+        if ((r = cu.cuEventRecord(ev, c->stream))) {
+            call = "cuEventRecord";
+            goto fail;
+        }
+        if (sync) {
+            if ((r = cu.cuEventSynchronize(ev))) {
+                call = "cuEventSynchronize";
+                goto fail;
+            }
+        } else {
+            while ((r = cu.cuEventQuery(ev)) == CUDA_ERROR_NOT_READY) {
+            }
+            if (r) {
+                call = "cuEventQuery";
+                goto fail;
+            }
+        }
+    }
+    int64_t t1 = bench_now_ns();
+    if ((r = cu.cuStreamSynchronize(c->stream))) {
+        call = "cuStreamSynchronize";
+        goto fail;
+    }
+    return (double)(t1 - t0) / iters;
+fail:
+    snprintf(why, len, "%s: %s", call, cuname(r));
+    cu.cuStreamSynchronize(c->stream);
+    return -1;
 }
 
 /* saxpy launch + stream sync, ns per iteration; the function is the built "saxpy". */

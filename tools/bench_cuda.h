@@ -6,8 +6,22 @@
 
 typedef struct bench_cu bench_cu;
 
-/* How the raw launch loop waits for each launch. */
-enum { BENCH_CU_NO_WAIT = 0, BENCH_CU_EVENT_SYNC = 1, BENCH_CU_STREAM_SYNC = 2 };
+/* How the raw launch loop waits for each launch. EVENT_SYNC records the
+ * bench's own event (CU_EVENT_DISABLE_TIMING, no blocking sync: the driver's
+ * cuEventSynchronize spins or yields). The diagnostic waits (only
+ * bench_cu_launch_diag) record either that event or one made with the flags
+ * of libka's event pool (CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC):
+ *   POLL_DEFAULT:  the EVENT_SYNC event, then while (cuEventQuery == NOT_READY) {}
+ *   POLL_BLOCKING: the blocking-sync event, polled the same way
+ *   SYNC_BLOCKING: the blocking-sync event, cuEventSynchronize (sleeps) */
+enum {
+    BENCH_CU_NO_WAIT = 0,
+    BENCH_CU_EVENT_SYNC = 1,
+    BENCH_CU_STREAM_SYNC = 2,
+    BENCH_CU_POLL_DEFAULT = 3,
+    BENCH_CU_POLL_BLOCKING = 4,
+    BENCH_CU_SYNC_BLOCKING = 5
+};
 
 /* NULL with the reason in why when dev is not a CUDA device, libcuda or NVRTC
  * cannot be loaded, or the tool was built without cuda.h. */
@@ -22,6 +36,11 @@ int bench_cu_read(bench_cu *c, void *dst, uint64_t src, size_t bytes);
 /* The built function takes (32-byte range, float *p0, float s1 .. s{nargs-1});
  * one float changes every launch. ns per iteration. */
 double bench_cu_launch_loop(bench_cu *c, uint64_t buf, int nargs, int iters, int mode, unsigned n, unsigned local);
+/* The same loop with a diagnostic wait (mode BENCH_CU_POLL_DEFAULT,
+ * BENCH_CU_POLL_BLOCKING or BENCH_CU_SYNC_BLOCKING), every CUDA call's result
+ * checked: ns per iteration, or -1 with the failing call and error in why. */
+double bench_cu_launch_diag(bench_cu *c, uint64_t buf, int nargs, int iters, int mode, unsigned n, unsigned local,
+                            char *why, size_t len);
 /* The built function is saxpy(range, float *y, const float *x, float a, uint n);
  * launch + cuStreamSynchronize (each launch, or only after the last when
  * !sync_each), ns per iteration. */

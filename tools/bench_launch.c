@@ -130,6 +130,9 @@ typedef struct result {
     const char *path; /* "routed" (the default queue) or "threaded" (routing off) */
     double raw_launch[3], ka_launch[3], raw_wait[3], ka_wait[3]; /* median, min, max */
     double raw_sync[3]; /* CUDA: launch + cuStreamSynchronize (raw_wait: + cuEventRecord + cuEventSynchronize) */
+    /* CUDA diagnostics, launch + cuEventRecord + (bench_cuda.h): cuEventQuery polls on raw_wait's event and on
+     * one with libka's pool flags (blocking sync), cuEventSynchronize on the latter */
+    double raw_poll_default[3], raw_poll_blocking[3], raw_sync_blocking[3];
     double allocs_per_launch;
     uint64_t waits_polled, waits_slept; /* how libka's waits in the launch+wait loops ended */
 } result;
@@ -148,7 +151,9 @@ static const char usage[] =
     "  libka's launch runs on:\n"
     "  with PoCL routing, `basic` for the routed queue and the threaded device with routing off;\n"
     "  on CUDA, cuLaunchKernel on libka's context (NVRTC-built kernel of the same parameters),\n"
-    "  waiting with cuEventRecord + cuEventSynchronize (and, also shown, cuStreamSynchronize).\n"
+    "  waiting with cuEventRecord + cuEventSynchronize (and, also shown, cuStreamSynchronize;\n"
+    "  diagnostics: cuEventQuery polls on that event and on one with libka's pool flags, and\n"
+    "  cuEventSynchronize on the latter).\n"
     "  --args: up to 15 counts, each 1 to 64; --iterations: at least 1; --reps: 1 to 100000.\n"
     "  Default: --args 2,40 --iterations 2000 --reps 7 --path both, launch and launch+wait.\n";
 
@@ -194,14 +199,26 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
     }
     /* Warm up: the first launch of a local size compiles the work-group function. */
     if (o->run_ka) bench_ka_loop(&c, nargs, 50, 1);
-    if (o->run_raw && cu) bench_cu_launch_loop(cu, cubuf, nargs, 50, BENCH_CU_EVENT_SYNC, (unsigned)n, (unsigned)local);
-    else if (o->run_raw) bench_raw_loop(&rw, nargs, 50, 1, n, local);
+    static const int diag_mode[3] = {BENCH_CU_SYNC_BLOCKING, BENCH_CU_POLL_BLOCKING, BENCH_CU_POLL_DEFAULT};
+    char diag_why[256];
+    if (o->run_raw && cu) {
+        bench_cu_launch_loop(cu, cubuf, nargs, 50, BENCH_CU_EVENT_SYNC, (unsigned)n, (unsigned)local);
+        for (int d = 0; d < 3 && o->do_wait; d++)
+            if (bench_cu_launch_diag(cu, cubuf, nargs, 50, diag_mode[d], (unsigned)n, (unsigned)local, diag_why,
+                                     sizeof diag_why) < 0) {
+                fprintf(stderr, "ka bench launch: raw CUDA diagnostic wait: %s\n", diag_why);
+                return 1;
+            }
+    } else if (o->run_raw) bench_raw_loop(&rw, nargs, 50, 1, n, local);
     int reps = o->reps, iters = o->iters;
     double *rl = calloc((size_t)reps, sizeof(double)), *kl = calloc((size_t)reps, sizeof(double));
     double *rwv = calloc((size_t)reps, sizeof(double)), *kw = calloc((size_t)reps, sizeof(double));
     double *rs = calloc((size_t)reps, sizeof(double));
+    double *diag[3]; /* in diag_mode's order */
+    for (int d = 0; d < 3; d++) diag[d] = calloc((size_t)reps, sizeof(double));
+    int failed = 0;
     uint64_t allocs = 0, launches = 0;
-    for (int rep = 0; rep < reps; rep++) {
+    for (int rep = 0; rep < reps && !failed; rep++) {
         /* Alternate which goes first, so drift favours neither. */
         for (int turn = 0; turn < 2; turn++) {
             int ka_turn = (turn + rep) % 2 == 0;
@@ -223,6 +240,13 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
                 if (o->do_launch) rl[rep] = bench_cu_launch_loop(cu, cubuf, nargs, iters, BENCH_CU_NO_WAIT, un, ul);
                 if (o->do_wait) rwv[rep] = bench_cu_launch_loop(cu, cubuf, nargs, iters, BENCH_CU_EVENT_SYNC, un, ul);
                 if (o->do_wait) rs[rep] = bench_cu_launch_loop(cu, cubuf, nargs, iters, BENCH_CU_STREAM_SYNC, un, ul);
+                /* The sleeping one first: a polling loop runs last before libka's turn, as before. */
+                for (int d = 0; d < 3 && o->do_wait && !failed; d++)
+                    if ((diag[d][rep] = bench_cu_launch_diag(cu, cubuf, nargs, iters, diag_mode[d], un, ul, diag_why,
+                                                             sizeof diag_why)) < 0) {
+                        fprintf(stderr, "ka bench launch: raw CUDA diagnostic wait: %s\n", diag_why);
+                        failed = 1;
+                    }
             } else if (!ka_turn && o->run_raw) {
                 if (o->do_launch) rl[rep] = bench_raw_loop(&rw, nargs, iters, 0, n, local);
                 if (o->do_wait) rwv[rep] = bench_raw_loop(&rw, nargs, iters, 1, n, local);
@@ -235,13 +259,17 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
     stats(rwv, reps, r->raw_wait);
     stats(kw, reps, r->ka_wait);
     stats(rs, reps, r->raw_sync);
+    stats(diag[0], reps, r->raw_sync_blocking);
+    stats(diag[1], reps, r->raw_poll_blocking);
+    stats(diag[2], reps, r->raw_poll_default);
     r->allocs_per_launch = launches ? (double)allocs / (double)launches : 0;
     free(rl), free(kl), free(rwv), free(kw), free(rs);
+    for (int d = 0; d < 3; d++) free(diag[d]);
     if (o->run_raw && cu) bench_cu_free(cu, cubuf);
     else if (o->run_raw) raw_fini(&rw);
     ka_buffer_release(buf);
     ka_program_release(prog);
-    return 0;
+    return failed;
 }
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
@@ -262,6 +290,9 @@ static void json_result(const result *r) {
         printf(",\"raw_wait_kind\":\"cuEventRecord+cuEventSynchronize\",\"raw_stream_sync_ns\":%.1f,"
                "\"raw_stream_sync_min\":%.1f,\"raw_stream_sync_max\":%.1f,\"stream_sync_ratio\":%.4f",
                r->raw_sync[0], r->raw_sync[1], r->raw_sync[2], ratio(r->ka_wait[0], r->raw_sync[0]));
+    if (is_cuda)
+        printf(",\"raw_poll_default_ns\":%.1f,\"raw_poll_blocking_ns\":%.1f,\"raw_sync_blocking_ns\":%.1f",
+               r->raw_poll_default[0], r->raw_poll_blocking[0], r->raw_sync_blocking[0]);
 }
 
 /* --args: a comma-separated list of argument counts. */
@@ -423,6 +454,21 @@ int bench_launch_main(int argc, char **argv) {
                        res[i].nargs, res[i].path, res[i].raw_sync[0], res[i].raw_sync[1], res[i].raw_sync[2],
                        ratio(res[i].ka_wait[0], res[i].raw_sync[0]), (unsigned long long)res[i].waits_polled,
                        (unsigned long long)res[i].waits_slept);
+            printf("diagnostic raw waits, launch + cuEventRecord + the wait below; ratio to raw launch+wait above:\n"
+                   "  poll default = while (cuEventQuery == NOT_READY) on raw launch+wait's event (DISABLE_TIMING)\n"
+                   "  poll blocking = the same on an event with libka's pool flags (DISABLE_TIMING | BLOCKING_SYNC)\n"
+                   "  sync blocking = cuEventSynchronize on that event (sleeps in the driver)\n");
+            printf("%5s %-9s %-24s %6s  %-24s %6s  %-24s %6s\n", "args", "path", "raw poll default", "ratio",
+                   "raw poll blocking", "ratio", "raw sync blocking", "ratio");
+            for (int i = 0; i < nres; i++) {
+                const result *r = &res[i];
+                char a[3][64];
+                const double *v[3] = {r->raw_poll_default, r->raw_poll_blocking, r->raw_sync_blocking};
+                for (int j = 0; j < 3; j++) snprintf(a[j], 64, "%7.0f [%.0f, %.0f]", v[j][0], v[j][1], v[j][2]);
+                printf("%5d %-9s %-24s %6.3f  %-24s %6.3f  %-24s %6.3f\n", r->nargs, r->path, a[0],
+                       ratio(v[0][0], r->raw_wait[0]), a[1], ratio(v[1][0], r->raw_wait[0]), a[2],
+                       ratio(v[2][0], r->raw_wait[0]));
+            }
         }
     }
     bench_cu_close(cu);
