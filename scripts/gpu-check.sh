@@ -318,6 +318,9 @@ status=0
     printf '  launch, %2s args (%s): launch %s x raw; launch + wait %s x raw [goal <= 1.05: %s], %s x raw stream sync; waits slept %s\n' \
       "$a" "$(grep -oE '"path":"[^"]*"' "$R" | sed -n "${i}p" | cut -d'"' -f4)" "$(jnum "$R" ratio "$i")" "$wr" \
       "$(goal "$wr" "<=" 1.05)" "$(jnum "$R" stream_sync_ratio "$i")" "$(jnum "$R" ka_waits_slept "$i")"
+    printf '    ns per launch + wait: ka %s; raw: event sync %s, poll default event %s, poll blocking-sync event %s, sync blocking-sync event %s\n' \
+      "$(jnum "$R" ka_wait_ns "$i")" "$(jnum "$R" raw_wait_ns "$i")" "$(jnum "$R" raw_poll_default_ns "$i")" \
+      "$(jnum "$R" raw_poll_blocking_ns "$i")" "$(jnum "$R" raw_sync_blocking_ns "$i")"
   done
   ex=$(jnum "$W" ms_ka_extra_ns)
   printf '  wait, ~1 ms kernel: ka %s ns, raw stream sync %s ns, raw event sync %s ns: ka - raw stream = %s ns [goal <= 20000: %s]\n' \
