@@ -1,25 +1,36 @@
 /* Native events: a per-queue pool of CUevents, and completion callbacks.
  *
- * Pool. queue_create makes every CUevent the queue should need (the core's
+ * Pool. queue_create makes every event the queue should need (the core's
  * slot count plus a margin: a core slot holds at most one native event at a
  * time, and a released one can be held a moment longer by the callback
- * helper), with CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC. A command
- * pops one from a lock-free stack and records it; event_release pushes it back
- * once the callback helper no longer holds it. Nothing is allocated per
- * command. The core makes its slots after queue_create, so the slot count is
- * not always known there (the default, 1024, is assumed); if the pool runs dry
- * while the core has more slots than events were made for, it grows once, by
- * chunks, under a lock (an allocation on that one launch; never in steady
- * state, and never with the default capacity).
+ * helper). A command pops one from a lock-free stack and records it;
+ * event_release pushes it back once the callback helper no longer holds it.
+ * Nothing is allocated per command. The core makes its slots after
+ * queue_create, so the slot count is not always known there (the default,
+ * 1024, is assumed); if the pool runs dry while the core has more slots than
+ * events were made for, it grows once, by chunks, under a lock (an
+ * allocation on that one launch; never in steady state, and never with the
+ * default capacity).
+ *
+ * Two CUevents an event. What a command records is `ev`, with default sync
+ * (CU_EVENT_DISABLE_TIMING only): on an H200 a launch + record + poll cost
+ * 1.2 us more with a CU_EVENT_BLOCKING_SYNC event than with this one, the
+ * whole gap between libka's launch + wait and the raw one (ka bench launch's
+ * raw_poll_* rows). A waiter that must sleep needs a blocking-sync event, or
+ * cuEventSynchronize spins a core: `bev`, recorded on the queue's side stream
+ * behind a cuStreamWaitEvent on `ev` (chain(), once per recording of ev), so
+ * it completes when ev does. Only sleeping waits and callbacks pay for it. On
+ * the side stream chains queue in the order they were made: a sleeper on an
+ * earlier command chained after a later one wakes with the later one.
  *
  * Waits. The core's unbounded wait, past its spin, blocks in event_wait
- * (cuEventSynchronize on the event: the calling thread sleeps in the driver
- * and is the one thread woken). Callbacks serve everything else.
+ * (cuEventSynchronize on bev: the calling thread sleeps in the driver and is
+ * the one thread woken). Callbacks serve everything else.
  *
  * Callbacks. One helper thread per queue, started with the queue. event_callback
- * runs cb inline when the event is already complete; otherwise it links the
- * event into the queue's armed list and signals the helper, which blocks in
- * cuEventSynchronize on the oldest armed event (blocking sync: it sleeps, it
+ * runs cb inline when the event is already complete; otherwise it chains the
+ * event, links it into the queue's armed list and signals the helper, which
+ * blocks in cuEventSynchronize on the oldest armed event's bev (it sleeps, it
  * does not spin), then fires every armed event the driver reports complete.
  * Why not cuLaunchHostFunc: a host function must be enqueued when the callback
  * is asked for, i.e. behind later commands, and it stalls the stream until it
@@ -27,6 +38,7 @@
  * the core asks for a callback on every timed wait that outlasts its spin. */
 #include "cuda_internal.h"
 
+#include <sched.h>
 #include <string.h>
 
 /* Released natives the callback helper can hold past the core's slots. */
@@ -59,8 +71,13 @@ static ka_status add_events(ka__cuq *q, uint32_t want) {
             atomic_store_explicit(&q->chunks[ci], c, memory_order_release);
         }
         ka__cuev *e = &c[have % KA__CUEV_CHUNK];
-        CUresult r = ka__cu.cuEventCreate(&e->ev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
+        CUresult r = ka__cu.cuEventCreate(&e->ev, CU_EVENT_DISABLE_TIMING);
         if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventCreate");
+        if ((r = ka__cu.cuEventCreate(&e->bev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC)) != CUDA_SUCCESS) {
+            ka__cu.cuEventDestroy(e->ev);
+            e->ev = NULL;
+            return ka__cu_fail(r, "cuEventCreate(blocking sync)");
+        }
         e->q = q;
         e->index = have;
         atomic_store_explicit(&q->nev, ++have, memory_order_release);
@@ -102,6 +119,7 @@ void ka__cuda_event_unpop(ka__cuev *e) { unref(e); }
 
 ka_status ka__cuda_event_record(ka__cuev *e) {
     e->seq = atomic_fetch_add_explicit(&e->q->seq, 1, memory_order_relaxed);
+    atomic_store_explicit(&e->chain, 0, memory_order_relaxed);
     CUresult r = ka__cu.cuEventRecord(e->ev, e->q->stream);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventRecord");
 }
@@ -132,17 +150,36 @@ const char *ka__cuda_event_error(void *ev) {
     return r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY ? NULL : ka__cu_name(r);
 }
 
-/* The core's unbounded wait past its spin: the calling thread blocks here
- * (the event is CU_EVENT_BLOCKING_SYNC, so the driver sleeps rather than
- * spins) and is the one thread the completion wakes. The device's context is
- * made current first, as at every entry point (a thread may wait on an event
- * it did not launch). */
+/* bev, following this recording of ev on the side stream (see the top):
+ * made by the first thread that needs it; others wait until it is recorded
+ * (a bev synchronized before its record would return at once). The caller
+ * has the device's context current. */
+static CUresult chain(ka__cuev *e) {
+    uint32_t s = 0;
+    if (atomic_compare_exchange_strong_explicit(&e->chain, &s, 1, memory_order_acq_rel, memory_order_acquire)) {
+        CUresult r = ka__cu.cuStreamWaitEvent(e->q->side, e->ev, 0);
+        if (r == CUDA_SUCCESS) r = ka__cu.cuEventRecord(e->bev, e->q->side);
+        atomic_store_explicit(&e->chain, r == CUDA_SUCCESS ? 2u : 3u, memory_order_release);
+        return r;
+    }
+    while ((s = atomic_load_explicit(&e->chain, memory_order_acquire)) == 1) sched_yield();
+    return s == 2 ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+/* The core's unbounded wait past its spin: the calling thread blocks here,
+ * on the blocking-sync bev (the driver sleeps rather than spins), and is the
+ * one thread the completion wakes. The command's own status is ev's. The
+ * device's context is made current first, as at every entry point (a thread
+ * may wait on an event it did not launch). */
 ka_status ka__cuda_event_wait(void *ev) {
     ka__cuev *e = ev;
     ka_status st = ka__cuda_bind(e->q->d);
     if (st != KA_OK) return st;
-    CUresult r = ka__cu.cuEventSynchronize(e->ev);
-    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventSynchronize");
+    CUresult r = chain(e);
+    if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuStreamWaitEvent/cuEventRecord (blocking-sync event)");
+    if ((r = ka__cu.cuEventSynchronize(e->bev)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventSynchronize");
+    r = ka__cu.cuEventQuery(e->ev);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventQuery");
 }
 
 void ka__cuda_event_release(void *ev) { unref(ev); }
@@ -155,6 +192,10 @@ ka_status ka__cuda_event_callback(void *ev, ka__native_cb cb, void *ctx) {
         cb(ctx, r == CUDA_SUCCESS ? KA_OK : ka__cu_status(r));
         return KA_OK;
     }
+    ka_status st = ka__cuda_bind(q->d);
+    if (st != KA_OK) return st;
+    if ((r = chain(e)) != CUDA_SUCCESS)
+        return ka__cu_fail(r, "cuStreamWaitEvent/cuEventRecord (blocking-sync event)");
     pthread_mutex_lock(&q->lock);
     if (e->cb) {
         pthread_mutex_unlock(&q->lock);
@@ -185,7 +226,7 @@ static void *helper_main(void *arg) {
         ka__cuev *oldest = q->armed;
         for (ka__cuev *e = q->armed->armed_next; e; e = e->armed_next)
             if (e->seq < oldest->seq) oldest = e;
-        CUevent wait_on = oldest->ev; /* oldest stays armed, so its CUevent stays ours */
+        CUevent wait_on = oldest->bev; /* chained when armed; oldest stays armed, so its CUevent stays ours */
         pthread_mutex_unlock(&q->lock);
         ka__cu.cuEventSynchronize(wait_on);
         pthread_mutex_lock(&q->lock);
@@ -220,6 +261,11 @@ static void *helper_main(void *arg) {
 }
 
 ka_status ka__cuda_events_init(ka__cuq *q, uint32_t n) {
+    CUresult r = ka__cu.cuStreamCreate(&q->side, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) {
+        q->side = NULL;
+        return ka__cu_fail(r, "cuStreamCreate(side)");
+    }
     atomic_init(&q->free_head, 0);
     atomic_init(&q->seq, 1);
     atomic_init(&q->nev, 0);
@@ -261,8 +307,16 @@ void ka__cuda_events_fini(ka__cuq *q) {
         pthread_mutex_destroy(&q->grow_lock);
         q->locks_made = false;
     }
+    if (q->side) {
+        ka__cu.cuStreamSynchronize(q->side);
+        ka__cu.cuStreamDestroy(q->side);
+        q->side = NULL;
+    }
     uint32_t n = atomic_load(&q->nev);
-    for (uint32_t i = 0; i < n; i++) ka__cu.cuEventDestroy(event_at(q, i)->ev);
+    for (uint32_t i = 0; i < n; i++) {
+        ka__cu.cuEventDestroy(event_at(q, i)->ev);
+        ka__cu.cuEventDestroy(event_at(q, i)->bev);
+    }
     for (uint32_t c = 0; c < KA__CUEV_MAX_CHUNKS; c++) {
         ka__cuev *chunk = atomic_load(&q->chunks[c]);
         if (chunk) ka__free(chunk, sizeof *chunk * KA__CUEV_CHUNK);

@@ -20,7 +20,9 @@ typedef struct ka__cuq ka__cuq;
  * command that recorded it until it calls event_release; an armed completion
  * callback holds another until it has run. At zero it goes back to the pool. */
 typedef struct ka__cuev {
-    CUevent ev;
+    CUevent ev;                /* recorded behind the command: default sync (cheap to record) */
+    CUevent bev;               /* blocking sync, recorded on the side stream behind ev when a wait sleeps */
+    _Atomic uint32_t chain;    /* bev for this recording of ev: 0 none, 1 being recorded, 2 recorded, 3 failed */
     ka__cuq *q;
     _Atomic uint32_t refs;
     uint32_t index;            /* in the queue's pool */
@@ -41,6 +43,7 @@ struct ka__cuq {
     ka__cudev *d;
     ka__queue *kq;
     CUstream stream;
+    CUstream side;             /* where blocking-sync events follow the stream's (cuda_events.c) */
     ka__cuev *_Atomic chunks[KA__CUEV_MAX_CHUNKS];
     _Atomic uint32_t nev;      /* events made */
     pthread_mutex_t grow_lock;

@@ -18,7 +18,7 @@
     X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuDeviceGetCount) X(cuDeviceGet)     \
     X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                           \
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)              \
-    X(cuCtxGetCurrent) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)           \
+    X(cuCtxGetCurrent) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                      \
     X(cuEventSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync)                    \
     X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD16Async)         \
