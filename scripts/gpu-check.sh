@@ -327,6 +327,8 @@ status=0
     "$(jnum "$W" ms_ka_ns)" "$(jnum "$W" ms_raw_stream_ns)" "$(jnum "$W" ms_raw_event_ns)" "$ex" "$(goal "$ex" "<=" 20000)"
   printf '  wait, ~1 ms kernel, spin 0: forever (blocks in the driver) %s ns, with a timeout (callback thread) %s ns\n' \
     "$(jnum "$W" ms_ka_spin0_ns)" "$(jnum "$W" ms_ka_spin0_timed_ns)"
+  printf '  wait, ~1 ms kernel, libka launch + ka_queue_finish (the raw stream sync after libka'"'"'s kernel): %s ns\n' \
+    "$(jnum "$W" ms_ka_finish_ns)"
   sh=$(jnum "$W" long_wait_cpu_share)
   printf '  wait, %s ms kernel: waiting thread CPU share %s [goal < 0.02: %s] (first such wait %s)\n' \
     "$(jnum "$W" long_wait_ms)" "$sh" "$(goal "$sh" "<" 0.02)" "$(jnum "$W" long_wait_first_cpu_share)"

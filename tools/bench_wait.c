@@ -233,11 +233,14 @@ static const char *ms_cu_src =
  * + cuEventSynchronize (a spinning event); KA_MS: the default queue, unbounded
  * wait; KA_MS_BLOCK: spin 0, unbounded wait (on CUDA: blocks in the driver);
  * KA_MS_TIMED: spin 0, a 10 s timeout (the completion callback path). */
-enum { MS_RAW_STREAM, MS_RAW_EVENT, MS_KA, MS_KA_BLOCK, MS_KA_TIMED, NMS };
+/* KA_FINISH: libka's launch (no event) + ka_queue_finish (cuStreamSynchronize):
+ * the raw wait after libka's launch and kernel, so the kernel's and the wait's
+ * shares of a difference to raw show apart. */
+enum { MS_RAW_STREAM, MS_RAW_EVENT, MS_KA, MS_KA_BLOCK, MS_KA_TIMED, MS_KA_FINISH, NMS };
 static const char *ms_names[NMS] = {"raw launch + cuStreamSynchronize", "raw launch + event record + sync",
                                     "ka default queue, wait forever", "ka spin 0, wait forever",
-                                    "ka spin 0, wait with a timeout"};
-static const char *ms_keys[NMS] = {"raw_stream", "raw_event", "ka", "ka_spin0", "ka_spin0_timed"};
+                                    "ka spin 0, wait with a timeout", "ka launch + ka_queue_finish"};
+static const char *ms_keys[NMS] = {"raw_stream", "raw_event", "ka", "ka_spin0", "ka_spin0_timed", "ka_finish"};
 
 typedef struct ms_side {
     ka_kernel k;
@@ -247,13 +250,18 @@ typedef struct ms_side {
 } ms_side;
 
 /* ns per launch + wait of the 1 ms kernel through libka; *cpu: the waiting
- * thread's CPU share meanwhile. */
+ * thread's CPU share meanwhile. timeout MS_FINISH: no event, ka_queue_finish. */
+#define MS_FINISH (-2)
 static double ms_loop_ka(ms_side *m, ka_queue q, int64_t timeout, int n, double *cpu) {
     ka_range r = {.dims = 1, .size = {64}, .workgroup = {64}};
     int64_t t0 = bench_now_ns();
     double c0 = thread_cpu_s();
     for (int i = 0; i < n; i++) {
         ka_arg a[2] = {ka_arg_buffer(m->buf), ka_arg_f32((float)i)};
+        if (timeout == MS_FINISH) {
+            if (ka_launch(q, m->k, &r, a, 2, NULL) != KA_OK || ka_queue_finish(q) != KA_OK) return -1;
+            continue;
+        }
         ka_event ev;
         if (ka_launch(q, m->k, &r, a, 2, &ev) != KA_OK) return -1;
         ka_status st = ka_event_wait(ev, timeout);
@@ -339,8 +347,8 @@ static int ms_rows(ka_device dev, ctx *c, int reps, ms_result *res) {
                                          64, 64);
                 share = (thread_cpu_s() - c0) / ((double)(bench_now_ns() - t0) / 1e9);
             } else {
-                t = ms_loop_ka(&m, j == MS_KA ? c->q : c->q_nospin, j == MS_KA_TIMED ? 10000000000LL : KA_WAIT_FOREVER, n,
-                               &share);
+                t = ms_loop_ka(&m, j == MS_KA || j == MS_KA_FINISH ? c->q : c->q_nospin,
+                               j == MS_KA_TIMED ? 10000000000LL : j == MS_KA_FINISH ? MS_FINISH : KA_WAIT_FOREVER, n, &share);
             }
             if (t <= 0) {
                 fprintf(stderr, "ka bench wait: 1 ms kernel, %s: a call failed: %s\n", ms_names[j], ka_last_error());
