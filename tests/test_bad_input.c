@@ -7,13 +7,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#define EXPECT_DETAIL(...)                                                                              \
-    do {                                                                                                \
-        const char *subs_[] = {__VA_ARGS__};                                                            \
-        for (size_t i_ = 0; i_ < sizeof subs_ / sizeof subs_[0]; i_++)                                  \
-            if (!strstr(ka_last_error(), subs_[i_]))                                                    \
-                fail_msg("ka_last_error() lacks \"%s\":\n%s", subs_[i_], ka_last_error());              \
-    } while (0)
 
 static const char *src =
     "typedef struct pair { float a; float b; int c; int d; } pair;\n"

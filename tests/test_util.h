@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 /* Asserts KA_OK, printing the status and libka's detail message otherwise. */
@@ -23,6 +24,15 @@
         if (s_ != (status))                                                                           \
             fail_msg("%s -> %s, expected %s\n%s", #call, ka_status_name(s_), ka_status_name(status),   \
                      ka_last_error());                                                                \
+    } while (0)
+
+/* Asserts that ka_last_error() contains every given substring. */
+#define EXPECT_DETAIL(...)                                                                              \
+    do {                                                                                                \
+        const char *subs_[] = {__VA_ARGS__};                                                            \
+        for (size_t i_ = 0; i_ < sizeof subs_ / sizeof subs_[0]; i_++)                                  \
+            if (!strstr(ka_last_error(), subs_[i_]))                                                    \
+                fail_msg("ka_last_error() lacks \"%s\":\n%s", subs_[i_], ka_last_error());              \
     } while (0)
 
 #endif
