@@ -134,6 +134,14 @@ static const char *good_src =
     "}\n"
     "KA_KERNEL_NOARGS(k0) { }\n";
 static const char *bad_src = "KA_KERNEL(k, KA_GLOBAL float *a) { a[0] = ka_no_such_name; }\n";
+/* On PoCL a struct parameter gets a size probe; the declaration in the
+ * comment names a type that does not exist, so the build with probes fails
+ * and libka builds again without them (an allocation failure in that second
+ * composition freed the options twice). */
+static const char *probe_src =
+    "typedef struct pair { float a, b; } pair;\n"
+    "/* KA_KERNEL(ghost, no_such_type t) */\n"
+    "KA_KERNEL(k, KA_GLOBAL float *a, pair p) { if (ka_in_range()) a[ka_global_id(0)] = p.a + p.b; }\n";
 static const char *const defines[] = {"VALUE=2", "OTHER"};
 static const ka_build_options opts = {.options = "-cl-mad-enable", .defines = defines, .num_defines = 2};
 
@@ -175,6 +183,12 @@ static ka_status c_build(ctx *c, uint64_t *id) {
 static ka_status c_build_fail(ctx *c, uint64_t *id) {
     ka_program p = {0};
     ka_status st = ka_program_build(c->dev, bad_src, NULL, &p);
+    *id = p.id;
+    return st;
+}
+static ka_status c_build_probe_fallback(ctx *c, uint64_t *id) {
+    ka_program p = {0};
+    ka_status st = ka_program_build(c->dev, probe_src, NULL, &p);
     *id = p.id;
     return st;
 }
@@ -329,6 +343,7 @@ static const oom_case cases[] = {
     CASE("queue_create_small", NULL, 1, KA_OK, c_queue_small, u_queue),
     CASE("program_build", NULL, 1, KA_OK, c_build, u_program),
     CASE("program_build_failing", NULL, 1, KA_ERR_BUILD_FAILED, c_build_fail, u_program),
+    CASE("program_build_probe_fallback", NULL, 1, KA_OK, c_build_probe_fallback, u_program),
     CASE("kernel_get_first", NULL, 2, KA_OK, c_kernel, u_kernel),
     CASE("kernel_get_noargs", NULL, 2, KA_OK, c_kernel_noargs, u_kernel),
     CASE("kernel_get_static_variant", NULL, 2, KA_OK, c_kernel_static, u_kernel),

@@ -47,10 +47,12 @@ ka_status ka_buffer_release(ka_buffer buf) {
 }
 
 ka_status ka_buffer_size(ka_buffer buf, size_t *bytes) {
-    ka__buffer *b = ka__resolve(buf.id, KA__T_BUFFER);
-    if (!b) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_size: invalid or released buffer");
     if (!bytes) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_size: bytes is NULL");
+    ka__slot *bs;
+    ka__buffer *b = ka__pin(buf.id, KA__T_BUFFER, &bs);
+    if (!b) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_size: invalid or released buffer");
     *bytes = b->bytes;
+    ka__unpin(bs);
     return KA_OK;
 }
 

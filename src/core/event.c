@@ -120,6 +120,7 @@ void ka__events_fini(ka__queue *q) {
     if (!q->events) return;
     for (uint32_t i = 0; i < q->nevents; i++) {
         ka__event *e = &q->events[i];
+        ka__handle_drain(e->id); /* calls on the event in other threads return first */
         if (e->native) q->dev->ops->event_release(e->native);
         if (e->stale_native) q->dev->ops->event_release(e->stale_native);
         ka__handle_free(e->id);
@@ -287,6 +288,17 @@ static ka__event *lookup(ka_event ev) {
     return e;
 }
 
+/* lookup(), the event's slot pinned for the call: a release of its queue in
+ * another thread waits for the call (ka__events_fini drains the slots). */
+static ka__event *pin_event(ka_event ev, ka__slot **s) {
+    ka__event *e = ka__pin(ev.id, KA__T_EVENT, s);
+    if (KA_UNLIKELY(e && atomic_load_explicit(&e->state, memory_order_acquire) == KA__EV_FREE)) {
+        ka__unpin(*s);
+        return NULL;
+    }
+    return e;
+}
+
 /* The user's handle keeps the slot, and with it the native event, until
  * ka_event_release (a wait racing its own event's release is the caller's race). */
 /* where: "" or a prefix naming the call and event ("ka_wait_all: event 3: "). */
@@ -423,6 +435,7 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
         if (deadline == INT64_MAX) {
             ka_status st = q->dev->ops->event_wait(e->native);
             mark_done(e, st);
+            remember(rw, q, start);
             return done_status(e);
         }
         while (!poll_once(e)) {
@@ -447,9 +460,12 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
 }
 
 ka_status ka_event_wait(ka_event ev, int64_t timeout_ns) {
-    ka__event *e = lookup(ev);
+    ka__slot *s;
+    ka__event *e = pin_event(ev, &s);
     if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_wait: invalid, released or stale event");
-    return wait_one(e, deadline_of(timeout_ns));
+    ka_status st = wait_one(e, deadline_of(timeout_ns));
+    ka__unpin(s);
+    return st;
 }
 
 ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
@@ -460,7 +476,11 @@ ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
     ka_status first = KA_OK;
     uint32_t first_at = 0;
     for (uint32_t i = 0; i < n; i++) {
-        ka_status st = wait_one(lookup(evs[i]), deadline);
+        ka__slot *s;
+        ka__event *e = pin_event(evs[i], &s);
+        if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_all: event %u was released while waiting", i);
+        ka_status st = wait_one(e, deadline);
+        ka__unpin(s);
         if (st == KA_ERR_TIMEOUT) return st;
         if (st != KA_OK && first == KA_OK) first = st, first_at = i;
     }
@@ -471,12 +491,24 @@ ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
     return failed_status(lookup(evs[first_at]), first, where);
 }
 
+static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32_t *index);
+
 ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint32_t *index) {
     if (!n || !evs || !index) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_wait_any: needs events, a count and index");
     ka__event *es[KA_MAX_ARGS];
     if (n > KA_MAX_ARGS) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_wait_any: at most %d events", KA_MAX_ARGS);
+    ka__slot *ss[KA_MAX_ARGS];
     for (uint32_t i = 0; i < n; i++)
-        if (!(es[i] = lookup(evs[i]))) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_any: event %u is invalid or stale", i);
+        if (!(es[i] = pin_event(evs[i], &ss[i]))) {
+            for (uint32_t j = 0; j < i; j++) ka__unpin(ss[j]);
+            return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_any: event %u is invalid or stale", i);
+        }
+    ka_status st = wait_any(es, n, timeout_ns, index);
+    for (uint32_t i = 0; i < n; i++) ka__unpin(ss[i]);
+    return st;
+}
+
+static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32_t *index) {
     int64_t deadline = deadline_of(timeout_ns);
     int64_t spin_until = -1;
     bool armed = false;
@@ -518,18 +550,28 @@ ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint3
 }
 
 ka_status ka_event_release(ka_event ev) {
-    ka__event *e = lookup(ev);
+    ka__slot *s;
+    ka__event *e = pin_event(ev, &s);
     if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_release: invalid, released or stale event");
     e->id = ka__handle_renew(e->id);
     atomic_store_explicit(&e->released, 1, memory_order_relaxed);
     unref(e);
+    ka__unpin(s);
     return KA_OK;
 }
 
+static ka_status on_complete(ka__event *e, ka_event_fn fn, void *user);
+
 ka_status ka_event_on_complete(ka_event ev, ka_event_fn fn, void *user) {
-    ka__event *e = lookup(ev);
+    ka__slot *s;
+    ka__event *e = pin_event(ev, &s);
     if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_on_complete: invalid, released or stale event");
-    if (!fn) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_on_complete: fn is NULL");
+    ka_status st = fn ? on_complete(e, fn, user) : ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_on_complete: fn is NULL");
+    ka__unpin(s);
+    return st;
+}
+
+static ka_status on_complete(ka__event *e, ka_event_fn fn, void *user) {
     if (atomic_load(&e->user_cb) != 0)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_on_complete: the event already has a callback");
     e->fn = fn;
@@ -550,9 +592,18 @@ ka_status ka_event_on_complete(ka_event ev, ka_event_fn fn, void *user) {
     return KA_OK;
 }
 
+static ka_status notify(ka__event *e);
+
 ka_status ka_event_notify(ka_event ev) {
-    ka__event *e = lookup(ev);
+    ka__slot *s;
+    ka__event *e = pin_event(ev, &s);
     if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_notify: invalid, released or stale event");
+    ka_status st = notify(e);
+    ka__unpin(s);
+    return st;
+}
+
+static ka_status notify(ka__event *e) {
     if (e->q->efd < 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_notify: call ka_queue_fd on the queue first");
     uint32_t expect = 0;
     if (!atomic_compare_exchange_strong(&e->notify, &expect, 1)) return KA_OK;

@@ -91,6 +91,17 @@ bool ka__handle_retire(uint64_t id) {
     return true;
 }
 
+void ka__handle_drain(uint64_t id) {
+    ka__slot *s = ka__slot_of(id);
+    if (!s) return;
+    atomic_store_explicit(&s->gen, 0, memory_order_seq_cst);
+    for (uint32_t i = 0; atomic_load_explicit(&s->pins, memory_order_seq_cst); i++) {
+        if (i < 64) sched_yield();
+        else nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+    atomic_thread_fence(memory_order_acquire);
+}
+
 void ka__handle_free(uint64_t id) {
     if (!id) return;
     pthread_mutex_lock(&lock);

@@ -62,6 +62,9 @@ uint64_t ka__handle_renew(uint64_t id);
  * object can then be freed, and the slot with ka__handle_free. False (and
  * nothing done) for a stale id, or when another thread retired it first. */
 bool ka__handle_retire(uint64_t id);
+/* For slots whose generation renews per use (events): makes every id of the
+ * slot stale and waits until no call has it pinned. */
+void ka__handle_drain(uint64_t id);
 
 static inline ka__slot *ka__slot_of(uint64_t id) {
     uint32_t idx = (uint32_t)id;

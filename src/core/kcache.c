@@ -229,7 +229,12 @@ ka_status ka__kcache_load(const ka__kcache_key *key, void **data, size_t *size) 
 
 /* ---- store --------------------------------------------------------------- */
 void ka__kcache_store(const ka__kcache_key *key, const void *data, size_t size) {
-    if (!data || size == 0 || (uint64_t)size > KCACHE_MAX_PAYLOAD) return;
+    if (!data || size == 0) return;
+    if ((uint64_t)size > KCACHE_MAX_PAYLOAD) {
+        ka__log(KA_LOG_INFO, "kernel cache: a %zu-byte binary is over the %llu-byte limit: not stored", size,
+                (unsigned long long)KCACHE_MAX_PAYLOAD);
+        return;
+    }
     char path[PATH_MAX], tmp[PATH_MAX];
     size_t dirlen;
     if (!entry_path(key, true, path, sizeof path, &dirlen)) return;

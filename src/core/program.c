@@ -194,20 +194,24 @@ ka_status ka_program_release(ka_program prog) {
 }
 
 ka_status ka_program_build_count(ka_program prog, uint32_t *count) {
-    ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
-    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_build_count: invalid or released program");
     if (!count) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build_count: count is NULL");
+    ka__slot *ps;
+    ka__program *p = ka__pin(prog.id, KA__T_PROGRAM, &ps);
+    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_build_count: invalid or released program");
     pthread_mutex_lock(&p->lock);
     *count = p->builds;
     pthread_mutex_unlock(&p->lock);
+    ka__unpin(ps);
     return KA_OK;
 }
 
 ka_status ka_program_cache_hits(ka_program prog, uint32_t *hits) {
-    ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
-    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_cache_hits: invalid or released program");
     if (!hits) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_cache_hits: hits is NULL");
+    ka__slot *ps;
+    ka__program *p = ka__pin(prog.id, KA__T_PROGRAM, &ps);
+    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_cache_hits: invalid or released program");
     *hits = atomic_load_explicit(&p->cache_hits, memory_order_relaxed);
+    ka__unpin(ps);
     return KA_OK;
 }
 
@@ -345,9 +349,10 @@ static ka_status kernel_get(ka__program *p, const char *name, const ka_kernel_co
 }
 
 ka_status ka_kernel_get_info(ka_kernel kernel, ka_kernel_info *out) {
-    ka__kernel *k = ka__resolve(kernel.id, KA__T_KERNEL);
-    if (!k) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_kernel_get_info: invalid or released kernel");
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get_info: out is NULL");
+    ka__slot *ks;
+    ka__kernel *k = ka__pin(kernel.id, KA__T_KERNEL, &ks);
+    if (!k) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_kernel_get_info: invalid or released kernel");
     memset(out, 0, sizeof *out);
     out->num_args = k->nargs;
     out->max_workgroup_size = k->max_wg;
@@ -356,5 +361,6 @@ ka_status ka_kernel_get_info(ka_kernel kernel, ka_kernel_info *out) {
     memcpy(out->static_ndrange, k->key.nd, sizeof out->static_ndrange);
     out->subgroup_size = k->key.sg;
     out->local_mem_bytes = k->local_mem;
+    ka__unpin(ks);
     return KA_OK;
 }

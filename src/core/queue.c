@@ -76,39 +76,48 @@ ka_status ka_queue_flush(ka_queue queue) {
     return st;
 }
 
+/* The calls below pin the queue too (a release waits for them); their
+ * arguments are checked before, so the pin has one way out. */
 ka_status ka_queue_fd(ka_queue queue, int *fd) {
-    ka__queue *q = ka__queue_of(queue);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_fd: invalid or released queue");
     if (!fd) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_fd: fd is NULL");
+    ka__slot *qs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_fd: invalid or released queue");
+    ka_status st = KA_OK;
     if (q->efd < 0) {
         int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (e < 0) return ka__fail(KA_ERR_IO, "ka_queue_fd: eventfd failed");
         int expect = -1;
-        if (!__atomic_compare_exchange_n(&q->efd, &expect, e, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) close(e);
+        if (e < 0) st = ka__fail(KA_ERR_IO, "ka_queue_fd: eventfd failed");
+        else if (!__atomic_compare_exchange_n(&q->efd, &expect, e, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) close(e);
     }
-    *fd = q->efd;
-    return KA_OK;
+    if (st == KA_OK) *fd = q->efd;
+    ka__unpin(qs);
+    return st;
 }
 
 ka_status ka_queue_get_stats(ka_queue queue, ka_queue_stats *out) {
-    ka__queue *q = ka__queue_of(queue);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_stats: invalid or released queue");
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_get_stats: out is NULL");
+    ka__slot *qs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_stats: invalid or released queue");
     out->waits_polled = atomic_load(&q->waits_polled);
     out->waits_slept = atomic_load(&q->waits_slept);
     out->callbacks = atomic_load(&q->callbacks);
     out->inline_max_items = out->inline_launches = 0;
     if (q->dev->ops->queue_stats) q->dev->ops->queue_stats(q, out);
+    ka__unpin(qs);
     return KA_OK;
 }
 
 ka_status ka_queue_get_native(ka_queue queue, ka_native_queue *out) {
-    ka__queue *q = ka__queue_of(queue);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_native: invalid or released queue");
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_get_native: out is NULL");
     out->queue = out->inline_queue = NULL;
-    if (!q->dev->ops->queue_native)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_queue_get_native: the %s back-end has no native queue", q->dev->ops->name);
-    q->dev->ops->queue_native(q, out);
-    return KA_OK;
+    ka__slot *qs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_native: invalid or released queue");
+    ka_status st = KA_OK;
+    if (q->dev->ops->queue_native) q->dev->ops->queue_native(q, out);
+    else st = ka__fail(KA_ERR_UNSUPPORTED, "ka_queue_get_native: the %s back-end has no native queue", q->dev->ops->name);
+    ka__unpin(qs);
+    return st;
 }

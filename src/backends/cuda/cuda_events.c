@@ -40,6 +40,7 @@
 
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 /* Released natives the callback helper can hold past the core's slots. */
 #define KA__CUEV_MARGIN 64u
@@ -176,9 +177,11 @@ ka_status ka__cuda_event_wait(void *ev) {
     ka_status st = ka__cuda_bind(e->q->d);
     if (st != KA_OK) return st;
     CUresult r = chain(e);
-    if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuStreamWaitEvent/cuEventRecord (blocking-sync event)");
-    if ((r = ka__cu.cuEventSynchronize(e->bev)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventSynchronize");
-    r = ka__cu.cuEventQuery(e->ev);
+    if (r == CUDA_SUCCESS && (r = ka__cu.cuEventSynchronize(e->bev)) != CUDA_SUCCESS)
+        return ka__cu_fail(r, "cuEventSynchronize");
+    /* Without a blocking-sync twin (its record failed), poll in 50 us sleeps:
+     * the command's own status is ev's either way. */
+    while ((r = ka__cu.cuEventQuery(e->ev)) == CUDA_ERROR_NOT_READY) nanosleep(&(struct timespec){0, 50000}, NULL);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventQuery");
 }
 

@@ -121,6 +121,9 @@ static ka_status n_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
     (void)q; (void)l;
     /* Buffer handles are checked here as the OpenCL back-end does. */
     for (uint32_t i = 0; i < nargs; i++) {
+        if (args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_BYTES) /* only past the fast check: garbage */
+            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u: unknown argument kind %u", k->name, i,
+                            args[i].kind);
         if (args[i].kind != KA_ARG_BUFFER) continue;
         ka__buffer *b = ka__resolve(args[i].u.buffer, KA__T_BUFFER);
         if (!b || b->dev != k->prog->dev)

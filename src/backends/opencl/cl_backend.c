@@ -196,6 +196,10 @@ static ka_status build_for(ka__program *p, cl_device_id dev, const char *src, co
                 log[n - 1] = 0;
                 ka__append_detail("\nbuild log:\n");
                 ka__append_detail(log);
+            } else if (!log) {
+                /* Without its log the failure cannot be told apart (nor
+                 * shown): out of memory, like every allocation failure. */
+                st = ka__fail(KA_ERR_OUT_OF_MEMORY, "clBuildProgram failed and its %zu-byte build log could not be allocated", n);
             } else {
                 ka__append_detail("\n(build log unavailable)");
             }
@@ -318,6 +322,7 @@ static ka_status compose(ka__program *p, const char *options, bool probes, char 
     if (!*src || !*opts) {
         ka__free(*src, total);
         ka__free(*opts, olen);
+        *src = *opts = NULL; /* nothing for the caller to free */
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     }
     char *w = *src;
@@ -343,7 +348,11 @@ static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *op
      * in ptxas on a probe. */
     cp->probes = strstr(p->dev->info.platform, "Portable Computing Language") != NULL;
     ka_status st = compose(p, options, cp->probes, &src, &slen, &opts, &olen);
-    if (st == KA_OK) {
+    if (st != KA_OK) {
+        ka__free(cp, sizeof *cp);
+        return st;
+    }
+    {
         st = build_for(p, cd->device, src, opts, &cp->main);
         ka__free(src, slen);
         /* A size probe the compiler refused (a type it cannot take sizeof
@@ -352,7 +361,7 @@ static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *op
         if (st != KA_OK && cp->probes && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), PROBE_FILE)) {
             ka__free(opts, olen);
             cp->probes = false;
-            st = compose(p, options, false, &src, &slen, &opts, &olen);
+            st = compose(p, options, false, &src, &slen, &opts, &olen); /* on failure opts is NULL */
             if (st == KA_OK) {
                 st = build_for(p, cd->device, src, opts, &cp->main);
                 ka__free(src, slen);
