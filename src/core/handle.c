@@ -76,18 +76,23 @@ uint64_t ka__handle_renew(uint64_t id) {
     return ((uint64_t)g << 32) | (uint32_t)id;
 }
 
-bool ka__handle_retire(uint64_t id) {
-    ka__slot *s = ka__slot_of(id);
-    uint32_t g = (uint32_t)(id >> 32);
-    if (!s || !g || !atomic_compare_exchange_strong_explicit(&s->gen, &g, 0, memory_order_seq_cst, memory_order_relaxed))
-        return false;
-    /* Calls in flight are short (an enqueue; an inline launch runs its
-     * kernel; ka_kernel_get may compile): yield, then sleep in short steps. */
+/* After the slot's generation went to 0: waits until no call has it pinned.
+ * Calls in flight are short (an enqueue; an inline launch runs its kernel;
+ * ka_kernel_get may compile): yield, then sleep in short steps. */
+static void wait_unpinned(ka__slot *s) {
     for (uint32_t i = 0; atomic_load_explicit(&s->pins, memory_order_seq_cst); i++) {
         if (i < 64) sched_yield();
         else nanosleep(&(struct timespec){0, 50000}, NULL);
     }
     atomic_thread_fence(memory_order_acquire);
+}
+
+bool ka__handle_retire(uint64_t id) {
+    ka__slot *s = ka__slot_of(id);
+    uint32_t g = (uint32_t)(id >> 32);
+    if (!s || !g || !atomic_compare_exchange_strong_explicit(&s->gen, &g, 0, memory_order_seq_cst, memory_order_relaxed))
+        return false;
+    wait_unpinned(s);
     return true;
 }
 
@@ -95,11 +100,7 @@ void ka__handle_drain(uint64_t id) {
     ka__slot *s = ka__slot_of(id);
     if (!s) return;
     atomic_store_explicit(&s->gen, 0, memory_order_seq_cst);
-    for (uint32_t i = 0; atomic_load_explicit(&s->pins, memory_order_seq_cst); i++) {
-        if (i < 64) sched_yield();
-        else nanosleep(&(struct timespec){0, 50000}, NULL);
-    }
-    atomic_thread_fence(memory_order_acquire);
+    wait_unpinned(s);
 }
 
 void ka__handle_free(uint64_t id) {

@@ -179,8 +179,8 @@ static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp
     return KA_OK;
 }
 
-static ka_status launch(ka__queue *q, ka__kernel *k, uint64_t kid, const ka_range *r, const ka_arg *args, uint32_t nargs,
-                        ka_event *ev);
+static ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
+                        uint32_t nargs, ka_event *ev);
 
 /* Queue and kernel are pinned for the call: a release of either (or of the
  * kernel's program) in another thread waits for it to return. */
@@ -195,15 +195,14 @@ ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const k
         ka__unpin(qs);
         return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released kernel");
     }
-    ka_status st = launch(q, k, kernel.id, r, args, nargs, ev);
+    ka_status st = launch(q, k, kernel, r, args, nargs, ev);
     ka__unpin(ks);
     ka__unpin(qs);
     return st;
 }
 
-static ka_status launch(ka__queue *q, ka__kernel *k, uint64_t kid, const ka_range *r, const ka_arg *args, uint32_t nargs,
-                        ka_event *ev) {
-    const ka_kernel kernel = {kid};
+static ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
+                        uint32_t nargs, ka_event *ev) {
     if (KA_UNLIKELY(!r)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: range is NULL");
     if (KA_UNLIKELY(k->prog->dev != q->dev))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel and queue are on different devices");

@@ -352,25 +352,23 @@ static ka_status cl_program_build(ka__program *p, ka__variant *v, const char *op
         ka__free(cp, sizeof *cp);
         return st;
     }
-    {
-        st = build_for(p, cd->device, src, opts, &cp->main);
-        ka__free(src, slen);
-        /* A size probe the compiler refused (a type it cannot take sizeof
-         * of where the probes stand): the program without them, whose log
-         * is then the user's own. */
-        if (st != KA_OK && cp->probes && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), PROBE_FILE)) {
-            ka__free(opts, olen);
-            cp->probes = false;
-            st = compose(p, options, false, &src, &slen, &opts, &olen); /* on failure opts is NULL */
-            if (st == KA_OK) {
-                st = build_for(p, cd->device, src, opts, &cp->main);
-                ka__free(src, slen);
-            }
+    st = build_for(p, cd->device, src, opts, &cp->main);
+    ka__free(src, slen);
+    /* A size probe the compiler refused (a type it cannot take sizeof of
+     * where the probes stand): the program without them, whose log is then
+     * the user's own. */
+    if (st != KA_OK && cp->probes && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), PROBE_FILE)) {
+        ka__free(opts, olen);
+        cp->probes = false;
+        st = compose(p, options, false, &src, &slen, &opts, &olen); /* on failure opts is NULL */
+        if (st == KA_OK) {
+            st = build_for(p, cd->device, src, opts, &cp->main);
+            ka__free(src, slen);
         }
-        /* Kept for building on `basic` when a small launch first needs it. */
-        cp->opts = opts;
-        cp->opts_len = olen;
     }
+    /* Kept for building on `basic` when a small launch first needs it. */
+    cp->opts = opts;
+    cp->opts_len = olen;
     if (st != KA_OK) {
         ka__free(cp->opts, cp->opts_len);
         ka__free(cp, sizeof *cp);
