@@ -4,12 +4,27 @@
 #include <ctype.h>
 #include <string.h>
 
-static bool is_ident(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
+const char *ka__src_skip(const char *s) {
+    if (s[0] == '/' && s[1] == '*') {
+        const char *e = strstr(s + 2, "*/");
+        return e ? e + 2 : s + strlen(s);
+    }
+    if (s[0] == '/' && s[1] == '/') {
+        while (*s && *s != '\n') s += s[0] == '\\' && s[1] ? 2 : 1;
+        return s;
+    }
+    if (*s == '"' || *s == '\'') {
+        char q = *s++;
+        while (*s && *s != q && *s != '\n') s += s[0] == '\\' && s[1] ? 2 : 1;
+        return *s == q ? s + 1 : s;
+    }
+    return s;
+}
 
 bool ka__kdecl_has(const char *b, const char *e, const char *w) {
     size_t n = strlen(w);
     for (const char *s = b; s + n <= e; s++)
-        if (!strncmp(s, w, n) && (s == b || !is_ident(s[-1])) && (s + n == e || !is_ident(s[n]))) return true;
+        if (!strncmp(s, w, n) && (s == b || !ka__ident_char(s[-1])) && (s + n == e || !ka__ident_char(s[n]))) return true;
     return false;
 }
 
@@ -25,9 +40,9 @@ bool ka__kdecl_scalar_type(const char *s, const char *e) {
             s++;
             continue;
         }
-        if (!is_ident(*s)) return false;
+        if (!ka__ident_char(*s)) return false;
         const char *w = s;
-        while (s < e && is_ident(*s)) s++;
+        while (s < e && ka__ident_char(*s)) s++;
         bool known = false;
         for (size_t i = 0; i < sizeof words / sizeof words[0] && !known; i++)
             known = strlen(words[i]) == (size_t)(s - w) && !strncmp(words[i], w, (size_t)(s - w));
@@ -60,7 +75,7 @@ static bool parse_params(const char *s, ka__kparam *par, uint32_t cap, uint32_t 
         const char *e = par[i].name_end, *t = par[i].type;
         while (e > t && isspace((unsigned char)e[-1])) e--;
         const char *nb = e;
-        while (nb > t && is_ident(nb[-1])) nb--;
+        while (nb > t && ka__ident_char(nb[-1])) nb--;
         if (nb == e || isdigit((unsigned char)*nb)) return false;
         while (t < nb && isspace((unsigned char)*t)) t++;
         const char *te = nb;
@@ -73,15 +88,21 @@ static bool parse_params(const char *s, ka__kparam *par, uint32_t cap, uint32_t 
 }
 
 bool ka__kdecl_next(const char **pos, const char **name, size_t *name_len, ka__kparam *par, uint32_t cap, uint32_t *n) {
-    const char *src = *pos;
-    for (const char *s = src; (s = strstr(s, "KA_KERNEL")) != NULL; s++) {
-        if (s > src && is_ident(s[-1])) continue;
-        const char *t = s + 9;
+    for (const char *s = *pos; *s;) {
+        const char *t = ka__src_skip(s);
+        if (t != s || !ka__ident_char(*s)) {
+            s = t != s ? t : s + 1;
+            continue;
+        }
+        const char *w = s;
+        while (ka__ident_char(*s)) s++;
+        if (s - w != 9 || memcmp(w, "KA_KERNEL", 9)) continue;
+        t = s;
         while (isspace((unsigned char)*t)) t++;
         if (*t++ != '(') continue;
         while (isspace((unsigned char)*t)) t++;
         const char *nb = t;
-        while (is_ident(*t)) t++;
+        while (ka__ident_char(*t)) t++;
         if (t == nb) continue;
         const char *ne = t;
         while (isspace((unsigned char)*t)) t++;
@@ -92,7 +113,7 @@ bool ka__kdecl_next(const char **pos, const char **name, size_t *name_len, ka__k
         *pos = end;
         return true;
     }
-    *pos = src + strlen(src);
+    *pos += strlen(*pos);
     return false;
 }
 

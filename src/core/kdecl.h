@@ -1,8 +1,10 @@
 /* KA_KERNEL(name, params...) declarations read from a program's source, for
  * what a driver does not report: the CUDA back-end takes parameter names and
  * kinds from them, the OpenCL back-end the types whose size it asks the
- * compiler for. The scan is textual (a declaration inside a comment is found
- * too); callers treat what it finds as a hint that may be absent. */
+ * compiler for (and rewrites the declarations themselves). The scan is
+ * textual: comments and literals are skipped, the preprocessor is not run (a
+ * declaration in an `#if 0` block is found); callers treat what it finds as a
+ * hint that may be absent. */
 #ifndef KA_KDECL_H
 #define KA_KDECL_H
 #include <stdbool.h>
@@ -14,7 +16,15 @@ typedef struct ka__kparam {
     const char *name, *name_end;
 } ka__kparam;
 
-/* The next declaration at or after *pos: its name and up to cap parameters
+/* A character of an identifier or a number. */
+static inline bool ka__ident_char(char c) {
+    return c == '_' || ((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9');
+}
+/* Past the comment or string/character literal that starts at s (an
+ * unterminated literal ends at its line); s itself when none starts there. */
+const char *ka__src_skip(const char *s);
+
+/* The next declaration at or after *pos (outside comments and literals): its name and up to cap parameters
  * (*n is the count; more than cap, or a parameter without a name, skips the
  * declaration). Advances *pos past it; false when there is none. */
 bool ka__kdecl_next(const char **pos, const char **name, size_t *name_len, ka__kparam *par, uint32_t cap, uint32_t *n);

@@ -262,24 +262,15 @@ static size_t size_probes(const char *src, char *out) {
  * parentheses. Comments and literals are copied as they are; no newline is
  * added or removed, so build log lines stay the user's. Written into out when
  * out is not NULL (no terminating NUL); returns the length. */
-static bool word_char(char c) { return c == '_' || ((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9'); }
-
 static size_t rewrite_kernels(const char *s, char *out) {
     static const char to[] = "KA__KERNEL_OPEN";
     size_t len = 0;
     while (*s) {
         const char *b = s;
-        if (s[0] == '/' && s[1] == '*') {
-            const char *e = strstr(s + 2, "*/");
-            s = e ? e + 2 : s + strlen(s);
-        } else if (s[0] == '/' && s[1] == '/') {
-            while (*s && *s != '\n') s += s[0] == '\\' && s[1] ? 2 : 1;
-        } else if (*s == '"' || *s == '\'') {
-            char q = *s++;
-            while (*s && *s != q && *s != '\n') s += s[0] == '\\' && s[1] ? 2 : 1;
-            if (*s == q) s++;
-        } else if (word_char(*s)) {
-            while (word_char(*s) || *s == '.') s++; /* a word or a number */
+        if ((s = ka__src_skip(b)) != b) {
+            /* a comment or a literal, copied as it is */
+        } else if (ka__ident_char(*s)) {
+            while (ka__ident_char(*s) || *s == '.') s++; /* a word or a number */
             const char *p = s, *comma = NULL;
             if (s - b == 9 && !memcmp(b, "KA_KERNEL", 9)) {
                 while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || (p[0] == '\\' && p[1] == '\n')) p++;
