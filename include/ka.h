@@ -96,6 +96,9 @@ typedef struct ka_event { uint64_t id; } ka_event;
 
 /* ---- devices ------------------------------------------------------------ */
 typedef enum ka_backend { KA_BACKEND_NULL = 0, KA_BACKEND_OPENCL = 1, KA_BACKEND_CUDA = 2 } ka_backend;
+/* "opencl", "cuda", "null": the word of device selectors ("cuda:0"); "unknown"
+ * for another value. A static string. */
+KA_API const char *ka_backend_name(ka_backend b);
 
 #define KA_MAX_SUBGROUP_SIZES 8
 
@@ -287,6 +290,7 @@ static inline ka_arg ka_arg_f64(double v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; 
 static inline ka_arg ka_arg_local(size_t bytes) { ka_arg a = {KA_ARG_LOCAL, KA__ARG_SIZE(bytes), {0}}; return a; }
 static inline ka_arg ka_arg_bytes(const void *p, size_t n) { ka_arg a = {KA_ARG_BYTES, KA__ARG_SIZE(n), {0}}; a.u.ptr = p; return a; }
 
+/* The most arguments a kernel may take (ka_kernel_get refuses more: KA_ERR_UNSUPPORTED). */
 #define KA_MAX_ARGS 64
 
 typedef struct ka_range {

@@ -1,5 +1,5 @@
 /* Buffers and transfers. */
-#include "ka_internal.h"
+#include "backend.h"
 
 #include <string.h>
 
@@ -18,14 +18,14 @@ ka_status ka_buffer_create(ka_device dev, size_t bytes, ka_buffer *out) {
     if (!b) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: out of memory");
     b->dev = d;
     b->bytes = bytes;
-    ka_status st = d->ops->buffer_create(b);
+    ka_status st = ka__be_buffer_create(b);
     if (st != KA_OK) {
         ka__free(b, sizeof *b);
         return st;
     }
     b->id = ka__handle_new(KA__T_BUFFER, b);
     if (!b->id) {
-        d->ops->buffer_release(b);
+        ka__be_buffer_release(b);
         ka__free(b, sizeof *b);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: out of memory for a handle");
     }
@@ -40,7 +40,7 @@ ka_status ka_buffer_release(ka_buffer buf) {
     if (!b || !ka__handle_retire(buf.id))
         return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_release: invalid or released buffer");
     ka__handle_free(b->id);
-    b->dev->ops->buffer_release(b);
+    ka__be_buffer_release(b);
     atomic_fetch_sub(&b->dev->live, 1);
     ka__free(b, sizeof *b);
     return KA_OK;
@@ -135,7 +135,7 @@ ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n
     ka_status st = prep("ka_buffer_write", queue, dst, offset, n, &q, &b, &pn);
     if (st == KA_OK && !src && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_write: src is NULL");
     if (st != KA_OK) return done(&pn, st);
-    KA__TRANSFER(&pn, q, ev, q->dev->ops->buffer_write(q, b, offset, n, src, ev ? &p.native : NULL));
+    KA__TRANSFER(&pn, q, ev, ka__be_buffer_write(q, b, offset, n, src, ev ? &p.native : NULL));
 }
 
 ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n, void *dst, ka_event *ev) {
@@ -146,7 +146,7 @@ ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n,
     ka_status st = prep("ka_buffer_read", queue, src, offset, n, &q, &b, &pn);
     if (st == KA_OK && !dst && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_read: dst is NULL");
     if (st != KA_OK) return done(&pn, st);
-    KA__TRANSFER(&pn, q, ev, q->dev->ops->buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL));
+    KA__TRANSFER(&pn, q, ev, ka__be_buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL));
 }
 
 ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst, size_t dof, size_t n, ka_event *ev) {
@@ -159,7 +159,7 @@ ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst
     if (st == KA_OK && s == d && so < dof + n && dof < so + n)
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_copy: source and destination ranges overlap");
     if (st != KA_OK) return done(&pn, st);
-    KA__TRANSFER(&pn, q, ev, q->dev->ops->buffer_copy(q, s, so, d, dof, n, ev ? &p.native : NULL));
+    KA__TRANSFER(&pn, q, ev, ka__be_buffer_copy(q, s, so, d, dof, n, ev ? &p.native : NULL));
 }
 
 ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, size_t psz, size_t offset, size_t n,
@@ -175,5 +175,5 @@ ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, siz
     if (st == KA_OK && (offset % psz || n % psz))
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: offset and size must be multiples of the pattern size");
     if (st != KA_OK) return done(&pn, st);
-    KA__TRANSFER(&pn, q, ev, q->dev->ops->buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL));
+    KA__TRANSFER(&pn, q, ev, ka__be_buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL));
 }

@@ -7,7 +7,7 @@
  * Threading: the driver's completion callback (on a driver thread) only does
  * atomic stores, a futex wake, an eventfd write, the user's callback and a
  * lock-free push; it takes no lock that a user thread could hold. */
-#include "ka_internal.h"
+#include "backend.h"
 #include "freelist.h"
 
 #include <errno.h>
@@ -121,8 +121,8 @@ void ka__events_fini(ka__queue *q) {
     for (uint32_t i = 0; i < q->nevents; i++) {
         ka__event *e = &q->events[i];
         ka__handle_drain(e->id); /* calls on the event in other threads return first */
-        if (e->native) q->dev->ops->event_release(e->native);
-        if (e->stale_native) q->dev->ops->event_release(e->stale_native);
+        if (e->native) ka__be_event_release(q, e->native);
+        if (e->stale_native) ka__be_event_release(q, e->stale_native);
         ka__handle_free(e->id);
     }
     ka__free(q->events, sizeof(ka__event) * (q->nevents ? q->nevents : 1));
@@ -173,7 +173,7 @@ ka_status ka__event_acquire(ka__queue *q, ka__event **out) {
     }
     ka__event *e = &q->events[idx - 1];
     if (e->stale_native) {
-        q->dev->ops->event_release(e->stale_native);
+        ka__be_event_release(q, e->stale_native);
         e->stale_native = NULL;
     }
     e->native = NULL;
@@ -265,7 +265,7 @@ static ka_status arm_callback(ka__event *e) {
     ka__queue *q = e->q;
     atomic_fetch_add(&e->refs, 1);
     atomic_fetch_add(&q->callbacks_pending, 1);
-    ka_status st = q->dev->ops->event_callback(e->native, ka__event_native_done, e);
+    ka_status st = ka__be_event_callback(q, e->native, ka__event_native_done, e);
     if (st != KA_OK) {
         atomic_fetch_sub(&q->callbacks_pending, 1);
         atomic_store(&e->cb_armed, 0);
@@ -303,9 +303,7 @@ static ka__event *pin_event(ka_event ev, ka__slot **s) {
  * ka_event_release (a wait racing its own event's release is the caller's race). */
 /* where: "" or a prefix naming the call and event ("ka_wait_all: event 3: "). */
 static ka_status failed_status(ka__event *e, ka_status st, const char *where) {
-    const ka_backend_ops *ops = e->q->dev->ops;
-    void *native = e->native;
-    const char *why = native && ops->event_error ? ops->event_error(native) : NULL;
+    const char *why = e->native ? ka__be_event_error(e->q, e->native) : NULL;
     if (why) return ka__fail(st, "%sevent: the command failed on the device: %s (%s)", where, why, ka_status_name(st));
     return ka__fail(st, "%sevent: the command failed on the device (%s)", where, ka_status_name(st));
 }
@@ -319,7 +317,7 @@ static ka_status done_status(ka__event *e) {
 static bool poll_once(ka__event *e) {
     if (atomic_load_explicit(&e->state, memory_order_acquire) == KA__EV_DONE) return true;
     ka_status st = KA_OK;
-    int r = e->q->dev->ops->event_query(e->native, &st);
+    int r = ka__be_event_query(e->q, e->native, &st);
     if (r == 0) return false;
     mark_done(e, r > 0 ? KA_OK : st);
     return true;
@@ -374,14 +372,14 @@ static void remember(struct recent_wait *rw, ka__queue *q, int64_t start) {
     rw->ns[0] = ns;
 }
 
-/* Back-ends whose blocking wait (ops->event_wait) sleeps in the driver and
+/* Back-ends whose blocking wait (event_wait) sleeps in the driver and
  * wakes when the command completes, without a thread of libka's in between:
  * CUDA (its pooled events are CU_EVENT_BLOCKING_SYNC). An unbounded wait past
  * its spin blocks there, so its thread wakes once, where the completion
  * callback path wakes the callback thread first and then the waiter. Not
  * OpenCL: NVIDIA's clWaitForEvents spins, and PoCL's callbacks already run
  * on its own threads. */
-static bool driver_wait_sleeps(const ka__queue *q) { return q->dev->ops->kind == KA_BACKEND_CUDA; }
+static bool driver_wait_sleeps(const ka__queue *q) { return q->dev->ops->flags & KA__BE_WAIT_SLEEPS; }
 
 static int64_t deadline_of(int64_t timeout_ns) {
     if (timeout_ns == KA_WAIT_FOREVER) return INT64_MAX;
@@ -399,7 +397,7 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
     if (deadline == 0) return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: not complete");
     ka__queue *q = e->q;
     /* Commands need not start before a flush; a wait is a flush point. */
-    q->dev->ops->queue_flush(q);
+    ka__be_queue_flush(q);
     struct recent_wait *rw;
     int64_t spin = wait_spin(q, &rw), start = ka__now_ns();
     if (spin > 0) {
@@ -424,7 +422,7 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
         /* Block in the driver: the one wake is the driver's. A bounded wait
          * cannot (the driver's wait has no timeout): it takes the callback
          * path below. */
-        ka_status st = q->dev->ops->event_wait(e->native);
+        ka_status st = ka__be_event_wait(q, e->native);
         mark_done(e, st);
         remember(rw, q, start);
         return done_status(e);
@@ -433,7 +431,7 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
         /* No callback: the driver's own blocking wait for an unbounded wait,
          * else short sleeps between polls. */
         if (deadline == INT64_MAX) {
-            ka_status st = q->dev->ops->event_wait(e->native);
+            ka_status st = ka__be_event_wait(q, e->native);
             mark_done(e, st);
             remember(rw, q, start);
             return done_status(e);
@@ -526,7 +524,7 @@ static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32
         int64_t now = ka__now_ns();
         if (now >= deadline) break;
         if (spin_until < 0) {
-            for (uint32_t i = 0; i < n; i++) es[i]->q->dev->ops->queue_flush(es[i]->q);
+            for (uint32_t i = 0; i < n; i++) ka__be_queue_flush(es[i]->q);
             spin_until = add_sat(now, spin_of(es[0]->q));
         }
         if (now < spin_until) {
@@ -582,7 +580,7 @@ static ka_status on_complete(ka__event *e, ka_event_fn fn, void *user) {
         fire_user(e, (ka_status)atomic_load(&e->status));
         return KA_OK;
     }
-    e->q->dev->ops->queue_flush(e->q);
+    ka__be_queue_flush(e->q);
     ka_status st = arm_callback(e);
     if (st != KA_OK) {
         /* Take the callback back unless the completion raced us and ran it. */
@@ -611,7 +609,7 @@ static ka_status notify(ka__event *e) {
         notify_fd(e);
         return KA_OK;
     }
-    e->q->dev->ops->queue_flush(e->q);
+    ka__be_queue_flush(e->q);
     ka_status st = arm_callback(e);
     if (st != KA_OK) {
         expect = 1;

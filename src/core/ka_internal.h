@@ -27,6 +27,8 @@ ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
 /* Appends text (e.g. a build log) to the current detail, truncating. */
 void ka__append_detail(const char *text);
 void ka__log(ka_log_level lvl, const char *fmt, ...) KA_PRINTF(2, 3);
+/* Case-insensitive substring test (device selectors); false for an empty needle. */
+bool ka__icontains(const char *hay, const char *needle);
 
 /* ---- allocation (alloc.c): every libka allocation goes through these ---- */
 void *ka__alloc(size_t size);
@@ -108,11 +110,11 @@ typedef struct ka__program ka__program;
 typedef struct ka__variant ka__variant;
 typedef struct ka__kernel ka__kernel;
 typedef struct ka__event ka__event;
-typedef struct ka_backend_ops ka_backend_ops;
+typedef struct ka__backend ka__backend; /* the back-end contract: backend.h */
 
 struct ka__device {
     uint64_t id;
-    const ka_backend_ops *ops;
+    const ka__backend *ops;    /* what calls go through: the back-end, or a layer over it */
     ka_device_info info;
     void *native;              /* back-end's device state */
     _Atomic uint32_t live;     /* queues, buffers, programs alive */
@@ -159,10 +161,7 @@ struct ka__kernel {
     uint32_t pref_multiple;
     uint64_t local_mem;
     uint32_t auto_wg[3][3];    /* default work-group by dims-1 */
-    pthread_mutex_t lock;      /* for back-ends; not on the OpenCL launch path */
-    _Atomic uint32_t spin;     /* OpenCL: set-args + enqueue must not interleave */
-    uint64_t last_nd[4];       /* hidden argument last set on native (under lock) */
-    void *bk;                  /* back-end extra state */
+    void *bk;                  /* the back-end's own state */
 };
 
 struct ka__program {
@@ -224,66 +223,6 @@ struct ka__queue {
     _Atomic uint64_t waits_polled, waits_slept, callbacks;
 };
 
-/* ---- back-end ops table ------------------------------------------------ */
-/* A launch as the back-end sees it: validated, padded, on the stack. */
-typedef struct ka__launch {
-    uint32_t dims;
-    size_t global[3];
-    size_t local[3];
-    uint64_t nd[4];            /* logical range + dims: the hidden argument */
-    uint64_t items;            /* global[0] * global[1] * global[2], checked not to overflow */
-} ka__launch;
-
-typedef void (*ka__native_cb)(void *ctx, ka_status st);
-
-struct ka_backend_ops {
-    uint32_t version;
-    const char *name;
-    ka_backend kind;
-    /* Devices this back-end offers; fills up to cap infos, sets *n to the total. */
-    ka_status (*enumerate)(ka_device_info *out, uint32_t cap, uint32_t *n);
-    ka_status (*device_open)(ka__device *d, uint32_t local_index);
-    void (*device_close)(ka__device *d);
-    ka_status (*queue_create)(ka__queue *q);
-    void (*queue_release)(ka__queue *q);
-    ka_status (*queue_finish)(ka__queue *q);
-    ka_status (*queue_flush)(ka__queue *q);
-    ka_status (*buffer_create)(ka__buffer *b);
-    void (*buffer_release)(ka__buffer *b);
-    ka_status (*buffer_write)(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
-    ka_status (*buffer_read)(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
-    ka_status (*buffer_copy)(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
-    ka_status (*buffer_fill)(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
-    /* Builds source (prelude included by the back-end) with options. */
-    ka_status (*program_build)(ka__program *p, ka__variant *v, const char *options);
-    void (*program_release)(ka__program *p, ka__variant *v);
-    /* Creates k->native and fills nargs, sig, max_wg, pref_multiple, local_mem. */
-    ka_status (*kernel_create)(ka__kernel *k);
-    void (*kernel_release)(ka__kernel *k);
-    /* Sets arguments and enqueues; *ev gets a native event when ev != NULL. */
-    ka_status (*launch)(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args,
-                        uint32_t nargs, void **ev);
-    /* 1 done, 0 pending, <0: failed (status in *st). */
-    int (*event_query)(void *ev, ka_status *st);
-    /* Registers cb(ctx) to run once the event completes (any thread). */
-    ka_status (*event_callback)(void *ev, ka__native_cb cb, void *ctx);
-    ka_status (*event_wait)(void *ev);
-    void (*event_release)(void *ev);
-    /* Optional (NULL: not available). */
-    void (*device_native)(ka__device *d, ka_native_device *out);
-    void (*queue_native)(ka__queue *q, ka_native_queue *out);
-    /* The driver's name for a failed event's error ("CL_OUT_OF_RESOURCES"), a
-     * static string, or NULL; off the hot path (a failed wait's detail). */
-    const char *(*event_error)(void *ev);
-    void (*queue_stats)(ka__queue *q, ka_queue_stats *out); /* back-end fields */
-};
-
-extern const ka_backend_ops ka__opencl_ops;
-extern const ka_backend_ops ka__null_ops;
-#ifdef KA_HAVE_CUDA
-extern const ka_backend_ops ka__cuda_ops;
-#endif
-
 /* A test-and-set lock for the few hundred nanoseconds of set-args + enqueue:
  * cheaper than a mutex uncontended (measured with callgrind), yields when held. */
 void ka__spin_wait(_Atomic uint32_t *l);
@@ -297,12 +236,9 @@ void ka__event_native_done(void *ctx, ka_status st);
 ka_status ka__event_acquire(ka__queue *q, ka__event **out);
 void ka__event_bind(ka__event *e, void *native);
 void ka__event_abandon(ka__event *e);
-void ka__event_complete_now(ka__event *e, ka_status st);
 ka_status ka__events_init(ka__queue *q, uint32_t n);
 void ka__events_fini(ka__queue *q);
 void ka__queue_wait_callbacks(ka__queue *q);
-/* Publishes an event to the caller (ev may be NULL: then the native one is released). */
-ka_status ka__event_out(ka__queue *q, void *native, ka_event *ev);
 
 int64_t ka__now_ns(void);
 uint64_t ka__hash(const void *p, size_t n, uint64_t seed);

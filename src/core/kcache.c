@@ -23,7 +23,7 @@
  * nothing is reported to the caller, details go to the logger. No printing;
  * memory through ka__alloc. */
 #define _GNU_SOURCE
-#include "ka_internal.h"
+#include "backend.h"
 
 #include <errno.h>
 #include <fcntl.h>

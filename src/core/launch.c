@@ -1,6 +1,6 @@
 /* ka_launch: validation, work-group choice, padding, then one back-end call.
  * Everything lives on the stack: no allocation, no device query. */
-#include "ka_internal.h"
+#include "backend.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +16,9 @@ static const char *kind_name(uint32_t k) {
     }
 }
 
-static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t nargs) {
+/* Checks every argument against the kernel's signature and resolves each
+ * buffer argument, once for every back-end: mem[i] gets its native object. */
+static ka_status check_args(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs, void **mem) {
     if (KA_UNLIKELY(nargs != k->nargs))
         return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
     if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
@@ -26,7 +28,7 @@ static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t na
         const ka_arg *a = &args[i];
         uint64_t tag;
         memcpy(&tag, a, sizeof tag); /* kind and size */
-        if (KA_LIKELY(tag == k->fast_tag[i])) continue;
+        if (KA_LIKELY(tag == k->fast_tag[i])) goto buffer;
         const ka__argsig *s = &k->sig[i];
         bool ok;
         switch (a->kind) {
@@ -68,6 +70,17 @@ static ka_status check_args(const ka__kernel *k, const ka_arg *args, uint32_t na
                                 k->name, i, s->name, a->kind, want);
             return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s",
                             k->name, i, s->name, kind_name(a->kind), a->size, want);
+        }
+    buffer:
+        if (a->kind == KA_ARG_BUFFER) {
+            const ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
+            if (KA_UNLIKELY(!b))
+                return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid or released buffer",
+                                k->name, i, k->sig[i].name);
+            if (KA_UNLIKELY(b->dev != dev))
+                return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): a buffer of another device",
+                                k->name, i, k->sig[i].name);
+            mem[i] = b->native;
         }
     }
     return KA_OK;
@@ -209,7 +222,8 @@ static ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_
     if (KA_UNLIKELY(r->dims < 1 || r->dims > 3))
         return ka__fail(KA_ERR_INVALID_RANGE, "ka_launch: a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
                         r->dims);
-    ka_status st = check_args(k, args, nargs);
+    void *mem[KA_MAX_ARGS]; /* native buffers by argument (buffer arguments only); k->nargs <= KA_MAX_ARGS */
+    ka_status st = check_args(k, q->dev, args, nargs, mem);
     if (KA_UNLIKELY(st != KA_OK)) return st;
 
     /* The geometry of recent launches on this thread, a slot per kernel
@@ -236,13 +250,10 @@ static ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_
         c->empty = empty;
     }
 
-#ifdef KA_INJECT_LAUNCH_ALLOC /* only in the zero-allocation tests' self-test build */
-    ka__free(ka__alloc(16), 16);
-#endif
     ka__event *e = NULL;
     if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
     void *native = NULL;
-    if (!empty) st = q->dev->ops->launch(q, k, &l, args, nargs, e ? &native : NULL);
+    if (!empty) st = ka__be_launch(q, k, &l, args, mem, nargs, e ? &native : NULL);
     if (e) {
         if (st != KA_OK) {
             ka__event_abandon(e);

@@ -5,7 +5,7 @@
  * variant, one native build. Kernels sit in an open-addressing table keyed by
  * a hash of (name, normalized configuration): a lookup of a known pair hashes
  * a small struct on the stack and allocates nothing. */
-#include "ka_internal.h"
+#include "backend.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +27,7 @@ static char *compose_options(const ka_build_options *o) {
 }
 
 static void variant_free(ka__program *p, ka__variant *v) {
-    if (v->native) p->dev->ops->program_release(p, v);
+    if (v->native) ka__be_program_release(p, v);
     ka__strfree(v->defines);
     ka__free(v, sizeof *v);
 }
@@ -66,7 +66,7 @@ static ka_status variant_build(ka__program *p, const ka__config_key *key, const 
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     }
     snprintf(opts, len, "%s%s %s", p->options, extra, v->defines ? v->defines : "");
-    ka_status st = p->dev->ops->program_build(p, v, opts);
+    ka_status st = ka__be_program_build(p, v, opts);
     ka__free(opts, len);
     if (st != KA_OK) {
         variant_free(p, v);
@@ -159,9 +159,8 @@ fail:
 }
 
 static void kernel_free(ka__kernel *k) {
-    if (k->native) k->prog->dev->ops->kernel_release(k);
+    if (k->native) ka__be_kernel_release(k);
     if (k->id) ka__handle_free(k->id);
-    pthread_mutex_destroy(&k->lock);
     ka__free(k->sig, sizeof(ka__argsig) * (k->nargs ? k->nargs : 1));
     ka__free(k->fast_tag, sizeof(uint64_t) * (k->nargs ? k->nargs : 1));
     ka__strfree(k->name);
@@ -263,7 +262,6 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     if (!v && (st = variant_build(p, key, defines, &v)) != KA_OK) return st;
     ka__kernel *k = ka__calloc(1, sizeof *k);
     if (!k) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
-    pthread_mutex_init(&k->lock, NULL);
     k->prog = p;
     k->var = v;
     k->hash = h;
@@ -272,7 +270,13 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
         kernel_free(k);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     }
-    if ((st = p->dev->ops->kernel_create(k)) != KA_OK) {
+    if ((st = ka__be_kernel_create(k)) != KA_OK) {
+        kernel_free(k);
+        return st;
+    }
+    if (k->nargs > KA_MAX_ARGS) { /* ka_launch keeps one word per argument on its stack */
+        st = ka__fail(KA_ERR_UNSUPPORTED, "ka_kernel_get: kernel '%s' has %u arguments, at most %d are supported", name,
+                      k->nargs, KA_MAX_ARGS);
         kernel_free(k);
         return st;
     }

@@ -1,5 +1,5 @@
 /* Queues. */
-#include "ka_internal.h"
+#include "backend.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -20,7 +20,7 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
     q->spin_ns = cfg ? cfg->spin_ns : -1;
     q->inline_max = cfg ? cfg->inline_max_items : 0;
     q->nevents = cap; /* back-ends size their native event pools by it */
-    ka_status st = d->ops->queue_create(q);
+    ka_status st = ka__be_queue_create(q);
     if (st != KA_OK) goto fail_q;
     st = ka__events_init(q, cap);
     if (st != KA_OK) goto fail_native;
@@ -35,7 +35,7 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
 fail_events:
     ka__events_fini(q);
 fail_native:
-    d->ops->queue_release(q);
+    ka__be_queue_release(q);
 fail_q:
     ka__free(q, sizeof *q);
     return st;
@@ -48,10 +48,10 @@ ka_status ka_queue_release(ka_queue queue) {
     if (!q || !ka__handle_retire(queue.id))
         return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_release: invalid or released queue");
     ka__handle_free(q->id);
-    ka_status st = q->dev->ops->queue_finish(q);
+    ka_status st = ka__be_queue_finish(q);
     ka__queue_wait_callbacks(q);
     ka__events_fini(q);
-    q->dev->ops->queue_release(q);
+    ka__be_queue_release(q);
     if (q->efd >= 0) close(q->efd);
     atomic_fetch_sub(&q->dev->live, 1);
     ka__free(q, sizeof *q);
@@ -62,7 +62,7 @@ ka_status ka_queue_finish(ka_queue queue) {
     ka__slot *qs;
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_finish: invalid or released queue");
-    ka_status st = q->dev->ops->queue_finish(q);
+    ka_status st = ka__be_queue_finish(q);
     ka__unpin(qs);
     return st;
 }
@@ -71,7 +71,7 @@ ka_status ka_queue_flush(ka_queue queue) {
     ka__slot *qs;
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_flush: invalid or released queue");
-    ka_status st = q->dev->ops->queue_flush(q);
+    ka_status st = ka__be_queue_flush(q);
     ka__unpin(qs);
     return st;
 }
@@ -104,7 +104,7 @@ ka_status ka_queue_get_stats(ka_queue queue, ka_queue_stats *out) {
     out->waits_slept = atomic_load(&q->waits_slept);
     out->callbacks = atomic_load(&q->callbacks);
     out->inline_max_items = out->inline_launches = 0;
-    if (q->dev->ops->queue_stats) q->dev->ops->queue_stats(q, out);
+    ka__be_queue_stats(q, out);
     ka__unpin(qs);
     return KA_OK;
 }
@@ -116,8 +116,7 @@ ka_status ka_queue_get_native(ka_queue queue, ka_native_queue *out) {
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_native: invalid or released queue");
     ka_status st = KA_OK;
-    if (q->dev->ops->queue_native) q->dev->ops->queue_native(q, out);
-    else st = ka__fail(KA_ERR_UNSUPPORTED, "ka_queue_get_native: the %s back-end has no native queue", q->dev->ops->name);
+    if (!ka__be_queue_native(q, out)) st = ka__fail(KA_ERR_UNSUPPORTED, "ka_queue_get_native: the %s back-end has no native queue", q->dev->ops->name);
     ka__unpin(qs);
     return st;
 }

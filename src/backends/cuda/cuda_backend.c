@@ -76,40 +76,28 @@ static ka_status raise_dyn_smem(ka__kernel *k, ka__cukern *ck, uint32_t bytes) {
                         "ka_launch: kernel '%s' needs %u bytes of local memory arguments + %llu static, over the device's %u",
                         k->name, bytes, (unsigned long long)k->local_mem, d->smem_optin);
     ka_status st = KA_OK;
-    pthread_mutex_lock(&k->lock);
+    pthread_mutex_lock(&ck->lock);
     if (atomic_load_explicit(&ck->dyn_smem, memory_order_relaxed) < bytes) {
         CUresult r = ka__cu.cuFuncSetAttribute(ck->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
         if (r == CUDA_SUCCESS) atomic_store_explicit(&ck->dyn_smem, bytes, memory_order_release);
         else st = ka__cu_fail(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     }
-    pthread_mutex_unlock(&k->lock);
+    pthread_mutex_unlock(&ck->lock);
     return st;
 }
 
-static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
-                             void **ev) {
+static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
+                             uint32_t nargs, void **ev) {
     ka__cuq *q = kq->native;
     ka__cukern *ck = k->bk;
     void *params[KA_MAX_ARGS + 1];
     uint64_t vals[KA_MAX_ARGS];
     uint32_t shmem = 0;
-    if (KA_UNLIKELY(nargs > KA_MAX_ARGS)) return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: more than %d arguments", KA_MAX_ARGS);
     params[0] = (void *)l->nd;
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
         switch (a->kind) {
-        case KA_ARG_BUFFER: {
-            ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
-            if (KA_UNLIKELY(!b))
-                return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid or released buffer",
-                                k->name, i, k->sig[i].name);
-            if (KA_UNLIKELY(b->dev != kq->dev))
-                return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): buffer of another device",
-                                k->name, i, k->sig[i].name);
-            vals[i] = (uint64_t)(uintptr_t)b->native;
-            params[i + 1] = &vals[i];
-            break;
-        }
+        case KA_ARG_BUFFER: params[i + 1] = (void *)&mem[i]; break; /* resolved by the core: the CUdeviceptr */
         case KA_ARG_LOCAL:
             if (KA_UNLIKELY(k->sig[i].size && k->sig[i].size != 8))
                 return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s') is a %u-byte value, not KA_LOCAL_ARG",
@@ -170,10 +158,11 @@ static void cuda_device_native(ka__device *kd, ka_native_device *out) {
     out->context = d->ctx;
 }
 
-const ka_backend_ops ka__cuda_ops = {
-    .version = 1,
+const ka__backend ka__cuda_backend = {
+    .version = KA__BACKEND_VERSION,
     .name = "cuda",
     .kind = KA_BACKEND_CUDA,
+    .flags = KA__BE_WAIT_SLEEPS,
     .enumerate = ka__cuda_enumerate,
     .device_open = ka__cuda_device_open,
     .device_close = ka__cuda_device_close,

@@ -2,6 +2,7 @@
 #ifndef KA_CUDA_INTERNAL_H
 #define KA_CUDA_INTERNAL_H
 
+#include "backend.h"
 #include "cuda_loader.h"
 #include "freelist.h"
 
@@ -70,6 +71,7 @@ typedef struct ka__cumod {
 typedef struct ka__cukern {
     CUfunction fn;
     _Atomic uint32_t dyn_smem; /* MAX_DYNAMIC_SHARED_SIZE_BYTES set so far (only grows) */
+    pthread_mutex_t lock;      /* raising dyn_smem */
 } ka__cukern;
 
 /* Makes the device's context current on the calling thread (a no-op when it

@@ -392,6 +392,7 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
     }
     sig_from_source(k->prog->source, k->name, sig, nargs);
     ck->fn = f;
+    pthread_mutex_init(&ck->lock, NULL);
     /* CUDA lets a block use 48 KiB of static + dynamic shared memory unless the
      * function opts in to more (cuda_backend.c raises it on demand). */
     atomic_init(&ck->dyn_smem, smem < 48 * 1024 ? (uint32_t)(48 * 1024 - smem) : 0);
@@ -406,7 +407,11 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
 }
 
 void ka__cuda_kernel_release(ka__kernel *k) {
-    if (k->bk) ka__free(k->bk, sizeof(ka__cukern));
+    ka__cukern *ck = k->bk;
+    if (ck) {
+        pthread_mutex_destroy(&ck->lock);
+        ka__free(ck, sizeof *ck);
+    }
     k->bk = NULL;
     k->native = NULL;
 }

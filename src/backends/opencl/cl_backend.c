@@ -435,6 +435,7 @@ static ka_status cl_kernel_create(ka__kernel *k) {
     if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     cl_kern *kk = ka__calloc(1, sizeof *kk);
     if (!kk) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    pthread_mutex_init(&kk->lock, NULL);
     k->bk = kk;
     if (!(kk->cache = ka__calloc(k->nargs ? k->nargs : 1, sizeof(argcache))))
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
@@ -482,12 +483,13 @@ static void cl_kernel_release(ka__kernel *k) {
     if (kk->inl) clReleaseKernel(kk->inl);
     ka__free(kk->cache, n);
     ka__free(kk->inl_cache, n);
+    pthread_mutex_destroy(&kk->lock);
     ka__free(kk, sizeof *kk);
 }
 
 /* ---- launch ------------------------------------------------------------ */
 static ka_status set_args(ka__kernel *k, cl_kernel ck, argcache *cache, uint64_t last_nd[4], const ka__launch *l,
-                          const ka_arg *args, uint32_t nargs) {
+                          const ka_arg *args, void *const *mem, uint32_t nargs) {
     /* The hidden range argument is set only when it changed: argument values
      * persist on the cl_kernel. */
     if (KA_UNLIKELY((last_nd[0] ^ l->nd[0]) | (last_nd[1] ^ l->nd[1]) | (last_nd[2] ^ l->nd[2]) | (last_nd[3] ^ l->nd[3]))) {
@@ -500,16 +502,11 @@ static ka_status set_args(ka__kernel *k, cl_kernel ck, argcache *cache, uint64_t
         uint64_t v = a->u.u64;
         cl_int err;
         switch (a->kind) {
-        case KA_ARG_BUFFER: {
-            ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
-            if (KA_UNLIKELY(!b || b->dev != k->prog->dev))
-                return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid, released or foreign buffer",
-                                k->name, i, k->sig[i].name);
-            v = (uint64_t)(uintptr_t)b->native;
+        case KA_ARG_BUFFER: /* resolved by the core */
+            v = (uint64_t)(uintptr_t)mem[i];
             if (c->kind == KA_ARG_BUFFER && c->v == v) continue;
-            err = clSetKernelArg(ck, i + 1, sizeof(cl_mem), &b->native);
+            err = clSetKernelArg(ck, i + 1, sizeof(cl_mem), &mem[i]);
             break;
-        }
         case KA_ARG_LOCAL:
             if (c->kind == KA_ARG_LOCAL && c->size == a->size) continue;
             err = clSetKernelArg(ck, i + 1, a->size, NULL);
@@ -548,7 +545,7 @@ static ka_status make_inline(ka__kernel *k, cl_kern *kk) {
     cl_dev *cd = dev_of(k->prog->dev);
     cl_prog *cp = k->var->native;
     ka_status st = KA_OK;
-    pthread_mutex_lock(&k->lock);
+    pthread_mutex_lock(&kk->lock);
     if (kk->inl) goto out;
     pthread_mutex_lock(&cp->lock);
     if (!cp->inl) {
@@ -575,7 +572,7 @@ static ka_status make_inline(ka__kernel *k, cl_kern *kk) {
     }
     atomic_store_explicit((void *_Atomic *)&kk->inl, ck, memory_order_release);
 out:
-    pthread_mutex_unlock(&k->lock);
+    pthread_mutex_unlock(&kk->lock);
     return st;
 }
 
@@ -586,8 +583,8 @@ out:
  * native event: a launch that asks for one gets *ev = NULL, which the core
  * binds as an event complete at once (saving PoCL's event, a status query and
  * a release per launch + wait). */
-static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
-                               void **ev) {
+static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
+                               uint32_t nargs, void **ev) {
     cl_queue *cq = q->native;
     cl_kern *kk = k->bk;
     ka_status st;
@@ -605,7 +602,7 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
      * two slow ones in a row send the kernel to the threaded device for good. */
     bool timed = (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
     int64_t t0 = timed ? ka__now_ns() : 0;
-    st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
+    st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, mem, nargs);
     if (KA_LIKELY(st == KA_OK)) {
         if (ev) *ev = NULL;
         cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, NULL);
@@ -630,23 +627,23 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     return st;
 }
 
-static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
-                           void **ev) {
+static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
+                           uint32_t nargs, void **ev) {
     cl_queue *cq = q->native;
     cl_kern *kk = k->bk;
     if (cq->inl && l->items <= cq->inline_max &&
         !atomic_load_explicit(&kk->demoted, memory_order_relaxed))
-        return launch_inline(q, k, l, args, nargs, ev);
+        return launch_inline(q, k, l, args, mem, nargs, ev);
     /* clSetKernelArg + enqueue on one cl_kernel must not interleave between
      * threads. */
-    ka__spin_lock(&k->spin);
-    ka_status st = set_args(k, k->native, kk->cache, k->last_nd, l, args, nargs);
+    ka__spin_lock(&kk->spin);
+    ka_status st = set_args(k, k->native, kk->cache, kk->last_nd, l, args, mem, nargs);
     if (KA_LIKELY(st == KA_OK)) {
         cl_int err = counted(q, true, clEnqueueNDRangeKernel(main_q(q), k->native, l->dims, NULL, l->global, l->local, 0,
                                                        NULL, (cl_event *)ev));
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel", err);
     }
-    ka__spin_unlock(&k->spin);
+    ka__spin_unlock(&kk->spin);
     return st;
 }
 
@@ -710,11 +707,13 @@ static void cl_queue_stats(ka__queue *q, ka_queue_stats *out) {
     out->inline_launches = atomic_load_explicit(&cq->inline_launches, memory_order_relaxed);
 }
 
-const ka_backend_ops ka__opencl_ops = {
-    .version = 1,
+const ka__backend ka__opencl_backend = {
+    .version = KA__BACKEND_VERSION,
     .name = "opencl",
     .kind = KA_BACKEND_OPENCL,
     .enumerate = ka__cl_enumerate,
+    .selects = ka__cl_selects,
+    .preferred = ka__cl_preferred,
     .device_open = ka__cl_device_open,
     .device_close = ka__cl_device_close,
     .queue_create = cl_queue_create,

@@ -19,6 +19,15 @@ static void setup_env(void) {
     if (setenv("POCL_DEVICES", "pthread basic", 0) == 0) basic_hidden = true;
 }
 
+static bool is_pocl(const ka_device_info *d) { return ka__icontains(d->platform, "Portable Computing Language"); }
+
+/* "pocl" is PoCL's threaded CPU device (which routes small launches to its
+ * basic device itself), not basic (named cpu-minimal from PoCL 5 on). */
+bool ka__cl_preferred(const ka_device_info *d) {
+    return is_pocl(d) && strncmp(d->name, "basic", 5) != 0 && strncmp(d->name, "cpu-minimal", 11) != 0;
+}
+bool ka__cl_selects(const char *sel, const ka_device_info *d) { return !strcmp(sel, "pocl") && ka__cl_preferred(d); }
+
 /* PoCL 5 renamed `basic` to `cpu-minimal` (and `pthread` to `cpu`); POCL_DEVICES
  * still takes the old names, the device names are the new ones. */
 bool ka__cl_is_basic(cl_device_id d) {

@@ -7,7 +7,7 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 
-#include "ka_internal.h"
+#include "backend.h"
 
 typedef struct cl_dev {
     cl_platform_id platform;
@@ -60,6 +60,9 @@ typedef struct argcache {
 
 /* Per-kernel state: the argument caches of the main and inline cl_kernels. */
 typedef struct cl_kern {
+    _Atomic uint32_t spin;     /* set-args + enqueue on the cl_kernel must not interleave */
+    uint64_t last_nd[4];       /* hidden argument last set on the cl_kernel (under spin) */
+    pthread_mutex_t lock;      /* making inl; off the launch path */
     cl_kernel inl;             /* created on first inline launch */
     uint64_t inl_nd[4];        /* hidden argument last set on inl */
     _Atomic uint32_t inl_spin;
@@ -70,6 +73,9 @@ typedef struct cl_kern {
 } cl_kern;
 
 bool ka__cl_is_basic(cl_device_id d);
+/* Selector words of the OpenCL back-end ("pocl"), and the default device. */
+bool ka__cl_selects(const char *sel, const ka_device_info *d);
+bool ka__cl_preferred(const ka_device_info *d);
 
 const char *ka__cl_error_name(cl_int err);
 /* Maps an OpenCL error to a status and records "call: CL_NAME" in the detail. */

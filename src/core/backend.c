@@ -1,0 +1,38 @@
+/* The back-ends built in, the contract's check, and their public names. */
+#include "backend.h"
+
+const ka__backend *const ka__backends[] = {
+    &ka__opencl_backend,
+#ifdef KA_HAVE_CUDA
+    &ka__cuda_backend,
+#endif
+    &ka__null_backend,
+};
+const uint32_t ka__nbackends = sizeof ka__backends / sizeof ka__backends[0];
+
+ka_status ka__backend_check(const ka__backend *be) {
+    if (be->version != KA__BACKEND_VERSION)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end implements contract version %u, libka needs %u",
+                        be->name, be->version, KA__BACKEND_VERSION);
+    /* The required hooks, by name (the optional ones are NULL-checked at each call). */
+#define REQ(h) {#h, be->h == NULL}
+    const struct { const char *name; bool missing; } req[] = {
+        REQ(enumerate), REQ(device_open), REQ(device_close), REQ(queue_create), REQ(queue_release),
+        REQ(queue_finish), REQ(queue_flush), REQ(buffer_create), REQ(buffer_release), REQ(buffer_write),
+        REQ(buffer_read), REQ(buffer_copy), REQ(buffer_fill), REQ(program_build), REQ(program_release),
+        REQ(kernel_create), REQ(kernel_release), REQ(launch), REQ(event_query), REQ(event_callback),
+        REQ(event_wait), REQ(event_release),
+    };
+#undef REQ
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
+        if (req[i].missing)
+            return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end lacks the required hook %s", be->name,
+                            req[i].name);
+    return KA_OK;
+}
+
+const char *ka_backend_name(ka_backend b) {
+    for (uint32_t i = 0; i < ka__nbackends; i++)
+        if (ka__backends[i]->kind == b) return ka__backends[i]->name;
+    return "unknown";
+}

@@ -1,0 +1,196 @@
+/* The back-end contract: what the core asks of OpenCL, CUDA and null, and the
+ * only way it asks (the inline ka__be_* wrappers below). Not installed.
+ *
+ * Threads and locks. Every hook may be called from any user thread, and
+ * concurrently for different objects, unless its entry says otherwise. The
+ * core holds no lock of its own around a hook except where noted (program
+ * hooks run under the program's mutex). Objects a hook is given are alive
+ * for the whole call: the core pins their handles (ka__pin) and a release
+ * waits for the pins, so a *_release hook never runs while another hook
+ * uses the same object. A hook that fails returns the status through
+ * ka__fail (the per-thread detail names the native call); release hooks
+ * cannot fail. Launch, enqueue and event hooks are the hot path: no heap
+ * allocation once a kernel is made (tests/test_zero_alloc.c).
+ *
+ * Required unless marked "may be NULL"; ka__backend_check() refuses a table
+ * that lacks one, or whose version is not KA__BACKEND_VERSION, when a device
+ * of it is opened. */
+#ifndef KA_BACKEND_H
+#define KA_BACKEND_H
+
+#include "ka_internal.h"
+
+/* Raised whenever a hook's signature or meaning changes. */
+#define KA__BACKEND_VERSION 2u
+
+enum {
+    /* Not enumerated (ka_device_count does not see it); opened by its bare
+     * name as the selector (the null back-end: "null"). */
+    KA__BE_UNLISTED = 1u << 0,
+    /* event_wait sleeps in the driver (a blocking-sync event), so a long
+     * wait goes there rather than through a completion callback. */
+    KA__BE_WAIT_SLEEPS = 1u << 1,
+};
+
+/* A launch as the back-end sees it: validated, padded, on the stack. */
+typedef struct ka__launch {
+    uint32_t dims;
+    size_t global[3];
+    size_t local[3];
+    uint64_t nd[4];            /* logical range + dims: the hidden argument */
+    uint64_t items;            /* global[0] * global[1] * global[2], checked not to overflow */
+} ka__launch;
+
+typedef void (*ka__native_cb)(void *ctx, ka_status st);
+
+struct ka__backend {
+    uint32_t version;          /* KA__BACKEND_VERSION */
+    const char *name;          /* "opencl": selectors "name:N", ka_backend_name(), logs */
+    ka_backend kind;
+    uint32_t flags;            /* KA__BE_* */
+
+    /* ---- devices: any thread; enumerate once per process (pthread_once) ---- */
+    /* Devices this back-end offers; fills up to cap infos (selector, name,
+     * limits), sets *n to the total. A missing driver is n = 0 and KA_OK. */
+    ka_status (*enumerate)(ka_device_info *out, uint32_t cap, uint32_t *n);
+    /* May be NULL. A back-end's own selector words ("pocl"): true when sel
+     * names device d (an entry of enumerate). Tried before name matching. */
+    bool (*selects)(const char *sel, const ka_device_info *d);
+    /* May be NULL. True for the device an empty selector should open when
+     * KA_DEVICE is unset (PoCL's threaded CPU device). */
+    bool (*preferred)(const ka_device_info *d);
+    /* Opens device number local_index of enumerate: fills d->info and
+     * d->native. On failure nothing is left to close. */
+    ka_status (*device_open)(ka__device *d, uint32_t local_index);
+    void (*device_close)(ka__device *d); /* no queue, buffer or program is left */
+    /* May be NULL (then KA_ERR_UNSUPPORTED). Fills the driver's objects. */
+    void (*device_native)(ka__device *d, ka_native_device *out);
+
+    /* ---- queues ---------------------------------------------------------- */
+    ka_status (*queue_create)(ka__queue *q); /* sets q->native; q->spin_ns, inline_max set */
+    void (*queue_release)(ka__queue *q);     /* after queue_finish and every event's release */
+    ka_status (*queue_finish)(ka__queue *q); /* blocks until every command completed */
+    ka_status (*queue_flush)(ka__queue *q);  /* submits; must not block on the device */
+    void (*queue_native)(ka__queue *q, ka_native_queue *out);  /* may be NULL */
+    void (*queue_stats)(ka__queue *q, ka_queue_stats *out);    /* may be NULL: back-end fields */
+
+    /* ---- buffers: ranges and devices checked by the core ------------------ */
+    ka_status (*buffer_create)(ka__buffer *b); /* b->bytes > 0; sets b->native */
+    void (*buffer_release)(ka__buffer *b);
+    /* Transfers: *ev gets a native event when ev != NULL, else the command
+     * may complete before return (blocking) or later (the queue orders it). */
+    ka_status (*buffer_write)(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
+    ka_status (*buffer_read)(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
+    ka_status (*buffer_copy)(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
+    ka_status (*buffer_fill)(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+
+    /* ---- programs and kernels: under the program's mutex ------------------ */
+    /* Builds p->source (the back-end adds its prelude) with options into
+     * v->native; a failure puts the build log in the detail. */
+    ka_status (*program_build)(ka__program *p, ka__variant *v, const char *options);
+    void (*program_release)(ka__program *p, ka__variant *v);
+    /* Creates k->native and k->bk and fills nargs, sig, max_wg,
+     * pref_multiple, local_mem. On failure, kernel_release cleans up once
+     * k->native is set; before that, the hook leaves nothing behind. */
+    ka_status (*kernel_create)(ka__kernel *k);
+    void (*kernel_release)(ka__kernel *k);
+
+    /* ---- launch: the hot path; any thread, concurrently on one kernel ----- */
+    /* Arguments are checked against k->sig (kind, size) by the core, and
+     * mem[i] holds the native object of every buffer argument i (resolved
+     * and checked to be of q's device by the core; other entries are
+     * undefined). Sets the arguments and enqueues; *ev gets a native event
+     * when ev != NULL, or NULL for a command already complete on return. */
+    ka_status (*launch)(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
+                        uint32_t nargs, void **ev);
+
+    /* ---- native events: any thread ---------------------------------------- */
+    /* 1 done, 0 pending, <0 failed (status in *st). Must not block. */
+    int (*event_query)(void *ev, ka_status *st);
+    /* Registers cb(ctx, status) to run once, in any thread (a driver thread,
+     * or this one if already complete); cb is ka__event_native_done. */
+    ka_status (*event_callback)(void *ev, ka__native_cb cb, void *ctx);
+    ka_status (*event_wait)(void *ev); /* blocks until complete */
+    void (*event_release)(void *ev);
+    /* May be NULL. The driver's name for a failed event's error, a static
+     * string; off the hot path (a failed wait's detail). */
+    const char *(*event_error)(void *ev);
+};
+
+extern const ka__backend ka__opencl_backend;
+extern const ka__backend ka__null_backend;
+#ifdef KA_HAVE_CUDA
+extern const ka__backend ka__cuda_backend;
+#endif
+
+/* Every back-end built in, in enumeration order (backend.c). */
+extern const ka__backend *const ka__backends[];
+extern const uint32_t ka__nbackends;
+
+/* KA_OK, or KA_ERR_UNSUPPORTED naming the back-end and the version or the
+ * missing hook. At device open. */
+ka_status ka__backend_check(const ka__backend *be);
+
+/* The table a device calls through: the back-end's own in the library; the
+ * fault-injection build of the tests links a layer over it instead
+ * (tests/fault_layer.c). Chosen once, at device open: no cost per call. */
+const ka__backend *ka__backend_layer(const ka__backend *be);
+
+/* ---- the wrappers: every call into a back-end goes through one of these -- */
+static inline ka_status ka__be_device_open(const ka__backend *be, ka__device *d, uint32_t i) { return be->device_open(d, i); }
+static inline void ka__be_device_close(ka__device *d) { d->ops->device_close(d); }
+static inline ka_status ka__be_queue_create(ka__queue *q) { return q->dev->ops->queue_create(q); }
+static inline void ka__be_queue_release(ka__queue *q) { q->dev->ops->queue_release(q); }
+static inline ka_status ka__be_queue_finish(ka__queue *q) { return q->dev->ops->queue_finish(q); }
+static inline ka_status ka__be_queue_flush(ka__queue *q) { return q->dev->ops->queue_flush(q); }
+static inline ka_status ka__be_buffer_create(ka__buffer *b) { return b->dev->ops->buffer_create(b); }
+static inline void ka__be_buffer_release(ka__buffer *b) { b->dev->ops->buffer_release(b); }
+static inline ka_status ka__be_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
+    return q->dev->ops->buffer_write(q, b, off, n, src, ev);
+}
+static inline ka_status ka__be_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
+    return q->dev->ops->buffer_read(q, b, off, n, dst, ev);
+}
+static inline ka_status ka__be_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n,
+                                           void **ev) {
+    return q->dev->ops->buffer_copy(q, s, so, d, dof, n, ev);
+}
+static inline ka_status ka__be_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
+                                           void **ev) {
+    return q->dev->ops->buffer_fill(q, b, pat, psz, off, n, ev);
+}
+static inline ka_status ka__be_program_build(ka__program *p, ka__variant *v, const char *options) {
+    return p->dev->ops->program_build(p, v, options);
+}
+static inline void ka__be_program_release(ka__program *p, ka__variant *v) { p->dev->ops->program_release(p, v); }
+static inline ka_status ka__be_kernel_create(ka__kernel *k) { return k->prog->dev->ops->kernel_create(k); }
+static inline void ka__be_kernel_release(ka__kernel *k) { k->prog->dev->ops->kernel_release(k); }
+static inline ka_status ka__be_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args,
+                                      void *const *mem, uint32_t nargs, void **ev) {
+    return q->dev->ops->launch(q, k, l, args, mem, nargs, ev);
+}
+static inline int ka__be_event_query(const ka__queue *q, void *ev, ka_status *st) { return q->dev->ops->event_query(ev, st); }
+static inline ka_status ka__be_event_callback(const ka__queue *q, void *ev, ka__native_cb cb, void *ctx) {
+    return q->dev->ops->event_callback(ev, cb, ctx);
+}
+static inline ka_status ka__be_event_wait(const ka__queue *q, void *ev) { return q->dev->ops->event_wait(ev); }
+static inline void ka__be_event_release(const ka__queue *q, void *ev) { q->dev->ops->event_release(ev); }
+static inline const char *ka__be_event_error(const ka__queue *q, void *ev) {
+    return q->dev->ops->event_error ? q->dev->ops->event_error(ev) : NULL;
+}
+/* The optional hooks: false when the back-end has none. */
+static inline bool ka__be_device_native(ka__device *d, ka_native_device *out) {
+    if (!d->ops->device_native) return false;
+    d->ops->device_native(d, out);
+    return true;
+}
+static inline bool ka__be_queue_native(ka__queue *q, ka_native_queue *out) {
+    if (!q->dev->ops->queue_native) return false;
+    q->dev->ops->queue_native(q, out);
+    return true;
+}
+static inline void ka__be_queue_stats(ka__queue *q, ka_queue_stats *out) {
+    if (q->dev->ops->queue_stats) q->dev->ops->queue_stats(q, out);
+}
+
+#endif
