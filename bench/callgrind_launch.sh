@@ -18,7 +18,7 @@ count() {
   local impl=$1 it=$2 out
   out=$(mktemp)
   valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="bench_${impl}_loop" \
-    "$build/ka" bench launch --impl "$impl" $flag --iterations "$it" --reps 1 --args "$nargs" --path "$path" >/dev/null 2>&1
+    "$build/ka-bench" launch --impl "$impl" $flag --iterations "$it" --reps 1 --args "$nargs" --path "$path" >/dev/null 2>&1
   callgrind_annotate --inclusive=yes "$out" 2>/dev/null | awk '
     /PROGRAM TOTALS/ {gsub(",","",$1); t=$1}
     /\?\?\?:clEnqueueNDRangeKernel \[/ {gsub(",","",$1); e=$1}
@@ -32,7 +32,7 @@ count() {
   rm -f "$out"
 }
 # A run first, uncounted, so PoCL's and libka's caches hold every build.
-"$build/ka" bench launch --iterations 10 --reps 1 --args "$nargs" --path "$path" >/dev/null 2>&1
+"$build/ka-bench" launch --iterations 10 --reps 1 --args "$nargs" --path "$path" >/dev/null 2>&1
 for impl in raw ka; do
   read -r ta oa < <(count $impl 500)
   read -r tb ob < <(count $impl 1500)

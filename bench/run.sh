@@ -6,15 +6,15 @@ build=${1:-build}
 out=docs/bench
 mkdir -p "$out"
 { date -u +%Y-%m-%dT%H:%MZ; uname -srm; nproc; grep -m1 "model name" /proc/cpuinfo || true; } > "$out/machine.txt"
-"$build/ka" bench launch --args 1,2,4,8,16,32,40 --iterations 2000 --reps 9 --json > "$out/launch.json"
-"$build/ka" bench launch --args 2,40 --iterations 2000 --reps 9 > "$out/launch.txt"
-"$build/ka" bench wait --iterations 500 --reps 9 --json > "$out/wait.json"
-"$build/ka" bench wait --iterations 500 --reps 9 > "$out/wait.txt"
-"$build/ka" bench route --reps 7 --json > "$out/route.json"
-"$build/ka" bench route --reps 7 > "$out/route.txt"
+"$build/ka-bench" launch --args 1,2,4,8,16,32,40 --iterations 2000 --reps 9 --json > "$out/launch.json"
+"$build/ka-bench" launch --args 2,40 --iterations 2000 --reps 9 > "$out/launch.txt"
+"$build/ka-bench" wait --iterations 500 --reps 9 --json > "$out/wait.json"
+"$build/ka-bench" wait --iterations 500 --reps 9 > "$out/wait.txt"
+"$build/ka-bench" route --reps 7 --json > "$out/route.json"
+"$build/ka-bench" route --reps 7 > "$out/route.txt"
 for s in 0 3000 10000 100000; do
   echo "spin $s ns:"
-  "$build/ka" bench wait --iterations 500 --reps 5 --spin "$s" | grep -E "spin then sleep|raw clWait"
+  "$build/ka-bench" wait --iterations 500 --reps 5 --spin "$s" | grep -E "spin then sleep|raw clWait"
 done > "$out/wait_spin.txt"
 { for p in routed threaded; do for a in 2 40; do bench/callgrind_launch.sh "$build" "$a" launch "$p"; done; done
   bench/callgrind_launch.sh "$build" 2 wait routed; } > "$out/callgrind.txt"

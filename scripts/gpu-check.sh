@@ -11,7 +11,7 @@
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
-#   e  ka bench launch, wait and saxpy on cuda:0 (--json)
+#   e  ka-bench launch, wait and saxpy on cuda:0 (--json)
 #   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
 # Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
 # against their goals), ka_saxpy.ptx, raw_saxpy.ptx and gpu-check.tar.gz (every log, JSON
@@ -44,6 +44,7 @@ LOGS=$WORK/gpu-check
 mkdir -p "$LOGS"
 : > "$LOGS/steps.tsv"
 KA=$BUILD/ka
+KA_BENCH=$BUILD/ka-bench
 
 now() { date -u +%H:%M:%S; }
 elapsed() { echo $(( $(date +%s) - T0 )); }
@@ -172,7 +173,7 @@ if [[ $STEPS == *a* ]]; then
   CUR_STEP=a
   run a_nvidia_smi 20 sh -c 'nvidia-smi && nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv'
   run a_ka_info 30 sh -c '"$0" info --json > "$1"; rc=$?; cat "$1"; exit $rc' "$KA" "$LOGS/ka_info.json"
-  run a_ldd 10 sh -c 'for f in "$0"/ka "$0"/libka.so "$0"/tests/test_api "$0"/tests/test_waits; do echo "== $f"; ldd "$f"; done' "$BUILD"
+  run a_ldd 10 sh -c 'for f in "$0"/ka "$0"/ka-bench "$0"/libka.so "$0"/tests/test_launch "$0"/tests/test_waits; do echo "== $f"; ldd "$f"; done' "$BUILD"
   grep -q "not found" "$LOGS/a_ldd.log" && say "warning: a library is not found (a_ldd.log)"
 fi
 
@@ -216,13 +217,13 @@ fi
 if [[ $STEPS == *e* ]]; then
   CUR_STEP=e
   for b in launch wait saxpy; do
-    run "e_bench_$b" 60 sh -c '"$0" bench "$1" --device "$4" --json > "$2" 2> "$3"; rc=$?; cat "$3"; exit $rc' \
-      "$KA" "$b" "$LOGS/bench_$b.json" "$LOGS/bench_$b.stderr" "$DEV"
+    run "e_bench_$b" 60 sh -c '"$0" "$1" --device "$4" --json > "$2" 2> "$3"; rc=$?; cat "$3"; exit $rc' \
+      "$KA_BENCH" "$b" "$LOGS/bench_$b.json" "$LOGS/bench_$b.stderr" "$DEV"
   done
 fi
 
 # ---- f: PTX of libka's saxpy and of a raw one ----------------------------------------
-# The kernels of `ka bench saxpy`: libka's through the CUDA prelude, as libka hands it to
+# The kernels of `ka-bench saxpy`: libka's through the CUDA prelude, as libka hands it to
 # NVRTC (prelude, #line, source); the raw one as a CUDA programmer writes it.
 if [[ $STEPS == *f* ]]; then
   CUR_STEP=f

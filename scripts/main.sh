@@ -8,4 +8,4 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 build/ka info
 build/saxpy
-build/ka bench launch --iterations 500 --reps 5
+build/ka-bench launch --iterations 500 --reps 5

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, then builds and runs a small
-# program against it twice: through pkg-config and through find_package(libka).
+# program against it twice: through pkg-config and through find_package(libka);
+# checks that `ka` is installed and `ka-bench` is not.
 # A sanitizer build of libka needs its consumers built with the same
 # -fsanitize flags (the runtime must come first), given as the third argument,
 # and the same compiler, the fourth.
@@ -21,4 +22,6 @@ cmake -S "$src/tests/consumer" -B "$prefix/consumer-build" -DCMAKE_PREFIX_PATH="
 cmake --build "$prefix/consumer-build" >/dev/null
 "$prefix/consumer-build/consumer"
 test -f "$prefix/include/ka.h" && test -x "$prefix/bin/ka"
+# ka-bench is built for the build tree only, never installed.
+if find "$prefix" -name 'ka-bench*' | grep -q .; then echo "install check: ka-bench was installed"; exit 1; fi
 echo "install check: pkg-config and find_package consumers built and ran"

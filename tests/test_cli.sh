@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# The `ka` command's exit statuses and messages: 0 success, 1 a run-time
-# failure, 2 a usage error whose message on stderr names the option and value.
-# Usage: test_cli.sh PATH_TO_KA
+# The `ka` and `ka-bench` programs' exit statuses and messages: 0 success, 1 a
+# run-time failure, 2 a usage error whose message on stderr names the option
+# and value.
+# Usage: test_cli.sh PATH_TO_KA [PATH_TO_KA_BENCH]   (ka-bench's cases only with the second)
 # Device-independent cases use the null device; the few that must compile or
 # run a kernel use the default device (PoCL). Nothing here depends on timing.
 set -uo pipefail
-ka=${1:?usage: test_cli.sh PATH_TO_KA}
+ka=${1:?usage: test_cli.sh PATH_TO_KA [PATH_TO_KA_BENCH]}
+kabench=${2:-}
 [[ -x $ka ]] || { echo "no ka program at $ka"; exit 1; }
+[[ -z $kabench || -x $kabench ]] || { echo "no ka-bench program at $kabench"; exit 1; }
+prog=$ka # what check runs
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fails=0 checks=0
 
-# check RC [--stdout] [PATTERN...] -- ARGS...: runs `ka ARGS`, expects exit
+# check RC [--stdout] [PATTERN...] -- ARGS...: runs `$prog ARGS`, expects exit
 # status RC and every PATTERN (fixed strings) in stderr, or in stdout after
 # --stdout. A usage error (2) or failure (1) must say something on stderr; a
 # success must say nothing there.
@@ -22,7 +26,7 @@ check() {
   while [[ $1 != -- ]]; do pats+=("$1"); shift; done
   shift
   checks=$((checks + 1))
-  "$ka" "$@" >"$dir/out" 2>"$dir/err"
+  "$prog" "$@" >"$dir/out" 2>"$dir/err"
   local rc=$? bad=
   [[ $rc == "$want" ]] || bad="exit status $rc, want $want"
   for p in "${pats[@]}"; do
@@ -32,11 +36,11 @@ check() {
   if [[ $want == 0 && -s $dir/err ]]; then bad="${bad:+$bad; }stderr not empty"; fi
   if [[ -n $bad ]]; then
     fails=$((fails + 1))
-    printf 'FAIL  ka %s: %s\n' "$*" "$bad"
+    printf 'FAIL  %s %s: %s\n' "${prog##*/}" "$*" "$bad"
     sed 's/^/      stdout: /' "$dir/out" | head -20
     sed 's/^/      stderr: /' "$dir/err" | head -20
   else
-    printf 'ok    ka %s -> %s\n' "$*" "$rc"
+    printf 'ok    %s %s -> %s\n' "${prog##*/}" "$*" "$rc"
   fi
 }
 
@@ -67,34 +71,20 @@ check 2 "nul.cl" "NUL byte" -- build "$dir/nul.cl"
 check 2 "no FILE" -- build --device null
 check 2 "'--bogus'" -- build "$dir/ok.cl" --bogus
 check 2 "'-D'" "needs a value" -- build "$dir/ok.cl" -D
-check 2 "'--bogus'" -- bench launch --bogus
-check 2 "--args" "'0'" -- bench launch --args 0
-check 2 "--args" "'x'" -- bench launch --args 2,x
-check 2 "--impl" "'fast'" -- bench launch --impl fast
-check 2 "--path" "'nowhere'" -- bench launch --path nowhere
-check 2 "--iterations" "'-5'" -- bench launch --iterations -5
-check 2 "--reps" "'abc'" -- bench wait --reps abc
-check 2 "--spin" "'-1'" -- bench wait --spin -1
-check 2 "--max" "'1'" -- bench route --max 1
-check 2 "--n" "'99999999999'" -- bench saxpy --n 99999999999
-check 2 "--wg" "'0'" -- bench saxpy --wg 0
-check 2 "--reps" "'33'" -- bench compile --reps 33
-check 2 "'nosuch'" -- bench nosuch
-check 2 "no subcommand" -- bench
 check 2 "'nosuch'" -- nosuch
+check 2 "'bench'" -- bench launch
 check 2 "usage:" --
 check 2 "'--bogus'" -- --bogus
 check 2 "'x'" -- version x
+check 2 "'x'" -- help run x
 
 # --- --help: usage on stdout, exit 0 -----------------------------------------
 check 0 --stdout "usage: ka" -- --help
 check 0 --stdout "usage: ka" -- -h
 check 0 --stdout "usage: ka" -- help
 check 0 --stdout "usage: ka run" -- help run
-check 0 --stdout "usage: ka bench launch" -- help bench launch
-for c in info build run version bench "bench launch" "bench wait" "bench route" "bench compile" "bench saxpy"; do
-  read -ra words <<<"$c"
-  check 0 --stdout "usage: ka $c" -- "${words[@]}" --help
+for c in info build run version; do
+  check 0 --stdout "usage: ka $c" -- $c --help
 done
 
 # --- run-time failures: exit 1 ------------------------------------------------
@@ -117,6 +107,44 @@ check 0 --stdout "built for" -- build "$dir/ok.cl" -DX=1.0f
 check 0 --stdout "built for" -- build -DX=1.0f -- "$dir/ok.cl"
 check 0 --stdout "saxpy: n=1000, 0 wrong elements: OK" -- run --n 1000
 check 0 --stdout "saxpy: n=1000, 0 wrong elements: OK" -- run --n=1000
+
+# --- ka-bench: the same parser; its benchmarks' table ---------------------------
+if [[ -n $kabench ]]; then
+  prog=$kabench
+  check 2 "'--bogus'" -- launch --bogus
+  check 2 "--args" "'0'" -- launch --args 0
+  check 2 "--args" "'x'" -- launch --args 2,x
+  check 2 "--impl" "'fast'" -- launch --impl fast
+  check 2 "--path" "'nowhere'" -- launch --path nowhere
+  check 2 "--iterations" "'-5'" -- launch --iterations -5
+  check 2 "--reps" "'abc'" -- wait --reps abc
+  check 2 "--spin" "'-1'" -- wait --spin -1
+  check 2 "--max" "'1'" -- route --max 1
+  check 2 "--n" "'99999999999'" -- saxpy --n 99999999999
+  check 2 "--wg" "'0'" -- saxpy --wg 0
+  check 2 "--reps" "'33'" -- compile --reps 33
+  check 2 "unknown benchmark 'nosuch'" "launch" -- nosuch
+  check 2 "usage: ka-bench" --
+  check 2 "'--bogus'" -- --bogus
+  check 2 "'x'" -- list x
+  check 2 "'--json'" -- list --json
+  check 0 --stdout "usage: ka-bench NAME" -- --help
+  check 0 --stdout "usage: ka-bench NAME" -- help
+  check 0 --stdout "usage: ka-bench launch" -- help launch
+  benches=$("$kabench" list | cut -d' ' -f1)
+  for b in $benches list; do
+    check 0 --stdout "usage: ka-bench $b" -- "$b" --help
+  done
+  # list and --help come from one table: the same benchmarks, each with a summary.
+  check 0 --stdout "launch" "wait" "route" "compile" "saxpy" -- list
+  listed=$("$kabench" --help | awk '/^  [a-z]+  +[^ ]/ && $1 != "list" {print $1}')
+  if [[ $listed != "$benches" ]]; then
+    fails=$((fails + 1))
+    echo "FAIL  ka-bench: list gives '$(echo $benches)', --help '$(echo $listed)'"
+  fi
+  check 1 "no device matches" -- launch --device no-such-device --iterations 1 --reps 1
+  check 0 --stdout '"ratio":' -- launch --iterations 20 --reps 1 --args 2 --path routed --json
+fi
 
 echo "$checks checks, $fails failed"
 [[ $fails == 0 ]]

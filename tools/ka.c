@@ -1,4 +1,4 @@
-/* The `ka` command: info, build, run, bench, version.
+/* The `ka` command: info, build, run, version (the benchmarks are `ka-bench`).
  * Exit status: 0 success; 1 a run-time failure (no device, a failed build or
  * check); 2 a usage error (unknown option or command, bad or missing value,
  * a FILE that is not a readable kernel source). */
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench_common.h"
+#include "cli.h"
 
 static const char usage_ka[] =
     "usage: ka COMMAND [OPTIONS]   (ka COMMAND --help, or ka help COMMAND, for its options)\n"
@@ -19,23 +19,9 @@ static const char usage_ka[] =
     "  ka build FILE [-DNAME[=V]...] [--device SEL] [--options OPTS]\n"
     "                                   compile check; prints the build log, exit 1 on failure\n"
     "  ka run [--device SEL] [--n N]    runs saxpy on the device and checks the result\n"
-    "  ka bench launch [options]        launch cost against raw OpenCL or CUDA\n"
-    "  ka bench wait [options]          wait latency by mode\n"
-    "  ka bench route [options]         PoCL routing: launch + wait by work size, crossover, saxpy\n"
-    "  ka bench compile [options]       persistent kernel cache: a new process, cold against warm\n"
-    "  ka bench saxpy [options]         saxpy bandwidth against the device's copy bandwidth\n"
     "  ka version                       libka's version\n"
-    "Devices: SEL is \"opencl:N\", \"cuda:N\", \"pocl\", \"null\" or a name substring; the default is\n"
-    "$KA_DEVICE, else PoCL's CPU device.\n"
+    CLI_DEVICES_HELP
     "Exit status: 0 success, 1 failure (no device, build or check failed), 2 usage error.\n";
-
-static const char usage_bench[] =
-    "usage: ka bench launch|wait|route|compile|saxpy [options]   (ka bench SUBCOMMAND --help)\n"
-    "  launch   launch and launch + wait cost against raw OpenCL or CUDA\n"
-    "  wait     wait latency by mode\n"
-    "  route    PoCL routing: launch + wait by work size, crossover, saxpy\n"
-    "  compile  persistent kernel cache: a new process, cold against warm\n"
-    "  saxpy    saxpy bandwidth against the device's copy bandwidth\n";
 
 static const char usage_info[] =
     "usage: ka info [--json]\n"
@@ -60,19 +46,6 @@ static const char usage_run[] =
     "  Exit status: 0 checked, 1 failure (no device, buffer too large, wrong result), 2 usage error.\n";
 
 static const char usage_version[] = "usage: ka version\n  Prints libka's version.\n";
-
-static const struct option help_only[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-
-/* For commands whose only option is --help: -1 to go on, else the exit status. */
-static int parse_none(cli *c) {
-    const char *arg;
-    for (int r; (r = cli_next(c, &arg)) != CLI_END;) {
-        if (r == CLI_HELP) return cli_help(c);
-        if (r == CLI_ARG) return cli_error(c, "unexpected argument '%s'", arg);
-        return KA_EXIT_USAGE;
-    }
-    return -1;
-}
 
 static const char *backend_name(ka_backend b) {
     return b == KA_BACKEND_OPENCL ? "opencl" : b == KA_BACKEND_CUDA ? "cuda" : "null";
@@ -110,9 +83,7 @@ static int cmd_info(int argc, char **argv) {
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
         if (r == 'j') json = 1;
-        else if (r == CLI_HELP) return cli_help(&c);
-        else if (r == CLI_ARG) return cli_error(&c, "unexpected argument '%s'", arg);
-        else return KA_EXIT_USAGE;
+        else return cli_default(&c, r, arg);
     }
     uint32_t n = 0;
     if (ka_device_count(&n) != KA_OK) {
@@ -264,20 +235,18 @@ static int cmd_build(int argc, char **argv) {
             if (nd == 64) return cli_error(&c, "%s %s: more than 64 defines", c.name, arg);
             defines[nd++] = arg;
             break;
-        case CLI_HELP: return cli_help(&c);
         case CLI_ARG:
             if (file) return cli_error(&c, "unexpected argument '%s' (FILE is '%s')", arg, file);
             file = arg;
             break;
-        default: return KA_EXIT_USAGE;
+        default: return cli_default(&c, r, arg);
         }
     }
     if (!file) return cli_error(&c, "no FILE to build");
     char *src = read_source(file);
     if (!src) return KA_EXIT_USAGE;
     ka_device dev;
-    if (ka_device_open(sel, &dev) != KA_OK) {
-        fprintf(stderr, "ka build: %s\n", ka_last_error());
+    if (cli_device_open(&c, sel, &dev)) {
         free(src);
         return KA_EXIT_FAIL;
     }
@@ -316,18 +285,13 @@ static int cmd_run(int argc, char **argv) {
         case 'n':
             if (cli_u64(&c, arg, 1, UINT32_MAX, &n)) return KA_EXIT_USAGE;
             break;
-        case CLI_HELP: return cli_help(&c);
-        case CLI_ARG: return cli_error(&c, "unexpected argument '%s'", arg);
-        default: return KA_EXIT_USAGE;
+        default: return cli_default(&c, r, arg);
         }
     }
     /* Each buffer must fit the device before the host allocates its twin. */
     ka_device dev;
     const ka_device_info *di;
-    if (ka_device_open(sel, &dev) != KA_OK) {
-        fprintf(stderr, "ka run: %s\n", ka_last_error());
-        return KA_EXIT_FAIL;
-    }
+    if (cli_device_open(&c, sel, &dev)) return KA_EXIT_FAIL;
     ka_device_get_info(dev, &di);
     uint64_t bytes = n * sizeof(float);
     if (bytes > di->max_alloc_size) {
@@ -343,66 +307,18 @@ static int cmd_run(int argc, char **argv) {
 
 static int cmd_version(int argc, char **argv) {
     cli c;
-    cli_init(&c, "ka version", usage_version, argc, argv, "h", help_only);
-    int rc = parse_none(&c);
+    cli_init(&c, "ka version", usage_version, argc, argv, "h", cli_help_only);
+    int rc = cli_no_options(&c);
     if (rc >= 0) return rc;
     printf("libka %s\n", ka_version());
     return 0;
 }
 
-/* `ka bench` and `ka bench --help`; argv[0] is "bench". */
-static int cmd_bench(int argc, char **argv) {
-    static const struct {
-        const char *name;
-        int (*main)(int, char **);
-    } subs[] = {{"launch", bench_launch_main},   {"wait", bench_wait_main},   {"route", bench_route_main},
-                {"compile", bench_compile_main}, {"saxpy", bench_saxpy_main}};
-    cli c;
-    cli_init(&c, "ka bench", usage_bench, argc, argv, "h", help_only);
-    if (argc < 2) return cli_error(&c, "no subcommand (launch, wait, route, compile or saxpy)");
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-        if (!strcmp(argv[1], subs[i].name)) return subs[i].main(argc - 1, argv + 1);
-    if (argv[1][0] == '-') {
-        /* --help or an unknown option, before any subcommand */
-        int rc = parse_none(&c);
-        return rc >= 0 ? rc : cli_error(&c, "no subcommand (launch, wait, route, compile or saxpy)");
-    }
-    return cli_error(&c, "unknown subcommand '%s' (launch, wait, route, compile or saxpy)", argv[1]);
-}
-
-static const struct {
-    const char *name;
-    int (*main)(int, char **);
-} commands[] = {{"info", cmd_info}, {"build", cmd_build}, {"run", cmd_run}, {"bench", cmd_bench}, {"version", cmd_version}};
+/* No summaries: usage_ka gives each command's synopsis instead. */
+static const cli_command commands[] = {
+    {"info", NULL, cmd_info}, {"build", NULL, cmd_build}, {"run", NULL, cmd_run}, {"version", NULL, cmd_version}};
 
 int main(int argc, char **argv) {
-    cli c;
-    cli_init(&c, "ka", usage_ka, argc, argv, "h", help_only);
-    if (argc < 2) {
-        fputs(usage_ka, stderr);
-        return KA_EXIT_USAGE;
-    }
-    const char *cmd = argv[1];
-    char *hargv[5] = {NULL};
-    /* `ka help [COMMAND...]` is `ka [COMMAND...] --help` */
-    if (!strcmp(cmd, "help")) {
-        if (argc == 2) return cli_help(&c);
-        hargv[0] = argv[0];
-        hargv[1] = argv[2];
-        int hargc = 2;
-        if (!strcmp(argv[2], "bench") && argc > 3) hargv[hargc++] = argv[3];
-        if (argc > hargc + 1) return cli_error(&c, "help: unexpected argument '%s'", argv[hargc + 1]);
-        hargv[hargc++] = "--help";
-        argv = hargv;
-        argc = hargc;
-        cmd = argv[1];
-    }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(cmd, commands[i].name)) return commands[i].main(argc - 1, argv + 1);
-    if (cmd[0] == '-') {
-        /* ka --help, ka -h, or an unknown option */
-        int rc = parse_none(&c);
-        return rc >= 0 ? rc : cli_error(&c, "no command");
-    }
-    return cli_error(&c, "unknown command '%s'", cmd);
+    const cli_program prog = {"ka", "command", usage_ka, commands, sizeof commands / sizeof commands[0]};
+    return cli_dispatch(&prog, argc, argv);
 }

@@ -1,18 +1,15 @@
-#define CL_TARGET_OPENCL_VERSION 300
-#include <CL/cl.h>
-#include <stdio.h>
-
-#include "bench_common.h"
+/* The `ka` and `ka-bench` programs' option handling (cli.h). */
+#include "cli.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-/* ---- option parsing ------------------------------------------------------ */
+const struct option cli_help_only[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+
 void cli_init(cli *c, const char *cmd, const char *usage, int argc, char **argv, const char *shortopts,
               const struct option *longopts) {
     memset(c, 0, sizeof *c);
@@ -124,75 +121,58 @@ int cli_int(const cli *c, const char *v, int min, int max, int *out) {
     return 0;
 }
 
-int64_t bench_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+int cli_default(const cli *c, int r, const char *arg) {
+    if (r == CLI_HELP) return cli_help(c);
+    if (r == CLI_ARG) return cli_error(c, "unexpected argument '%s'", arg);
+    return KA_EXIT_USAGE; /* CLI_ERROR: already reported */
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+int cli_no_options(cli *c) {
+    const char *arg;
+    int r = cli_next(c, &arg);
+    return r == CLI_END ? -1 : cli_default(c, r, arg);
 }
 
-double bench_median(double *v, int n) {
-    double *t = malloc(sizeof *t * (size_t)n);
-    memcpy(t, v, sizeof *t * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp);
-    double m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-    free(t);
-    return m;
-}
-double bench_min(const double *v, int n) {
-    double m = v[0];
-    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
-    return m;
-}
-double bench_max(const double *v, int n) {
-    double m = v[0];
-    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
-    return m;
+int cli_device_open(const cli *c, const char *sel, ka_device *dev) {
+    if (ka_device_open(sel, dev) == KA_OK) return 0;
+    fprintf(stderr, "%s: %s\n", c->cmd, ka_last_error());
+    return -1;
 }
 
-static _Atomic uint64_t allocs;
-static void *count_alloc(size_t n, void *u) {
-    (void)u;
-    atomic_fetch_add(&allocs, 1);
-    return malloc(n);
+/* "a, b or c": the names of p's commands, for messages. */
+static void command_names(const cli_program *p, char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < p->ncmds && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : i + 1 < p->ncmds ? ", " : " or ", p->cmds[i].name);
 }
-static void count_free(void *p, size_t n, void *u) {
-    (void)n;
-    (void)u;
-    free(p);
-}
-void bench_count_allocs(int on) {
-    static const ka_allocator a = {count_alloc, count_free, NULL};
-    ka_set_allocator(on ? &a : NULL);
-}
-uint64_t bench_allocs(void) { return atomic_load(&allocs); }
 
-cl_device_id bench_cl_device(const char *selector) {
-    unsigned idx;
-    if (sscanf(selector, "opencl:%u", &idx) != 1) return NULL;
-    cl_platform_id plats[16];
-    cl_uint np = 0;
-    if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS) return NULL;
-    for (cl_uint p = 0; p < np && p < 16; p++) {
-        cl_device_id ds[16];
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS) continue;
-        if (idx < nd) return ds[idx];
-        idx -= nd;
+int cli_dispatch(const cli_program *p, int argc, char **argv) {
+    cli c;
+    cli_init(&c, p->name, p->usage, argc, argv, "h", cli_help_only);
+    if (argc < 2) {
+        fputs(p->usage, stderr);
+        return KA_EXIT_USAGE;
     }
-    return NULL;
-}
-
-const char *bench_cl_options(cl_device_id dev) {
-    static char opts[96];
-    char ver[64] = "";
-    int maj = 1, min = 2;
-    clGetDeviceInfo(dev, CL_DEVICE_OPENCL_C_VERSION, sizeof ver, ver, NULL);
-    sscanf(ver, "OpenCL C %d.%d", &maj, &min);
-    snprintf(opts, sizeof opts, "-cl-std=CL%d.%d -cl-kernel-arg-info", maj, min);
-    return opts;
+    const char *name = argv[1];
+    char *hargv[4] = {NULL};
+    if (!strcmp(name, "help")) { /* `PROG help NAME` is `PROG NAME --help` */
+        if (argc == 2) return cli_help(&c);
+        if (argc > 3) return cli_error(&c, "help: unexpected argument '%s'", argv[3]);
+        hargv[0] = argv[0];
+        hargv[1] = argv[2];
+        hargv[2] = "--help";
+        argc = 3;
+        argv = hargv;
+        name = argv[1];
+    }
+    for (size_t i = 0; i < p->ncmds; i++)
+        if (!strcmp(name, p->cmds[i].name)) return p->cmds[i].main(argc - 1, argv + 1);
+    char names[512];
+    command_names(p, names, sizeof names);
+    if (name[0] == '-') { /* --help, -h, or an unknown option before any NAME */
+        int rc = cli_no_options(&c);
+        return rc >= 0 ? rc : cli_error(&c, "no %s (%s)", p->what, names);
+    }
+    return cli_error(&c, "unknown %s '%s' (%s)", p->what, name, names);
 }

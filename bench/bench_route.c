@@ -1,4 +1,4 @@
-/* ka bench route: launch + wait time against work size on PoCL's two
+/* ka-bench route: launch + wait time against work size on PoCL's two
  * devices (raw OpenCL on `basic` and on the threaded device) and through
  * libka's routed queue; the measured crossover; and saxpy on 16M floats
  * through the routed queue against the threaded device alone. */
@@ -98,7 +98,7 @@ static int iters_for(size_t n) {
 }
 
 static const char usage[] =
-    "usage: ka bench route [--device SEL] [--reps R] [--max N] [--json]\n"
+    "usage: ka-bench route [--device SEL] [--reps R] [--max N] [--json]\n"
     "  saxpy launch + wait by work size, 64 to N items by 4x, on PoCL's two devices (raw OpenCL)\n"
     "  and through libka's routed queue; the measured crossover; the build cost of routing; and\n"
     "  saxpy over N floats routed against the threaded device alone. Needs PoCL with routing.\n"
@@ -116,7 +116,7 @@ int bench_route_main(int argc, char **argv) {
     int reps = 5, json = 0;
     uint64_t maxn = 1u << 24;
     cli c;
-    cli_init(&c, "ka bench route", usage, argc, argv, "h", lo);
+    cli_init(&c, "ka-bench route", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
         switch (r) {
@@ -128,9 +128,7 @@ int bench_route_main(int argc, char **argv) {
             if (cli_u64(&c, arg, 64, (uint64_t)1 << 40, &maxn)) return KA_EXIT_USAGE;
             break;
         case 'j': json = 1; break;
-        case CLI_HELP: return cli_help(&c);
-        case CLI_ARG: return cli_error(&c, "unexpected argument '%s'", arg);
-        default: return KA_EXIT_USAGE;
+        default: return cli_default(&c, r, arg);
         }
     }
     ka_device dev;
@@ -138,11 +136,12 @@ int bench_route_main(int argc, char **argv) {
     ka_program prog;
     ka_kernel k;
     ka_buffer x, y;
-    if (ka_device_open(sel, &dev) || ka_queue_create(dev, NULL, &routed) ||
+    if (cli_device_open(&c, sel, &dev)) return KA_EXIT_FAIL;
+    if (ka_queue_create(dev, NULL, &routed) ||
         ka_queue_create(dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &threaded) ||
         ka_program_build(dev, ka_src, NULL, &prog) || ka_kernel_get(prog, "saxpy", NULL, &k) ||
         ka_buffer_create(dev, maxn * 4, &x) || ka_buffer_create(dev, maxn * 4, &y)) {
-        fprintf(stderr, "ka bench route: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench route: %s\n", ka_last_error());
         return 1;
     }
     float zero = 0;
@@ -155,12 +154,12 @@ int bench_route_main(int argc, char **argv) {
     ka_queue_stats qs;
     ka_queue_get_stats(routed, &qs);
     if (!nat.device || !nat.inline_device) {
-        fprintf(stderr, "ka bench route: %s has no PoCL routing (needs PoCL with its basic device)\n", di->name);
+        fprintf(stderr, "ka-bench route: %s has no PoCL routing (needs PoCL with its basic device)\n", di->name);
         return 1;
     }
     rawdev basic, pthr;
     if (raw_open(&basic, nat.inline_device, maxn, 1) || raw_open(&pthr, nat.device, maxn, 0)) {
-        fprintf(stderr, "ka bench route: raw OpenCL set-up failed\n");
+        fprintf(stderr, "ka-bench route: raw OpenCL set-up failed\n");
         return 1;
     }
     /* Build cost of routing: the threaded device's build at ka_program_build,
@@ -183,7 +182,7 @@ int bench_route_main(int argc, char **argv) {
             ka_kernel k2;
             int64_t t0 = bench_now_ns();
             if (ka_program_build(dev, ka_src, &bo, &p2) || ka_kernel_get(p2, "saxpy", NULL, &k2)) {
-                fprintf(stderr, "ka bench route: %s\n", ka_last_error());
+                fprintf(stderr, "ka-bench route: %s\n", ka_last_error());
                 return 1;
             }
             int64_t t1 = bench_now_ns();
@@ -256,7 +255,7 @@ int bench_route_main(int argc, char **argv) {
                "\"saxpy_pthread_gbs\":%.2f,\"saxpy_ratio\":%.4f}\n",
                routed_ns[0], pthr_ns[0], n, bytes / sr_ns, bytes / st_ns, sr_ns / st_ns);
     } else {
-        printf("ka bench route on %s: saxpy launch + wait, ns (median of %d interleaved reps)\n", di->name, reps);
+        printf("ka-bench route on %s: saxpy launch + wait, ns (median of %d interleaved reps)\n", di->name, reps);
         printf("%10s %14s %14s %14s\n", "items", "raw basic", "raw pthread", "ka routed");
         for (int s = 0; s < ns; s++)
             printf("%10zu %14.0f %14.0f %14.0f\n", sizes[s], basic_ns[s], pthr_ns[s], routed_ns[s]);

@@ -1,4 +1,4 @@
-/* ka bench compile: what the persistent kernel cache saves a new process.
+/* ka-bench compile: what the persistent kernel cache saves a new process.
  *
  * Each measurement is a fresh process (this program re-run with --child
  * through posix_spawn), which opens the device (not timed), then times
@@ -64,7 +64,7 @@ static int child(const char *sel) {
     ka_queue_config off = {.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF};
     if (ka_device_open(sel, &dev) || ka_queue_create(dev, &off, &q) || ka_buffer_create(dev, N * 4, &x) ||
         ka_buffer_create(dev, N * 4, &y)) {
-        fprintf(stderr, "ka bench compile: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench compile: %s\n", ka_last_error());
         return 1;
     }
     float one = 1.0f, two = 2.0f;
@@ -77,7 +77,7 @@ static int child(const char *sel) {
     ka_status st = ka_program_build(dev, src, NULL, &p);
     int64_t t1 = bench_now_ns();
     if (st != KA_OK) {
-        fprintf(stderr, "ka bench compile: build: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench compile: build: %s\n", ka_last_error());
         return 1;
     }
     ka_arg args[] = {ka_arg_buffer(y), ka_arg_buffer(x), ka_arg_f32(3.0f)};
@@ -85,7 +85,7 @@ static int child(const char *sel) {
     ka_event ev;
     if (ka_kernel_get(p, "saxpy", NULL, &k) || ka_launch(q, k, &r, args, 3, &ev) ||
         ka_event_wait(ev, KA_WAIT_FOREVER)) {
-        fprintf(stderr, "ka bench compile: first launch: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench compile: first launch: %s\n", ka_last_error());
         return 1;
     }
     int64_t t2 = bench_now_ns();
@@ -94,7 +94,7 @@ static int child(const char *sel) {
     ka_buffer_read(q, y, (N - 4) * 4, sizeof out, out, NULL);
     for (int i = 0; i < 4; i++)
         if (out[i] != 5.0f) {
-            fprintf(stderr, "ka bench compile: wrong result %g\n", out[i]);
+            fprintf(stderr, "ka-bench compile: wrong result %g\n", out[i]);
             return 1;
         }
     uint32_t hits = 0;
@@ -125,7 +125,7 @@ static bool overridden(const char *e) {
     return false;
 }
 
-/* Runs `ka bench compile --child` with the given caches; 0 on success. */
+/* Runs `ka-bench compile --child` with the given caches; 0 on success. */
 static int measure(const char *sel, const char *ka_dir, bool ka_on, const char *pocl_dir, result *res) {
     size_t n = 0;
     while (environ[n]) n++;
@@ -141,7 +141,7 @@ static int measure(const char *sel, const char *ka_dir, bool ka_on, const char *
     envp[m++] = e_dir;
     envp[m++] = e_pocl;
     envp[m++] = "POCL_KERNEL_CACHE=1";
-    char *argv[] = {"ka", "bench", "compile", "--child", "--device", (char *)(sel ? sel : ""), NULL};
+    char *argv[] = {"ka-bench", "compile", "--child", "--device", (char *)(sel ? sel : ""), NULL};
     int fds[2];
     if (pipe(fds) != 0) {
         free(envp);
@@ -158,7 +158,7 @@ static int measure(const char *sel, const char *ka_dir, bool ka_on, const char *
     close(fds[1]);
     if (err) {
         close(fds[0]);
-        fprintf(stderr, "ka bench compile: posix_spawn: %s\n", strerror(err));
+        fprintf(stderr, "ka-bench compile: posix_spawn: %s\n", strerror(err));
         return -1;
     }
     char buf[512] = "";
@@ -174,7 +174,7 @@ static int measure(const char *sel, const char *ka_dir, bool ka_on, const char *
     const char *line = strstr(buf, "child ");
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !line ||
         sscanf(line, "child build_ns=%lld first_ns=%lld hits=%u device=%127[^\n]", &b, &f, &res->hits, res->device) != 4) {
-        fprintf(stderr, "ka bench compile: the measuring process failed\n");
+        fprintf(stderr, "ka-bench compile: the measuring process failed\n");
         return -1;
     }
     res->build_ms = (double)b / 1e6;
@@ -193,7 +193,7 @@ enum { COLD, DRIVER, SECOND, WARM, STEADY, NMODES };
 static const char *const mode_names[NMODES] = {"cold", "driver", "second", "warm", "steady"};
 
 static const char usage[] =
-    "usage: ka bench compile [--device SEL] [--reps R] [--json] [--keep]\n"
+    "usage: ka-bench compile [--device SEL] [--reps R] [--json] [--keep]\n"
     "  Each mode is a new process; times ka_program_build and the first launch + wait.\n"
     "  cold: libka's and PoCL's caches empty; driver: libka's off, PoCL's as cold left it;\n"
     "  second: both as cold left them; warm: libka's filled, PoCL's empty; steady: both filled.\n"
@@ -212,7 +212,7 @@ int bench_compile_main(int argc, char **argv) {
     const char *sel = NULL;
     int reps = 3, json = 0, is_child = 0, keep = 0;
     cli c;
-    cli_init(&c, "ka bench compile", usage, argc, argv, "h", lo);
+    cli_init(&c, "ka-bench compile", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
         switch (r) {
@@ -223,9 +223,7 @@ int bench_compile_main(int argc, char **argv) {
         case 'j': json = 1; break;
         case 'k': keep = 1; break;
         case 'C': is_child = 1; break;
-        case CLI_HELP: return cli_help(&c);
-        case CLI_ARG: return cli_error(&c, "unexpected argument '%s'", arg);
-        default: return KA_EXIT_USAGE;
+        default: return cli_default(&c, r, arg);
         }
     }
     if (sel && !*sel) sel = NULL;
@@ -234,7 +232,7 @@ int bench_compile_main(int argc, char **argv) {
     char root[512];
     snprintf(root, sizeof root, "%s/ka-bench-compile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(root)) {
-        fprintf(stderr, "ka bench compile: mkdtemp: %s\n", strerror(errno));
+        fprintf(stderr, "ka-bench compile: mkdtemp: %s\n", strerror(errno));
         return 1;
     }
     double build[NMODES][32], first[NMODES][32], total[NMODES][32];
@@ -285,7 +283,7 @@ int bench_compile_main(int argc, char **argv) {
                    mode_names[m], mb[m], mode_names[m], mf[m], mode_names[m], mt[m], mode_names[m], hits[m]);
         printf("}\n");
     } else {
-        printf("ka bench compile on %s: new process each, median of %d (ms)\n", device, reps);
+        printf("ka-bench compile on %s: new process each, median of %d (ms)\n", device, reps);
         printf("%-8s %12s %14s %10s %6s  %s\n", "mode", "build", "first launch", "total", "hits", "caches");
         static const char *const what[NMODES] = {
             "libka empty, PoCL empty (a compile)", "libka off, PoCL as cold left it (no libka cache)",

@@ -1,4 +1,4 @@
-/* ka bench wait: latency of launch + wait of an almost empty kernel by each
+/* ka-bench wait: latency of launch + wait of an almost empty kernel by each
  * wait mode, against raw clWaitForEvents in the same process (interleaved
  * repetitions, medians), and the CPU the waiting thread burns while waiting
  * for a long kernel. */
@@ -129,7 +129,7 @@ __attribute__((noinline)) double bench_wait_loop(ctx *c, int mode, int iters) {
         }
     }
     if (bad) {
-        fprintf(stderr, "ka bench wait: a call failed in mode %d: %s\n", mode, ka_last_error());
+        fprintf(stderr, "ka-bench wait: a call failed in mode %d: %s\n", mode, ka_last_error());
         return -1;
     }
     return (double)(bench_now_ns() - t0) / iters;
@@ -143,7 +143,7 @@ typedef struct raw_side {
     cl_mem buf;
 } raw_side;
 
-/* In libka's own context, as in `ka bench launch`: program, kernel, queue and
+/* In libka's own context, as in `ka-bench launch`: program, kernel, queue and
  * buffer of its own. */
 static int raw_setup(raw_side *r, cl_context kactx, cl_device_id d) {
     cl_int err = clRetainContext(kactx);
@@ -155,7 +155,7 @@ static int raw_setup(raw_side *r, cl_context kactx, cl_device_id d) {
     if (err == CL_SUCCESS) r->buf = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
     cl_ulong nd[4] = {64, 1, 1, 1};
     if (err == CL_SUCCESS) err = clSetKernelArg(r->k, 0, sizeof nd, nd);
-    if (err != CL_SUCCESS) fprintf(stderr, "ka bench wait: raw OpenCL set-up failed (%d)\n", (int)err);
+    if (err != CL_SUCCESS) fprintf(stderr, "ka-bench wait: raw OpenCL set-up failed (%d)\n", (int)err);
     return err != CL_SUCCESS;
 }
 
@@ -312,23 +312,23 @@ static int ms_rows(ka_device dev, ctx *c, int reps, ms_result *res) {
     memset(res, 0, sizeof *res);
     if (ka_device_get_info(dev, &di) || ka_program_build(dev, ms_src, NULL, &p) || ka_kernel_get(p, "spinf", NULL, &m.k) ||
         ka_buffer_create(dev, 4096, &m.buf)) {
-        fprintf(stderr, "ka bench wait: 1 ms kernel: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench wait: 1 ms kernel: %s\n", ka_last_error());
         return -1;
     }
     snprintf(why, sizeof why, "not a CUDA device");
     if (di->backend == KA_BACKEND_CUDA) {
         m.cu = bench_cu_open(dev, why, sizeof why);
         if (m.cu && (bench_cu_build(m.cu, ms_cu_src, "spinf", why, sizeof why) || bench_cu_alloc(m.cu, 4096, &m.rbuf))) {
-            fprintf(stderr, "ka bench wait: raw CUDA set-up failed: %s\n", why);
+            fprintf(stderr, "ka-bench wait: raw CUDA set-up failed: %s\n", why);
             return -1;
         }
-        if (!m.cu) fprintf(stderr, "ka bench wait: no raw CUDA comparison: %s\n", why);
+        if (!m.cu) fprintf(stderr, "ka-bench wait: no raw CUDA comparison: %s\n", why);
     }
     res->why = why;
     for (int j = 0; j < NMS; j++) res->have[j] = j >= MS_KA || m.cu != NULL;
     res->iters = ms_calibrate(&m, c->q, 1e6);
     if (!res->iters) {
-        fprintf(stderr, "ka bench wait: 1 ms kernel: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench wait: 1 ms kernel: %s\n", ka_last_error());
         return -1;
     }
     const int n = 50;
@@ -351,7 +351,7 @@ static int ms_rows(ka_device dev, ctx *c, int reps, ms_result *res) {
                                j == MS_KA_TIMED ? 10000000000LL : j == MS_KA_FINISH ? MS_FINISH : KA_WAIT_FOREVER, n, &share);
             }
             if (t <= 0) {
-                fprintf(stderr, "ka bench wait: 1 ms kernel, %s: a call failed: %s\n", ms_names[j], ka_last_error());
+                fprintf(stderr, "ka-bench wait: 1 ms kernel, %s: a call failed: %s\n", ms_names[j], ka_last_error());
                 rc = -1;
             }
             v[j][k] = t, cpu[j][k] = share;
@@ -375,7 +375,7 @@ static int ms_rows(ka_device dev, ctx *c, int reps, ms_result *res) {
 }
 
 static const char usage[] =
-    "usage: ka bench wait [--device SEL] [--iterations N] [--reps R] [--spin NS] [--json]\n"
+    "usage: ka-bench wait [--device SEL] [--iterations N] [--reps R] [--spin NS] [--json]\n"
     "  Launch + wait of a 64-item kernel by each wait mode against raw waits, in one process\n"
     "  (interleaved repetitions, medians), and the CPU the waiting thread burns on a long kernel.\n"
     "  --iterations N   launches per repetition, at least 1 (default 500)\n"
@@ -395,7 +395,7 @@ int bench_wait_main(int argc, char **argv) {
     int iters = 500, reps = 7, json = 0;
     uint64_t spin;
     cli cl;
-    cli_init(&cl, "ka bench wait", usage, argc, argv, "h", lo);
+    cli_init(&cl, "ka-bench wait", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&cl, &arg)) != CLI_END;) {
         switch (r) {
@@ -411,21 +411,20 @@ int bench_wait_main(int argc, char **argv) {
             ka_set_wait_spin((int64_t)spin);
             break;
         case 'j': json = 1; break;
-        case CLI_HELP: return cli_help(&cl);
-        case CLI_ARG: return cli_error(&cl, "unexpected argument '%s'", arg);
-        default: return KA_EXIT_USAGE;
+        default: return cli_default(&cl, r, arg);
         }
     }
     ka_device dev;
     ctx c;
     memset(&c, 0, sizeof c);
     ka_program prog;
-    if (ka_device_open(sel, &dev) || ka_queue_create(dev, NULL, &c.routed) ||
+    if (cli_device_open(&cl, sel, &dev)) return KA_EXIT_FAIL;
+    if (ka_queue_create(dev, NULL, &c.routed) ||
         ka_queue_create(dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &c.q) ||
         ka_queue_create(dev, &(ka_queue_config){.spin_ns = 0, .inline_max_items = KA_INLINE_OFF}, &c.q_nospin) || ka_program_build(dev, src, NULL, &prog) ||
         ka_kernel_get(prog, "k", NULL, &c.k) || ka_kernel_get(prog, "spin", NULL, &c.spin) ||
         ka_buffer_create(dev, 4096, &c.buf) || ka_queue_fd(c.q, &c.efd)) {
-        fprintf(stderr, "ka bench wait: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench wait: %s\n", ka_last_error());
         return 1;
     }
     sem_init(&c.sem, 0, 0);
@@ -478,7 +477,7 @@ int bench_wait_main(int argc, char **argv) {
         if (ms.have[MS_RAW_STREAM]) printf(",\"ms_ka_extra_ns\":%.1f", ms_extra);
         printf("}\n");
     } else {
-        printf("ka bench wait on %s (%s): launch + wait of a 64-item kernel, %d iterations x %d interleaved reps;\n"
+        printf("ka-bench wait on %s (%s): launch + wait of a 64-item kernel, %d iterations x %d interleaved reps;\n"
                "all ka modes but the routed queue run with routing off\n",
                di->name, di->selector, iters, reps);
         printf("%-32s %12s %12s %12s\n", "mode", "median ns", "min", "max");

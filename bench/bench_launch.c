@@ -1,4 +1,4 @@
-/* ka bench launch: libka's launch (and launch + wait) against the same loop
+/* ka-bench launch: libka's launch (and launch + wait) against the same loop
  * written with raw OpenCL calls (OpenCL devices) or raw driver-API calls
  * (CUDA devices: cuLaunchKernel, bench_cuda.c), in one process, interleaved
  * repetitions. */
@@ -144,7 +144,7 @@ static void stats(double *v, int n, double out[3]) {
 }
 
 static const char usage[] =
-    "usage: ka bench launch [--device SEL] [--args N[,N...]] [--iterations N] [--reps R]\n"
+    "usage: ka-bench launch [--device SEL] [--args N[,N...]] [--iterations N] [--reps R]\n"
     "                       [--impl ka|raw|both] [--wait | --no-wait] [--path routed|threaded|both] [--json]\n"
     "  Launches an almost empty kernel of 64 work-items with N arguments (a buffer, then floats;\n"
     "  one float changes every launch). The raw loop runs in libka's context, on the device\n"
@@ -172,7 +172,7 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
     c.q = q;
     if (ka_program_build(dev, src, NULL, &prog) || ka_kernel_get(prog, "k", NULL, &c.k) ||
         ka_buffer_create(dev, 64 * sizeof(float), &buf)) {
-        fprintf(stderr, "ka bench launch: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench launch: %s\n", ka_last_error());
         free(src);
         return 1;
     }
@@ -190,11 +190,11 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
         int bad = bench_cu_build(cu, rsrc, "k", why, sizeof why) || bench_cu_alloc(cu, 64 * sizeof(float), &cubuf);
         free(rsrc);
         if (bad) {
-            fprintf(stderr, "ka bench launch: raw CUDA set-up failed: %s\n", why);
+            fprintf(stderr, "ka-bench launch: raw CUDA set-up failed: %s\n", why);
             return 1;
         }
     } else if (o->run_raw && raw_init(&rw, rawctx, rawdev, nargs, n)) {
-        fprintf(stderr, "ka bench launch: raw OpenCL set-up failed\n");
+        fprintf(stderr, "ka-bench launch: raw OpenCL set-up failed\n");
         return 1;
     }
     /* Warm up: the first launch of a local size compiles the work-group function. */
@@ -206,7 +206,7 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
         for (int d = 0; d < 3 && o->do_wait; d++)
             if (bench_cu_launch_diag(cu, cubuf, nargs, 50, diag_mode[d], (unsigned)n, (unsigned)local, diag_why,
                                      sizeof diag_why) < 0) {
-                fprintf(stderr, "ka bench launch: raw CUDA diagnostic wait: %s\n", diag_why);
+                fprintf(stderr, "ka-bench launch: raw CUDA diagnostic wait: %s\n", diag_why);
                 return 1;
             }
     } else if (o->run_raw) bench_raw_loop(&rw, nargs, 50, 1, n, local);
@@ -244,7 +244,7 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
                 for (int d = 0; d < 3 && o->do_wait && !failed; d++)
                     if ((diag[d][rep] = bench_cu_launch_diag(cu, cubuf, nargs, iters, diag_mode[d], un, ul, diag_why,
                                                              sizeof diag_why)) < 0) {
-                        fprintf(stderr, "ka bench launch: raw CUDA diagnostic wait: %s\n", diag_why);
+                        fprintf(stderr, "ka-bench launch: raw CUDA diagnostic wait: %s\n", diag_why);
                         failed = 1;
                     }
             } else if (!ka_turn && o->run_raw) {
@@ -332,7 +332,7 @@ int bench_launch_main(int argc, char **argv) {
     int json = 0;
     opts o = {2000, 7, 1, 1, 1, 1};
     cli c;
-    cli_init(&c, "ka bench launch", usage, argc, argv, "h", lo);
+    cli_init(&c, "ka-bench launch", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
         switch (r) {
@@ -359,18 +359,17 @@ int bench_launch_main(int argc, char **argv) {
         case 'w': o.do_launch = 0, o.do_wait = 1; break;
         case 'W': o.do_launch = 1, o.do_wait = 0; break;
         case 'j': json = 1; break;
-        case CLI_HELP: return cli_help(&c);
-        case CLI_ARG: return cli_error(&c, "unexpected argument '%s'", arg);
-        default: return KA_EXIT_USAGE;
+        default: return cli_default(&c, r, arg);
         }
     }
     o.run_ka = strcmp(impl, "raw") != 0;
     o.run_raw = strcmp(impl, "ka") != 0;
     ka_device dev;
     ka_queue routed, threaded;
-    if (ka_device_open(sel, &dev) || ka_queue_create(dev, NULL, &routed) ||
+    if (cli_device_open(&c, sel, &dev)) return KA_EXIT_FAIL;
+    if (ka_queue_create(dev, NULL, &routed) ||
         ka_queue_create(dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &threaded)) {
-        fprintf(stderr, "ka bench launch: %s\n", ka_last_error());
+        fprintf(stderr, "ka-bench launch: %s\n", ka_last_error());
         return 1;
     }
     const ka_device_info *di;
@@ -385,11 +384,11 @@ int bench_launch_main(int argc, char **argv) {
     if (o.run_raw && is_cuda) {
         char why[256];
         if (!(cu = bench_cu_open(dev, why, sizeof why))) {
-            fprintf(stderr, "ka bench launch: raw CUDA unavailable on %s: %s; use --impl ka\n", di->selector, why);
+            fprintf(stderr, "ka-bench launch: raw CUDA unavailable on %s: %s; use --impl ka\n", di->selector, why);
             return 1;
         }
     } else if (o.run_raw && !nat.device) {
-        fprintf(stderr, "ka bench launch: the raw comparison needs an OpenCL or CUDA device (got %s); use --impl ka\n",
+        fprintf(stderr, "ka-bench launch: the raw comparison needs an OpenCL or CUDA device (got %s); use --impl ka\n",
                 di->selector);
         return 1;
     }
@@ -413,7 +412,7 @@ int bench_launch_main(int argc, char **argv) {
         }
     }
     if (nres == 0) {
-        fprintf(stderr, "ka bench launch: nothing to measure (--path threaded needs PoCL routing)\n");
+        fprintf(stderr, "ka-bench launch: nothing to measure (--path threaded needs PoCL routing)\n");
         return 1;
     }
     if (json) {
@@ -432,7 +431,7 @@ int bench_launch_main(int argc, char **argv) {
         }
         printf("]}\n");
     } else {
-        printf("ka bench launch on %s (%s): 64 work-items, %d iterations x %d interleaved reps, ns per iteration "
+        printf("ka-bench launch on %s (%s): 64 work-items, %d iterations x %d interleaved reps, ns per iteration "
                "(median [min, max]); raw runs on the device libka's launch runs on\n",
                di->name, di->selector, o.iters, o.reps);
         printf("%5s %-9s %-24s %-24s %6s  %-24s %-24s %6s  %s\n", "args", "path", "raw launch", "ka launch", "ratio",

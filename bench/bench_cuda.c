@@ -1,5 +1,5 @@
-/* Raw CUDA for the `ka bench` comparisons: the driver API and NVRTC loaded
- * with dlopen (the tools do not link libcuda, as libka does not), on the
+/* Raw CUDA for the `ka-bench` comparisons: the driver API and NVRTC loaded
+ * with dlopen (ka-bench does not link libcuda, as libka does not), on the
  * context libka uses for the device (its retained primary context), with a
  * stream of its own made as libka makes its queues' (non-blocking).
  *
@@ -15,7 +15,7 @@
 
 bench_cu *bench_cu_open(ka_device dev, char *why, size_t len) {
     (void)dev;
-    snprintf(why, len, "ka was built without cuda.h: no raw CUDA comparison");
+    snprintf(why, len, "ka-bench was built without cuda.h: no raw CUDA comparison");
     return NULL;
 }
 void bench_cu_close(bench_cu *c) { (void)c; }
@@ -43,7 +43,7 @@ double bench_cu_launch_loop(bench_cu *c, uint64_t buf, int nargs, int iters, int
 double bench_cu_launch_diag(bench_cu *c, uint64_t buf, int nargs, int iters, int mode, unsigned n, unsigned local,
                             char *why, size_t len) {
     (void)c, (void)buf, (void)nargs, (void)iters, (void)mode, (void)n, (void)local;
-    snprintf(why, len, "ka was built without cuda.h: no raw CUDA comparison");
+    snprintf(why, len, "ka-bench was built without cuda.h: no raw CUDA comparison");
     return -1;
 }
 double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, unsigned local, int iters,

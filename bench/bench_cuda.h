@@ -1,4 +1,4 @@
-/* Raw CUDA driver API for the `ka bench` comparisons (bench_cuda.c): loaded
+/* Raw CUDA driver API for the `ka-bench` comparisons (bench_cuda.c): loaded
  * with dlopen, on the context libka uses for the device. */
 #ifndef KA_BENCH_CUDA_H
 #define KA_BENCH_CUDA_H

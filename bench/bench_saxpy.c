@@ -1,4 +1,4 @@
-/* ka bench saxpy: memory bandwidth of a saxpy (y = a*x + y: 12 bytes moved
+/* ka-bench saxpy: memory bandwidth of a saxpy (y = a*x + y: 12 bytes moved
  * per element) launched through libka, against the device's own copy
  * bandwidth measured in the same process (bytes read + written): libka's
  * ka_buffer_copy everywhere, and on CUDA also raw cuMemcpyDtoDAsync and the
@@ -37,7 +37,7 @@ static const char *keys[NKINDS] = {"ka_saxpy", "ka_saxpy_spin", "ka_saxpy_pipeli
                                    "raw_saxpy", "raw_saxpy_pipelined", "copy"};
 
 static const char usage[] =
-    "usage: ka bench saxpy [--device SEL] [--n N] [--wg W] [--iterations I] [--reps R] [--json]\n"
+    "usage: ka-bench saxpy [--device SEL] [--n N] [--wg W] [--iterations I] [--reps R] [--json]\n"
     "  saxpy over N floats (12 bytes per element) through libka against the device's copy bandwidth\n"
     "  (a copy of N floats: 8 bytes per element, read + written) in the same process; on CUDA also raw\n"
     "  cuMemcpyDtoDAsync and the same saxpy through cuLaunchKernel. Each figure is one call + its wait\n"
@@ -52,7 +52,7 @@ static int check(const float *v, size_t n, int k, const char *what) {
     float want = 2.0f + 0.5f * (float)k;
     for (size_t i = 0; i < n; i++)
         if (v[i] != want) {
-            fprintf(stderr, "ka bench saxpy: %s: element %zu is %g, want %g\n", what, i, (double)v[i], (double)want);
+            fprintf(stderr, "ka-bench saxpy: %s: element %zu is %g, want %g\n", what, i, (double)v[i], (double)want);
             return 1;
         }
     return 0;
@@ -61,7 +61,7 @@ static int check(const float *v, size_t n, int k, const char *what) {
 #define CHECK(call)                                                                          \
     do {                                                                                     \
         if ((call) != KA_OK) {                                                               \
-            fprintf(stderr, "ka bench saxpy: %s: %s\n", #call, ka_last_error());             \
+            fprintf(stderr, "ka-bench saxpy: %s: %s\n", #call, ka_last_error());             \
             return 1;                                                                        \
         }                                                                                    \
     } while (0)
@@ -80,7 +80,7 @@ int bench_saxpy_main(int argc, char **argv) {
     int json = 0, iters = 5, reps = 11;
     unsigned wg = 256;
     cli cl;
-    cli_init(&cl, "ka bench saxpy", usage, argc, argv, "h", lo);
+    cli_init(&cl, "ka-bench saxpy", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&cl, &arg)) != CLI_END;) {
         switch (r) {
@@ -99,14 +99,12 @@ int bench_saxpy_main(int argc, char **argv) {
             if (cli_int(&cl, arg, 1, BENCH_MAX_REPS, &reps)) return KA_EXIT_USAGE;
             break;
         case 'j': json = 1; break;
-        case CLI_HELP: return cli_help(&cl);
-        case CLI_ARG: return cli_error(&cl, "unexpected argument '%s'", arg);
-        default: return KA_EXIT_USAGE;
+        default: return cli_default(&cl, r, arg);
         }
     }
     ka_device dev;
     ka_queue q, qspin;
-    CHECK(ka_device_open(sel, &dev));
+    if (cli_device_open(&cl, sel, &dev)) return KA_EXIT_FAIL;
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
     if (!n) n = di->is_cpu ? 16u << 20 : 256u << 20;
@@ -135,10 +133,10 @@ int bench_saxpy_main(int argc, char **argv) {
     if (cu && (bench_cu_build(cu, cu_src, "saxpy", why, sizeof why) || bench_cu_alloc(cu, bytes, &rx) ||
                bench_cu_alloc(cu, bytes, &ry) || bench_cu_alloc(cu, bytes, &rz) ||
                bench_cu_fill32(cu, rx, 0x3f800000u, (size_t)n) || bench_cu_fill32(cu, ry, 0x40000000u, (size_t)n))) {
-        fprintf(stderr, "ka bench saxpy: raw CUDA set-up failed: %s\n", why);
+        fprintf(stderr, "ka-bench saxpy: raw CUDA set-up failed: %s\n", why);
         return 1;
     }
-    if (di->backend == KA_BACKEND_CUDA && !cu) fprintf(stderr, "ka bench saxpy: no raw CUDA comparison: %s\n", why);
+    if (di->backend == KA_BACKEND_CUDA && !cu) fprintf(stderr, "ka-bench saxpy: no raw CUDA comparison: %s\n", why);
     int have[NKINDS] = {1, 1, 1, 1, cu != NULL, cu != NULL, cu != NULL};
     int ka_runs = 0, raw_runs = 0;
 
@@ -227,7 +225,7 @@ int bench_saxpy_main(int argc, char **argv) {
                (unsigned long long)qst.waits_slept);
         printf("}\n");
     } else {
-        printf("ka bench saxpy on %s (%s): n = %llu floats (saxpy %.0f MB, copy %.0f MB moved), work-group %u, "
+        printf("ka-bench saxpy on %s (%s): n = %llu floats (saxpy %.0f MB, copy %.0f MB moved), work-group %u, "
                "%d calls x %d interleaved reps; result %s\n",
                di->name, di->selector, (unsigned long long)n, moved[KA_SAXPY] / 1e6, moved[KA_COPY] / 1e6, wg, iters, reps,
                bad ? "WRONG" : "checked");

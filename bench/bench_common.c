@@ -1,0 +1,84 @@
+/* Helpers of the benchmarks (bench_common.h). */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <stdio.h>
+
+#include "bench_common.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t bench_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n) {
+    double *t = malloc(sizeof *t * (size_t)n);
+    memcpy(t, v, sizeof *t * (size_t)n);
+    qsort(t, (size_t)n, sizeof *t, cmp);
+    double m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    free(t);
+    return m;
+}
+double bench_min(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+double bench_max(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+static _Atomic uint64_t allocs;
+static void *count_alloc(size_t n, void *u) {
+    (void)u;
+    atomic_fetch_add(&allocs, 1);
+    return malloc(n);
+}
+static void count_free(void *p, size_t n, void *u) {
+    (void)n;
+    (void)u;
+    free(p);
+}
+void bench_count_allocs(int on) {
+    static const ka_allocator a = {count_alloc, count_free, NULL};
+    ka_set_allocator(on ? &a : NULL);
+}
+uint64_t bench_allocs(void) { return atomic_load(&allocs); }
+
+cl_device_id bench_cl_device(const char *selector) {
+    unsigned idx;
+    if (sscanf(selector, "opencl:%u", &idx) != 1) return NULL;
+    cl_platform_id plats[16];
+    cl_uint np = 0;
+    if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS) return NULL;
+    for (cl_uint p = 0; p < np && p < 16; p++) {
+        cl_device_id ds[16];
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS) continue;
+        if (idx < nd) return ds[idx];
+        idx -= nd;
+    }
+    return NULL;
+}
+
+const char *bench_cl_options(cl_device_id dev) {
+    static char opts[96];
+    char ver[64] = "";
+    int maj = 1, min = 2;
+    clGetDeviceInfo(dev, CL_DEVICE_OPENCL_C_VERSION, sizeof ver, ver, NULL);
+    sscanf(ver, "OpenCL C %d.%d", &maj, &min);
+    snprintf(opts, sizeof opts, "-cl-std=CL%d.%d -cl-kernel-arg-info", maj, min);
+    return opts;
+}
