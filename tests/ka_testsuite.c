@@ -78,7 +78,8 @@
  *     statement (a macro-expansion error), CPU default workgroupsize,
  *     devices.jl, hostinterface.jl device management and allocation: Julia's
  *     array and back-end types and host API, not the kernel language
- *     (libka's host API is test_api's).
+ *     (libka's host API has tests of its own: test_errors, test_devices and the
+ *     other API tests).
  *   Const's IR check (ldg / noalias in LLVM IR), compiler.jl's overdub checks,
  *     reflection.jl's typed code, private.jl's typetest and codegen (no
  *     gcframe), checked_add: properties of Julia's compiler; C states types
@@ -103,7 +104,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 ts_env ts;
 
@@ -186,11 +186,7 @@ void ts_check_local_mem(ka_kernel k, uint64_t declared, const char *what) {
                  (unsigned long long)info.local_mem_bytes, (unsigned long long)declared);
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+static double now_s(void) { return 1e-9 * (double)now_ns(); }
 static double test_start;
 
 int ts_setup(void **state) {

@@ -8,17 +8,11 @@
 #include <poll.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char *src =
     "KA_KERNEL(inc, KA_GLOBAL int *p, int by) { if (ka_in_range()) p[ka_global_id(0)] += by; }\n"
-    "KA_KERNEL(spin, KA_GLOBAL float *p, uint iters) {\n"
-    "    if (!ka_in_range()) return;\n"
-    "    float x = p[ka_global_id(0)];\n"
-    "    for (uint i = 0; i < iters; i++) x = x * 0.999f + 0.5f;\n"
-    "    p[ka_global_id(0)] = x;\n"
-    "}\n"
+    KA_TEST_SPIN_KERNEL("spin")
     /* Sums a group's slice through a large dynamic local array. */
     "KA_KERNEL(bigsmem, KA_GLOBAL long *o, KA_LOCAL_ARG(int) a, uint n) {\n"
     "    for (uint i = (uint)ka_local_id(0); i < n; i += (uint)ka_group_size(0)) a[i] = (int)i;\n"
@@ -55,11 +49,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now_s(void) { return 1e-9 * (double)now_ns(); }
 
 static void info(void **state) {
     (void)state;

@@ -1,6 +1,7 @@
 /* Real kernels on the default device ($KA_DEVICE, else PoCL): the index
  * layout of every work-item, padded lanes, local memory, barriers reached by
  * padded lanes, atomics, printf, argument passing and buffer round trips. */
+#define KA_TEST_FIXTURE /* g_dev, g_q, g_prog, g_info */
 #include "test_util.h"
 
 #include <pthread.h>
@@ -134,11 +135,6 @@ static const char *kernels_src =
     "}\n"
     "#endif\n";
 
-static ka_device g_dev;
-static ka_queue g_q;
-static ka_program g_prog;
-static const ka_device_info *g_info;
-
 /* Fails with the detail if a wait does not finish in 60 s: a hang is a failure. */
 #define WAIT_DONE(ev)                                                                                   \
     do {                                                                                                \
@@ -147,40 +143,13 @@ static const ka_device_info *g_info;
         KA_OK_OR_FAIL(ka_event_release(ev));                                                            \
     } while (0)
 
-static int group_setup(void **state) {
-    (void)state;
-    if (ka_device_open(NULL, &g_dev) != KA_OK || ka_device_get_info(g_dev, &g_info) != KA_OK ||
-        ka_queue_create(g_dev, NULL, &g_q) != KA_OK) {
-        fprintf(stderr, "setup: %s\n", ka_last_error());
-        return -1;
-    }
-    if (ka_program_build(g_dev, kernels_src, NULL, &g_prog) != KA_OK) {
-        fprintf(stderr, "build: %s\n", ka_last_error());
-        return -1;
-    }
-    return 0;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    ka_program_release(g_prog);
-    ka_queue_release(g_q);
-    ka_status st = ka_device_close(g_dev);
-    if (st != KA_OK) fprintf(stderr, "teardown: %s %s\n", ka_status_name(st), ka_last_error());
-    return 0;
-}
-
 static ka_kernel kernel(const char *name, const ka_kernel_config *cfg) {
     ka_kernel k;
     KA_OK_OR_FAIL(ka_kernel_get(g_prog, name, cfg, &k));
     return k;
 }
 
-static ka_buffer buffer(size_t bytes) {
-    ka_buffer b;
-    KA_OK_OR_FAIL(ka_buffer_create(g_dev, bytes, &b));
-    return b;
-}
+static ka_buffer buffer(size_t bytes) { return make_buffer(g_dev, bytes); }
 
 /* ============================== index layout ============================== */
 
@@ -560,13 +529,6 @@ static void test_scalar_double(void **state) {
     KA_OK_OR_FAIL(ka_buffer_release(b));
 }
 
-static void fill_bytes(uint8_t *p, size_t n, uint32_t seed) {
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        p[i] = (uint8_t)(seed >> 16);
-    }
-}
-
 static void test_buffer_round_trips(void **state) {
     (void)state;
     const size_t sizes[] = {1, 3, 4, 255, 4096, 65537, (size_t)1 << 20, ((size_t)16 << 20) + 5};
@@ -712,14 +674,14 @@ int main(void) {
         cmocka_unit_test(test_repeated_launches_same_range),
         cmocka_unit_test(test_concurrent_launches_one_kernel),
     };
-    if (group_setup(NULL) != 0) return 1;
+    if (fixture_open(kernels_src) != 0) return 1;
     if (g_info->backend == KA_BACKEND_NULL) { /* $KA_DEVICE=null runs no kernels */
         fprintf(stderr, "the default device is the null device: skipped\n");
-        group_teardown(NULL);
+        fixture_close();
         return 77;
     }
     int fails = _cmocka_run_group_tests("kernels: index layout", layout, NL, NULL, NULL);
     fails += cmocka_run_group_tests_name("kernels", others, NULL, NULL);
-    group_teardown(NULL);
+    fixture_close();
     return fails;
 }

@@ -10,18 +10,11 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 int uv_kernels_run(const char *sel, double kernel_ms, int *fires_during, double *measured_ms);
 
-static const char *src =
-    "KA_KERNEL(work, KA_GLOBAL float *p, uint iters) {\n"
-    "    if (!ka_in_range()) return;\n"
-    "    float x = p[ka_global_id(0)];\n"
-    "    for (uint i = 0; i < iters; i++) x = x * 0.999f + 0.5f;\n"
-    "    p[ka_global_id(0)] = x;\n"
-    "}\n";
+static const char *src = KA_TEST_SPIN_KERNEL("work");
 
 static struct {
     ka_device dev;
@@ -32,11 +25,7 @@ static struct {
     uint32_t iters_200ms;
 } F;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return (double)now_ns() / 1e6; }
 
 static ka_status launch(uint32_t iters, ka_event *ev) {
     ka_arg args[] = {ka_arg_buffer(F.buf), ka_arg_u32(iters)};
@@ -150,8 +139,8 @@ static void callback_once_on_driver_thread_after_release(void **state) {
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_event_on_complete(ev, on_done, &c)); /* one per event */
     KA_OK_OR_FAIL(ka_event_release(ev)); /* released before it completes */
     KA_OK_OR_FAIL(ka_queue_finish(F.q));
-    for (int i = 0; i < 1000 && atomic_load(&c.calls) == 0; i++) usleep(1000);
-    usleep(20000);
+    for (int i = 0; i < 1000 && atomic_load(&c.calls) == 0; i++) sleep_ms(1);
+    sleep_ms(20);
     assert_int_equal(atomic_load(&c.calls), 1);
     assert_int_equal(atomic_load(&c.status), KA_OK);
     assert_false(pthread_equal(c.thread, pthread_self())); /* the driver's thread */

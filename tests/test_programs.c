@@ -1,0 +1,221 @@
+/* Programs and kernel lookup on the default device: build options and
+ * defines, build failures and their log, kernels not found, the kernel and
+ * variant caches, bad static configurations, and a release's stale kernels. */
+#define KA_TEST_FIXTURE
+#include "test_util.h"
+
+static void test_program_build_with_options_and_defines(void **state) {
+    (void)state;
+    const char *src =
+        "#ifndef ADD_ONE\n#error ADD_ONE missing\n#endif\n"
+        "KA_KERNEL(k, KA_GLOBAL int *out) {\n"
+        "    if (!ka_in_range()) return;\n"
+        "    int i = (int)ka_global_id(0);\n"
+        "    out[i] = i * SCALE + EXTRA + ADD_ONE;\n"
+        "}\n";
+    const char *defs[] = {"SCALE=3", "ADD_ONE"};
+    ka_build_options o = {.options = "-DEXTRA=100 -cl-mad-enable", .defines = defs, .num_defines = 2};
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, src, &o, &p));
+    uint32_t builds = 0;
+    KA_OK_OR_FAIL(ka_program_build_count(p, &builds));
+    assert_int_equal(builds, 1);
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "k", NULL, &k));
+    ka_buffer b = make_buffer(g_dev, 64 * sizeof(int));
+    ka_arg a[] = {ka_arg_buffer(b)};
+    KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {64}}, a, 1, NULL));
+    int out[64];
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, sizeof out, out, NULL));
+    for (int i = 0; i < 64; i++) assert_int_equal(out[i], i * 3 + 100 + 1); /* ADD_ONE defaults to 1 */
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_OK_OR_FAIL(ka_program_release(p));
+    /* Without the defines the same source does not build. */
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_program_build(g_dev, src, NULL, &p));
+    EXPECT_DETAIL("ADD_ONE missing");
+}
+
+static void test_program_build_bad_defines(void **state) {
+    (void)state;
+    ka_program p = {5};
+    const char *defs[] = {"A=1", NULL};
+    ka_build_options o = {.defines = defs, .num_defines = 2};
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, "KA_KERNEL_NOARGS(k) {}\n", &o, &p));
+    assert_int_equal(p.id, 0);
+    const char *defs2[] = {""};
+    ka_build_options o2 = {.defines = defs2, .num_defines = 1};
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, "KA_KERNEL_NOARGS(k) {}\n", &o2, &p));
+    ka_build_options o3 = {.defines = NULL, .num_defines = 1};
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, "KA_KERNEL_NOARGS(k) {}\n", &o3, &p));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, NULL, NULL, &p));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, "KA_KERNEL_NOARGS(k) {}\n", NULL, NULL));
+}
+
+static void test_program_build_failure_has_log(void **state) {
+    (void)state;
+    const char *src =
+        "KA_KERNEL(broken, KA_GLOBAL int *out) {\n"
+        "    out[0] = ka_undeclared_thing_42 + 1;\n"
+        "}\n";
+    ka_program p = {5};
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_program_build(g_dev, src, NULL, &p));
+    assert_int_equal(p.id, 0);
+    EXPECT_DETAIL("ka_undeclared_thing_42");
+    if (g_info->backend == KA_BACKEND_OPENCL) EXPECT_DETAIL("clBuildProgram", "CL_BUILD_PROGRAM_FAILURE");
+    /* The user's line numbers: line 2 of the source, not of prelude + source. */
+    if (g_info->backend == KA_BACKEND_OPENCL) EXPECT_DETAIL(":2:");
+}
+
+static void test_kernel_not_found(void **state) {
+    (void)state;
+    ka_kernel k = {9};
+    KA_EXPECT(KA_ERR_KERNEL_NOT_FOUND, ka_kernel_get(g_prog, "no_such_kernel", NULL, &k));
+    assert_int_equal(k.id, 0);
+    EXPECT_DETAIL("no_such_kernel");
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_kernel_get(g_prog, "", NULL, &k));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_kernel_get(g_prog, NULL, NULL, &k));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_kernel_get(g_prog, "fill_idx", NULL, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_kernel_get(BAD_PROGRAM, "fill_idx", NULL, &k));
+    /* A failed lookup is not cached: asking again gives the same answer. */
+    KA_EXPECT(KA_ERR_KERNEL_NOT_FOUND, ka_kernel_get(g_prog, "no_such_kernel", NULL, &k));
+}
+
+static void test_kernel_not_declared_with_ka_kernel(void **state) {
+    (void)state;
+    if (g_info->backend != KA_BACKEND_OPENCL) skip();
+    ka_kernel k;
+    ka_status st = ka_kernel_get(g_prog, "plain_cl", NULL, &k);
+    assert_int_not_equal(st, KA_OK);
+    EXPECT_DETAIL("plain_cl", "KA_KERNEL");
+}
+
+static void test_kernel_get_cached(void **state) {
+    (void)state;
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, api_src, NULL, &p));
+    uint32_t n0 = 0, n = 0;
+    KA_OK_OR_FAIL(ka_program_build_count(p, &n0));
+    assert_int_equal(n0, 1);
+    ka_kernel a, b, c, d;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill_idx", NULL, &a));
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill_idx", NULL, &b));
+    ka_kernel_config zero;
+    memset(&zero, 0, sizeof zero);
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill_idx", &zero, &c)); /* all-zero config == NULL */
+    assert_true(a.id != 0);
+    assert_true(a.id == b.id);
+    assert_true(a.id == c.id);
+    KA_OK_OR_FAIL(ka_program_build_count(p, &n));
+    assert_int_equal(n, 1);
+    /* Another kernel of the same default variant: a new handle, no build. */
+    KA_OK_OR_FAIL(ka_kernel_get(p, "args3", NULL, &d));
+    assert_true(d.id != a.id);
+    KA_OK_OR_FAIL(ka_program_build_count(p, &n));
+    assert_int_equal(n, 1);
+    KA_OK_OR_FAIL(ka_program_release(p));
+}
+
+static void test_kernel_get_static_config_builds_variant(void **state) {
+    (void)state;
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, api_src, NULL, &p));
+    ka_kernel dyn, st1, st2, st_other, def1, def2;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill_idx", NULL, &dyn));
+    ka_kernel_config cfg = {.workgroup = {4, 0, 0}};
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill_idx", &cfg, &st1));
+    assert_true(st1.id != dyn.id);
+    uint32_t n = 0;
+    KA_OK_OR_FAIL(ka_program_build_count(p, &n));
+    assert_int_equal(n, 2);
+    /* (4,0,0) and (4,1,1) are the same configuration once normalized. */
+    ka_kernel_config cfg2 = {.workgroup = {4, 1, 1}};
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill_idx", &cfg2, &st2));
+    assert_true(st2.id == st1.id);
+    /* Another kernel under the same configuration shares the variant's build. */
+    KA_OK_OR_FAIL(ka_kernel_get(p, "args3", &cfg, &st_other));
+    KA_OK_OR_FAIL(ka_program_build_count(p, &n));
+    assert_int_equal(n, 2);
+    ka_kernel_info ki;
+    KA_OK_OR_FAIL(ka_kernel_get_info(st1, &ki));
+    assert_int_equal(ki.static_workgroup[0], 4);
+    assert_int_equal(ki.static_workgroup[1], 1);
+    assert_int_equal(ki.static_workgroup[2], 1);
+    assert_int_equal(ki.num_args, 2);
+    KA_OK_OR_FAIL(ka_kernel_get_info(dyn, &ki));
+    assert_int_equal(ki.static_workgroup[0], 0);
+    assert_true(ki.max_workgroup_size > 0);
+    /* Per-variant defines make a third build, cached as well. */
+    ka_kernel_config dc = {.defines = "-DFOO=1"};
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill_idx", &dc, &def1));
+    KA_OK_OR_FAIL(ka_kernel_get(p, "fill_idx", &dc, &def2));
+    assert_true(def1.id == def2.id && def1.id != dyn.id);
+    KA_OK_OR_FAIL(ka_program_build_count(p, &n));
+    assert_int_equal(n, 3);
+    /* The static kernel runs with the static size and gives right results. */
+    ka_buffer b = make_buffer(g_dev, 10 * sizeof(uint32_t));
+    ka_arg a[] = {ka_arg_buffer(b), ka_arg_u32(1000)};
+    KA_OK_OR_FAIL(ka_launch(g_q, st1, &(ka_range){.dims = 1, .size = {10}}, a, 2, NULL));
+    uint32_t out[10];
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, sizeof out, out, NULL));
+    for (uint32_t i = 0; i < 10; i++) assert_int_equal(out[i], 1000 + i);
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_OK_OR_FAIL(ka_program_release(p));
+}
+
+static void test_kernel_get_bad_configs(void **state) {
+    (void)state;
+    ka_kernel k = {3};
+    ka_kernel_config too_big = {.workgroup = {g_info->max_workgroup_size + 1, 1, 1}};
+    KA_EXPECT(KA_ERR_INVALID_WORKGROUP, ka_kernel_get(g_prog, "fill_idx", &too_big, &k));
+    assert_int_equal(k.id, 0);
+    uint32_t side = 1;
+    while ((uint64_t)side * side <= g_info->max_workgroup_size) side *= 2;
+    ka_kernel_config too_many = {.workgroup = {side, side, 1}};
+    if (side <= g_info->max_workgroup[0] && side <= g_info->max_workgroup[1])
+        KA_EXPECT(KA_ERR_INVALID_WORKGROUP, ka_kernel_get(g_prog, "fill_idx", &too_many, &k));
+    if (g_info->num_subgroup_sizes == 0) {
+        ka_kernel_config sg = {.subgroup_size = 16};
+        KA_EXPECT(KA_ERR_UNSUPPORTED, ka_kernel_get(g_prog, "fill_idx", &sg, &k));
+        EXPECT_DETAIL("sub-group");
+    }
+}
+
+static void test_program_release_invalidates_kernels(void **state) {
+    (void)state;
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, api_src, NULL, &p));
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "noargs", NULL, &k));
+    KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {1}}, NULL, 0, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(g_q));
+    KA_OK_OR_FAIL(ka_program_release(p));
+    ka_kernel_info ki;
+    uint32_t n;
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_kernel_get_info(k, &ki));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {1}}, NULL, 0, NULL));
+    EXPECT_DETAIL("ka_launch");
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_kernel_get(p, "noargs", NULL, &k));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_program_build_count(p, &n));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_program_release(p));
+    EXPECT_DETAIL("ka_program_release");
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build_count(g_prog, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_kernel_get_info(get_kernel("noargs"), NULL));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_program_build_with_options_and_defines),
+        cmocka_unit_test(test_program_build_bad_defines),
+        cmocka_unit_test(test_program_build_failure_has_log),
+        cmocka_unit_test(test_kernel_not_found),
+        cmocka_unit_test(test_kernel_not_declared_with_ka_kernel),
+        cmocka_unit_test(test_kernel_get_cached),
+        cmocka_unit_test(test_kernel_get_static_config_builds_variant),
+        cmocka_unit_test(test_kernel_get_bad_configs),
+        cmocka_unit_test(test_program_release_invalidates_kernels),
+    };
+    /* The group needs a device that runs kernels. */
+    int dev = default_device_runs_kernels();
+    if (dev <= 0) return dev < 0 ? 1 : 77;
+    return cmocka_run_group_tests_name("programs: default device", tests, group_setup, group_teardown);
+}
