@@ -11,10 +11,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ka__backend layers[3];             /* by ka_backend */
 static const ka__backend *under[3];
 
-static ka_status fault_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
-                              uint32_t nargs, void **ev) {
+static ka_status fault_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                              void **ev) {
     ka__free(ka__alloc(16), 16);
-    return under[q->dev->ops->kind]->launch(q, k, l, args, mem, nargs, ev);
+    return under[q->dev->ops->kind]->launch(q, k, l, args, nargs, ev);
 }
 
 const ka__backend *ka__backend_layer(const ka__backend *be) {

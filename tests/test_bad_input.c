@@ -117,6 +117,48 @@ static void zeroed_arg(void **state) {
     assert_true(first_y() == 10.0f);
 }
 
+/* Buffer arguments are resolved once, by the core, for every back-end: a
+ * buffer of another device is KA_ERR_INVALID_ARGUMENT and a released one
+ * KA_ERR_INVALID_HANDLE, on PoCL and on the null back-end alike, also for an
+ * empty range (which runs nothing). */
+static void foreign_and_released_buffers(void **state) {
+    (void)state;
+    const ka_range r = {.dims = 1, .size = {64}}, empty = {.dims = 1, .size = {0}};
+    ka_device nd;
+    ka_queue nq;
+    ka_program np;
+    ka_kernel nk;
+    ka_buffer nb, gone;
+    KA_OK_OR_FAIL(ka_device_open("null", &nd));
+    KA_OK_OR_FAIL(ka_queue_create(nd, NULL, &nq));
+    KA_OK_OR_FAIL(ka_program_build(nd, src, NULL, &np));
+    KA_OK_OR_FAIL(ka_kernel_get(np, "scaled", NULL, &nk));
+    KA_OK_OR_FAIL(ka_buffer_create(nd, 4096, &nb));
+    KA_OK_OR_FAIL(ka_buffer_create(g_dev, 4096, &gone));
+    KA_OK_OR_FAIL(ka_buffer_release(gone));
+
+    ka_arg foreign[2] = {ka_arg_buffer(nb), ka_arg_f32(1)};
+    expect_everywhere(KA_ERR_INVALID_ARGUMENT, kernel("scaled"), &r, foreign, 2);
+    EXPECT_DETAIL("scaled", "argument 0", "'y'", "another device");
+    expect_everywhere(KA_ERR_INVALID_ARGUMENT, kernel("scaled"), &empty, foreign, 2);
+    ka_arg released[2] = {ka_arg_buffer(gone), ka_arg_f32(1)};
+    expect_everywhere(KA_ERR_INVALID_HANDLE, kernel("scaled"), &r, released, 2);
+    EXPECT_DETAIL("scaled", "argument 0", "released");
+    expect_everywhere(KA_ERR_INVALID_HANDLE, kernel("scaled"), &empty, released, 2);
+
+    ka_arg pocl_on_null[2] = {ka_arg_buffer(g_y), ka_arg_f32(1)};
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_launch(nq, nk, &r, pocl_on_null, 2, NULL));
+    EXPECT_DETAIL("another device");
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_launch(nq, nk, &r, released, 2, NULL));
+    ka_arg own[2] = {ka_arg_buffer(nb), ka_arg_f32(1)};
+    KA_OK_OR_FAIL(ka_launch(nq, nk, &r, own, 2, NULL));
+
+    KA_OK_OR_FAIL(ka_buffer_release(nb));
+    KA_OK_OR_FAIL(ka_program_release(np));
+    KA_OK_OR_FAIL(ka_queue_release(nq));
+    KA_OK_OR_FAIL(ka_device_close(nd));
+}
+
 /* KA_ARG_BYTES: the parameter's size where the signature knows it, and
  * always the device's max_arg_bytes; never 0 bytes or a NULL pointer. */
 static void bytes_sizes(void **state) {
@@ -228,6 +270,7 @@ int main(void) {
         cmocka_unit_test(bytes_sizes),
         cmocka_unit_test(mismatch_message),
         cmocka_unit_test(huge_ranges),
+        cmocka_unit_test(foreign_and_released_buffers),
         cmocka_unit_test(size_probes_stay_hidden),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

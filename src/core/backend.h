@@ -39,6 +39,7 @@ typedef struct ka__launch {
     size_t local[3];
     uint64_t nd[4];            /* logical range + dims: the hidden argument */
     uint64_t items;            /* global[0] * global[1] * global[2], checked not to overflow */
+    void *const *mem;          /* by argument: a buffer argument's native object (others undefined) */
 } ka__launch;
 
 typedef void (*ka__native_cb)(void *ctx, ka_status st);
@@ -97,12 +98,11 @@ struct ka__backend {
 
     /* ---- launch: the hot path; any thread, concurrently on one kernel ----- */
     /* Arguments are checked against k->sig (kind, size) by the core, and
-     * mem[i] holds the native object of every buffer argument i (resolved
-     * and checked to be of q's device by the core; other entries are
-     * undefined). Sets the arguments and enqueues; *ev gets a native event
-     * when ev != NULL, or NULL for a command already complete on return. */
-    ka_status (*launch)(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
-                        uint32_t nargs, void **ev);
+     * l->mem[i] holds the native object of every buffer argument i (resolved
+     * and checked to be of q's device by the core). Sets the arguments and
+     * enqueues; *ev gets a native event when ev != NULL, or NULL for a
+     * command already complete on return. Six parameters: all in registers. */
+    ka_status (*launch)(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev);
 
     /* ---- native events: any thread ---------------------------------------- */
     /* 1 done, 0 pending, <0 failed (status in *st). Must not block. */
@@ -166,8 +166,8 @@ static inline void ka__be_program_release(ka__program *p, ka__variant *v) { p->d
 static inline ka_status ka__be_kernel_create(ka__kernel *k) { return k->prog->dev->ops->kernel_create(k); }
 static inline void ka__be_kernel_release(ka__kernel *k) { k->prog->dev->ops->kernel_release(k); }
 static inline ka_status ka__be_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args,
-                                      void *const *mem, uint32_t nargs, void **ev) {
-    return q->dev->ops->launch(q, k, l, args, mem, nargs, ev);
+                                      uint32_t nargs, void **ev) {
+    return q->dev->ops->launch(q, k, l, args, nargs, ev);
 }
 static inline int ka__be_event_query(const ka__queue *q, void *ev, ka_status *st) { return q->dev->ops->event_query(ev, st); }
 static inline ka_status ka__be_event_callback(const ka__queue *q, void *ev, ka__native_cb cb, void *ctx) {

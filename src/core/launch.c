@@ -16,70 +16,80 @@ static const char *kind_name(uint32_t k) {
     }
 }
 
-/* Checks every argument against the kernel's signature and resolves each
- * buffer argument, once for every back-end: mem[i] gets its native object. */
-static ka_status check_args(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs, void **mem) {
+/* The full check of argument i, whose (kind, size) word is not the one its
+ * parameter most likely gets. dyn_local sums the dynamic local memory. */
+static ka_status __attribute__((noinline, cold)) check_arg(const ka__kernel *k, uint32_t i, const ka_arg *a,
+                                                          uint64_t *dyn_local) {
+    const ka__argsig *s = &k->sig[i];
+    const ka_device_info *di = &k->prog->dev->info;
+    uint32_t max_bytes = di->max_arg_bytes ? di->max_arg_bytes : 1024;
+    bool ok;
+    switch (a->kind) {
+    case KA_ARG_BUFFER: ok = s->kind == KA__SIG_BUFFER || (s->kind == KA__SIG_UNKNOWN && (!s->size || s->size == 8)); break;
+    case KA_ARG_LOCAL: {
+        ok = s->kind == KA__SIG_LOCAL || s->kind == KA__SIG_UNKNOWN;
+        uint64_t limit = di->local_mem_size, local = k->local_mem + (*dyn_local += a->size);
+        if (ok && limit && local > limit)
+            return ka__fail(KA_ERR_INVALID_ARGUMENT,
+                            "ka_launch: kernel '%s' argument %u ('%s'): %u bytes of local memory bring the kernel to "
+                            "%llu bytes, over the device's %llu",
+                            k->name, i, s->name, a->size, (unsigned long long)local, (unsigned long long)limit);
+        break;
+    }
+    case KA_ARG_SCALAR:
+        ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) &&
+             (a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8);
+        break;
+    case KA_ARG_BYTES: /* by the parameter's size where known, always by the device's limit */
+        ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (s->size ? s->size == a->size : a->size > 0) &&
+             a->size <= max_bytes && a->u.ptr;
+        break;
+    default: ok = false;
+    }
+    if (KA_LIKELY(ok)) return KA_OK;
+    char want[48];
+    if (s->kind == KA__SIG_BUFFER) snprintf(want, sizeof want, "a buffer");
+    else if (s->kind == KA__SIG_LOCAL) snprintf(want, sizeof want, "local memory");
+    else if (s->size) snprintf(want, sizeof want, "a value of %u bytes", s->size);
+    else snprintf(want, sizeof want, "a value of 1 to %u bytes", max_bytes);
+    if (a->kind == KA_ARG_BYTES && !a->u.ptr)
+        return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): bytes with a NULL pointer", k->name, i,
+                        s->name);
+    if (a->kind < KA_ARG_BUFFER || a->kind > KA_ARG_BYTES)
+        return ka__fail(KA_ERR_ARG_TYPE,
+                        "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u (a zeroed or "
+                        "uninitialized ka_arg?), expected %s",
+                        k->name, i, s->name, a->kind, want);
+    return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s", k->name,
+                    i, s->name, kind_name(a->kind), a->size, want);
+}
+
+static ka_status __attribute__((noinline, cold)) bad_buffer(const ka__kernel *k, uint32_t i, const ka__buffer *b) {
+    if (!b)
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid or released buffer", k->name,
+                        i, k->sig[i].name);
+    return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): a buffer of another device", k->name,
+                    i, k->sig[i].name);
+}
+
+/* Checks every argument against the kernel's signature (one compare each in
+ * the common case) and resolves each buffer argument, once for every
+ * back-end: mem[i] gets its native object. */
+static inline ka_status check_args(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs,
+                                   void **mem) {
     if (KA_UNLIKELY(nargs != k->nargs))
         return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
     if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
-    uint64_t local = k->local_mem; /* static local memory, then each dynamic argument's */
-    uint32_t max_bytes = k->prog->dev->info.max_arg_bytes ? k->prog->dev->info.max_arg_bytes : 1024;
+    uint64_t dyn_local = 0;
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
         uint64_t tag;
         memcpy(&tag, a, sizeof tag); /* kind and size */
-        if (KA_LIKELY(tag == k->fast_tag[i])) goto buffer;
-        const ka__argsig *s = &k->sig[i];
-        bool ok;
-        switch (a->kind) {
-        case KA_ARG_BUFFER: ok = s->kind == KA__SIG_BUFFER || (s->kind == KA__SIG_UNKNOWN && (!s->size || s->size == 8)); break;
-        case KA_ARG_LOCAL: {
-            ok = s->kind == KA__SIG_LOCAL || s->kind == KA__SIG_UNKNOWN;
-            uint64_t limit = k->prog->dev->info.local_mem_size;
-            local += a->size;
-            if (ok && limit && local > limit)
-                return ka__fail(KA_ERR_INVALID_ARGUMENT,
-                                "ka_launch: kernel '%s' argument %u ('%s'): %u bytes of local memory bring the kernel to "
-                                "%llu bytes, over the device's %llu",
-                                k->name, i, s->name, a->size, (unsigned long long)local, (unsigned long long)limit);
-            break;
-        }
-        case KA_ARG_SCALAR:
-            ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) &&
-                 (a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8);
-            break;
-        case KA_ARG_BYTES: /* by the parameter's size where known, always by the device's limit */
-            ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (s->size ? s->size == a->size : a->size > 0) &&
-                 a->size <= max_bytes && a->u.ptr;
-            break;
-        default: ok = false;
-        }
-        if (KA_UNLIKELY(!ok)) {
-            char want[48];
-            if (s->kind == KA__SIG_BUFFER) snprintf(want, sizeof want, "a buffer");
-            else if (s->kind == KA__SIG_LOCAL) snprintf(want, sizeof want, "local memory");
-            else if (s->size) snprintf(want, sizeof want, "a value of %u bytes", s->size);
-            else snprintf(want, sizeof want, "a value of 1 to %u bytes", max_bytes);
-            if (a->kind == KA_ARG_BYTES && !a->u.ptr)
-                return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): bytes with a NULL pointer",
-                                k->name, i, s->name);
-            if (a->kind < KA_ARG_BUFFER || a->kind > KA_ARG_BYTES)
-                return ka__fail(KA_ERR_ARG_TYPE,
-                                "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u (a zeroed or "
-                                "uninitialized ka_arg?), expected %s",
-                                k->name, i, s->name, a->kind, want);
-            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s",
-                            k->name, i, s->name, kind_name(a->kind), a->size, want);
-        }
-    buffer:
-        if (a->kind == KA_ARG_BUFFER) {
+        ka_status st;
+        if (KA_UNLIKELY(tag != k->fast_tag[i]) && (st = check_arg(k, i, a, &dyn_local)) != KA_OK) return st;
+        if ((uint32_t)tag == KA_ARG_BUFFER) { /* the kind: tag's low half (ka_arg starts with it; little-endian) */
             const ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
-            if (KA_UNLIKELY(!b))
-                return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid or released buffer",
-                                k->name, i, k->sig[i].name);
-            if (KA_UNLIKELY(b->dev != dev))
-                return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): a buffer of another device",
-                                k->name, i, k->sig[i].name);
+            if (KA_UNLIKELY(!b || b->dev != dev)) return bad_buffer(k, i, b);
             mem[i] = b->native;
         }
     }
@@ -146,8 +156,9 @@ static inline bool same_range(const ka_range *a, const ka_range *b) {
            a->workgroup[0] == b->workgroup[0] && a->workgroup[1] == b->workgroup[1] && a->workgroup[2] == b->workgroup[2];
 }
 
-/* Validates the range against the kernel and fills the padded launch. */
-static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp, bool *emptyp) {
+/* Validates the range against the kernel and fills the padded launch; an
+ * empty range (a size of 0) gets items = 0: nothing runs. */
+static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp) {
     ka__launch l;
     ka_status st;
     l.dims = r->dims;
@@ -188,11 +199,10 @@ static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp
         l.items = total;
     }
     *lp = l;
-    *emptyp = empty;
     return KA_OK;
 }
 
-static ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
+static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
                         uint32_t nargs, ka_event *ev);
 
 /* Queue and kernel are pinned for the call: a release of either (or of the
@@ -214,7 +224,7 @@ ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const k
     return st;
 }
 
-static ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
+static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
                         uint32_t nargs, ka_event *ev) {
     if (KA_UNLIKELY(!r)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: range is NULL");
     if (KA_UNLIKELY(k->prog->dev != q->dev))
@@ -232,28 +242,25 @@ static ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_
     static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
         uint64_t kernel;
         ka_range r;
-        ka__launch l;
-        bool empty;
+        ka__launch l;      /* items == 0: an empty range, nothing to run */
     } recent[8];
     __typeof__(recent[0]) *c = &recent[(uint32_t)kernel.id & 7];
-    ka__launch l;
-    bool empty = false;
-    if (KA_LIKELY(c->kernel == kernel.id && same_range(&c->r, r))) {
-        l = c->l;
-        empty = c->empty;
-    } else {
-        st = geometry(k, r, &l, &empty);
+    if (KA_UNLIKELY(c->kernel != kernel.id || !same_range(&c->r, r))) {
+        st = geometry(k, r, &c->l); /* leaves c->l alone on failure: c->r still matches it */
         if (KA_UNLIKELY(st != KA_OK)) return st;
         c->kernel = kernel.id;
         c->r = *r;
-        c->l = l;
-        c->empty = empty;
     }
+    /* The back-end reads the cached geometry in place, not a copy: only this
+     * thread uses it, and no user code runs in it during the hook (a logger
+     * or allocator must not call libka: docs/API.md). */
+    ka__launch *l = &c->l;
+    l->mem = mem; /* this call's stack: set on every launch */
 
     ka__event *e = NULL;
     if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
     void *native = NULL;
-    if (!empty) st = ka__be_launch(q, k, &l, args, mem, nargs, e ? &native : NULL);
+    if (KA_LIKELY(l->items)) st = ka__be_launch(q, k, l, args, nargs, e ? &native : NULL);
     if (e) {
         if (st != KA_OK) {
             ka__event_abandon(e);

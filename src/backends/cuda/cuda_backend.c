@@ -86,8 +86,8 @@ static ka_status raise_dyn_smem(ka__kernel *k, ka__cukern *ck, uint32_t bytes) {
     return st;
 }
 
-static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
-                             uint32_t nargs, void **ev) {
+static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                             void **ev) {
     ka__cuq *q = kq->native;
     ka__cukern *ck = k->bk;
     void *params[KA_MAX_ARGS + 1];
@@ -97,7 +97,7 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
         switch (a->kind) {
-        case KA_ARG_BUFFER: params[i + 1] = (void *)&mem[i]; break; /* resolved by the core: the CUdeviceptr */
+        case KA_ARG_BUFFER: params[i + 1] = (void *)&l->mem[i]; break; /* resolved by the core: the CUdeviceptr */
         case KA_ARG_LOCAL:
             if (KA_UNLIKELY(k->sig[i].size && k->sig[i].size != 8))
                 return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s') is a %u-byte value, not KA_LOCAL_ARG",

@@ -116,9 +116,9 @@ static void n_kernel_release(ka__kernel *k) { (void)k; }
 
 static const char failed_event = 0;
 
-static ka_status n_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
-                          uint32_t nargs, void **ev) {
-    (void)q; (void)l; (void)mem;
+static ka_status n_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                          void **ev) {
+    (void)q; (void)l;
     /* As every back-end does: an unknown kind reaches here only past the
      * core's fast check (garbage of exactly an unknown argument's tag). */
     for (uint32_t i = 0; i < nargs; i++)

@@ -489,7 +489,7 @@ static void cl_kernel_release(ka__kernel *k) {
 
 /* ---- launch ------------------------------------------------------------ */
 static ka_status set_args(ka__kernel *k, cl_kernel ck, argcache *cache, uint64_t last_nd[4], const ka__launch *l,
-                          const ka_arg *args, void *const *mem, uint32_t nargs) {
+                          const ka_arg *args, uint32_t nargs) {
     /* The hidden range argument is set only when it changed: argument values
      * persist on the cl_kernel. */
     if (KA_UNLIKELY((last_nd[0] ^ l->nd[0]) | (last_nd[1] ^ l->nd[1]) | (last_nd[2] ^ l->nd[2]) | (last_nd[3] ^ l->nd[3]))) {
@@ -503,9 +503,9 @@ static ka_status set_args(ka__kernel *k, cl_kernel ck, argcache *cache, uint64_t
         cl_int err;
         switch (a->kind) {
         case KA_ARG_BUFFER: /* resolved by the core */
-            v = (uint64_t)(uintptr_t)mem[i];
+            v = (uint64_t)(uintptr_t)l->mem[i];
             if (c->kind == KA_ARG_BUFFER && c->v == v) continue;
-            err = clSetKernelArg(ck, i + 1, sizeof(cl_mem), &mem[i]);
+            err = clSetKernelArg(ck, i + 1, sizeof(cl_mem), &l->mem[i]);
             break;
         case KA_ARG_LOCAL:
             if (c->kind == KA_ARG_LOCAL && c->size == a->size) continue;
@@ -583,8 +583,8 @@ out:
  * native event: a launch that asks for one gets *ev = NULL, which the core
  * binds as an event complete at once (saving PoCL's event, a status query and
  * a release per launch + wait). */
-static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
-                               uint32_t nargs, void **ev) {
+static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                               void **ev) {
     cl_queue *cq = q->native;
     cl_kern *kk = k->bk;
     ka_status st;
@@ -602,7 +602,7 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
      * two slow ones in a row send the kernel to the threaded device for good. */
     bool timed = (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
     int64_t t0 = timed ? ka__now_ns() : 0;
-    st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, mem, nargs);
+    st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
         if (ev) *ev = NULL;
         cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, NULL);
@@ -627,17 +627,17 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     return st;
 }
 
-static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, void *const *mem,
-                           uint32_t nargs, void **ev) {
+static ka_status cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                           void **ev) {
     cl_queue *cq = q->native;
     cl_kern *kk = k->bk;
     if (cq->inl && l->items <= cq->inline_max &&
         !atomic_load_explicit(&kk->demoted, memory_order_relaxed))
-        return launch_inline(q, k, l, args, mem, nargs, ev);
+        return launch_inline(q, k, l, args, nargs, ev);
     /* clSetKernelArg + enqueue on one cl_kernel must not interleave between
      * threads. */
     ka__spin_lock(&kk->spin);
-    ka_status st = set_args(k, k->native, kk->cache, kk->last_nd, l, args, mem, nargs);
+    ka_status st = set_args(k, k->native, kk->cache, kk->last_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
         cl_int err = counted(q, true, clEnqueueNDRangeKernel(main_q(q), k->native, l->dims, NULL, l->global, l->local, 0,
                                                        NULL, (cl_event *)ev));
