@@ -57,22 +57,6 @@ void bench_count_allocs(int on) {
 }
 uint64_t bench_allocs(void) { return atomic_load(&allocs); }
 
-cl_device_id bench_cl_device(const char *selector) {
-    unsigned idx;
-    if (sscanf(selector, "opencl:%u", &idx) != 1) return NULL;
-    cl_platform_id plats[16];
-    cl_uint np = 0;
-    if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS) return NULL;
-    for (cl_uint p = 0; p < np && p < 16; p++) {
-        cl_device_id ds[16];
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS) continue;
-        if (idx < nd) return ds[idx];
-        idx -= nd;
-    }
-    return NULL;
-}
-
 const char *bench_cl_options(cl_device_id dev) {
     static char opts[96];
     char ver[64] = "";

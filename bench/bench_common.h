@@ -20,10 +20,8 @@ double bench_max(const double *v, int n);
 void bench_count_allocs(int on);
 uint64_t bench_allocs(void);
 
-/* The raw OpenCL device behind an "opencl:N" selector (libka's flat order),
- * and the build options libka uses for it, so raw loops run the same code. */
+/* The build options libka uses for a raw OpenCL device, so raw loops run the same code. */
 struct _cl_device_id;
-struct _cl_device_id *bench_cl_device(const char *selector);
 const char *bench_cl_options(struct _cl_device_id *dev);
 
 /* Each benchmark's entry: argv[0] is its name ("launch"); the options follow. */

@@ -47,10 +47,6 @@ static const char usage_run[] =
 
 static const char usage_version[] = "usage: ka version\n  Prints libka's version.\n";
 
-static const char *backend_name(ka_backend b) {
-    return b == KA_BACKEND_OPENCL ? "opencl" : b == KA_BACKEND_CUDA ? "cuda" : "null";
-}
-
 static void json_str(const char *s) {
     putchar('"');
     for (; *s; s++) {
@@ -103,7 +99,7 @@ static int cmd_info(int argc, char **argv) {
         if (json) {
             printf("%s{\"selector\":", i ? "," : "");
             json_str(d.selector);
-            printf(",\"backend\":\"%s\",\"name\":", backend_name(d.backend));
+            printf(",\"backend\":\"%s\",\"name\":", ka_backend_name(d.backend));
             json_str(d.name);
             printf(",\"vendor\":");
             json_str(d.vendor);
@@ -127,7 +123,7 @@ static int cmd_info(int argc, char **argv) {
                    d.has_subgroup_shuffle ? "true" : "false");
         } else {
             printf("\n[%s] %s\n", d.selector, d.name);
-            printf("  platform        %s (%s back-end)\n", d.platform, backend_name(d.backend));
+            printf("  platform        %s (%s back-end)\n", d.platform, ka_backend_name(d.backend));
             printf("  vendor          %s\n", d.vendor);
             printf("  version         %s; OpenCL C %d.%d; driver %s\n", d.version, d.opencl_c_major,
                    d.opencl_c_minor, d.driver_version);
