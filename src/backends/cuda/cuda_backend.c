@@ -1,4 +1,4 @@
-/* The CUDA back-end's ops table: queues and the launch path.
+/* The CUDA back-end's table (struct ka__backend, src/core/backend.h): queues and the launch path.
  *
  * A queue is a non-blocking CUstream plus a pool of CUevents and a callback
  * helper thread (cuda_events.c). The launch builds cuLaunchKernel's
