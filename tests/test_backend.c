@@ -1,0 +1,83 @@
+/* The back-end contract (src/core/backend.h), linked against libka's objects
+ * so the internal table and its check can be called: every built-in table
+ * passes the check; a table of another version, or without a required hook,
+ * is refused with a message naming it; selectors and names come from the
+ * table. */
+#include "test_util.h"
+
+#include "backend.h"
+
+static void builtin_tables_pass(void **state) {
+    (void)state;
+    assert_true(ka__nbackends >= 2);
+    for (uint32_t i = 0; i < ka__nbackends; i++) {
+        const ka__backend *be = ka__backends[i];
+        KA_OK_OR_FAIL(ka__backend_check(be));
+        assert_string_equal(ka_backend_name(be->kind), be->name);
+    }
+    assert_string_equal(ka_backend_name(KA_BACKEND_OPENCL), "opencl");
+    assert_string_equal(ka_backend_name(KA_BACKEND_NULL), "null");
+    assert_string_equal(ka_backend_name((ka_backend)77), "unknown");
+}
+
+static void wrong_version_refused(void **state) {
+    (void)state;
+    ka__backend t = ka__null_backend;
+    t.version = KA__BACKEND_VERSION + 1;
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
+    EXPECT_DETAIL("null", "version");
+    t.version = 1; /* the table before buffers were resolved by the core */
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
+}
+
+static void missing_hook_refused(void **state) {
+    (void)state;
+    ka__backend t = ka__opencl_backend;
+    t.launch = NULL;
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
+    EXPECT_DETAIL("opencl", "launch");
+    t = ka__opencl_backend;
+    t.event_wait = NULL;
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
+    EXPECT_DETAIL("event_wait");
+    /* The optional ones may be NULL. */
+    t = ka__opencl_backend;
+    t.selects = NULL;
+    t.preferred = NULL;
+    t.device_native = NULL;
+    t.queue_native = NULL;
+    t.queue_stats = NULL;
+    t.event_error = NULL;
+    KA_OK_OR_FAIL(ka__backend_check(&t));
+}
+
+/* An unlisted back-end is opened by its bare name only, not as "NAME:N"
+ * (test_devices covers the listed ones' selectors). */
+static void unlisted_by_bare_name(void **state) {
+    (void)state;
+    ka_device d;
+    KA_OK_OR_FAIL(ka_device_open("null", &d));
+    const ka_device_info *info;
+    KA_OK_OR_FAIL(ka_device_get_info(d, &info));
+    assert_int_equal(info->backend, KA_BACKEND_NULL);
+    KA_OK_OR_FAIL(ka_device_close(d));
+    KA_EXPECT(KA_ERR_NO_DEVICE, ka_device_open("null:0", &d));
+    uint32_t n, listed = 0;
+    KA_OK_OR_FAIL(ka_device_count(&n));
+    for (uint32_t i = 0; i < n; i++) {
+        ka_device_info di;
+        KA_OK_OR_FAIL(ka_device_describe(i, &di));
+        listed += di.backend == KA_BACKEND_NULL;
+    }
+    assert_int_equal(listed, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(builtin_tables_pass),
+        cmocka_unit_test(wrong_version_refused),
+        cmocka_unit_test(missing_hook_refused),
+        cmocka_unit_test(unlisted_by_bare_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
