@@ -5,10 +5,22 @@
 
 #include "bench_common.h"
 
+#include <limits.h>
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+int bench_option(const cli *c, int r, const char *arg, bench_opts *o) {
+    switch (r) {
+    case 'd': o->sel = arg; return -1;
+    case 'i': return cli_int(c, arg, 1, INT_MAX, &o->iters) ? KA_EXIT_USAGE : -1;
+    case 'r': return cli_int(c, arg, 1, BENCH_MAX_REPS, &o->reps) ? KA_EXIT_USAGE : -1;
+    case 'j': o->json = 1; return -1;
+    default: return cli_default(c, r, arg);
+    }
+}
 
 int64_t bench_now_ns(void) {
     struct timespec ts;

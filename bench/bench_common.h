@@ -1,5 +1,6 @@
-/* Helpers of the `ka-bench` benchmarks: timing, statistics, allocation
- * counting, raw OpenCL device lookup; options are parsed with cli.h. */
+/* Helpers of the `ka-bench` benchmarks: the options they share, timing,
+ * statistics, allocation counting, raw OpenCL build options; options are
+ * parsed with cli.h. */
 #ifndef KA_BENCH_COMMON_H
 #define KA_BENCH_COMMON_H
 #include <ka.h>
@@ -11,6 +12,24 @@
 
 /* The most repetitions a benchmark takes (each keeps a few doubles). */
 #define BENCH_MAX_REPS 100000
+
+/* The options benchmarks share. A benchmark lists the ones it takes in its
+ * long options (BENCH_OPT_*, then BENCH_OPT_END) and passes every option its
+ * own switch does not take to bench_option. */
+typedef struct bench_opts {
+    const char *sel; /* --device SEL */
+    int iters;       /* --iterations N, 1 to INT_MAX */
+    int reps;        /* --reps R, 1 to BENCH_MAX_REPS */
+    int json;        /* --json */
+} bench_opts;
+#define BENCH_OPT_DEVICE {"device", required_argument, NULL, 'd'}
+#define BENCH_OPT_ITERATIONS {"iterations", required_argument, NULL, 'i'}
+#define BENCH_OPT_REPS {"reps", required_argument, NULL, 'r'}
+#define BENCH_OPT_JSON {"json", no_argument, NULL, 'j'}
+#define BENCH_OPT_END {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+/* -1 when r was a shared option (taken into *o), else the exit status: a
+ * bad value (KA_EXIT_USAGE), or cli_default's for anything else. */
+int bench_option(const cli *c, int r, const char *arg, bench_opts *o);
 
 int64_t bench_now_ns(void);
 double bench_median(double *v, int n);

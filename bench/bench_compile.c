@@ -202,30 +202,28 @@ static const char usage[] =
 
 int bench_compile_main(int argc, char **argv) {
     /* --child: the measuring process this command starts (not for users). */
-    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
-                                       {"reps", required_argument, NULL, 'r'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"keep", no_argument, NULL, 'k'},
-                                       {"child", no_argument, NULL, 'C'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    const char *sel = NULL;
-    int reps = 3, json = 0, is_child = 0, keep = 0;
+    static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_REPS, BENCH_OPT_JSON,
+                                       {"keep", no_argument, NULL, 'k'}, {"child", no_argument, NULL, 'C'},
+                                       BENCH_OPT_END};
+    bench_opts o = {.reps = 3};
+    int is_child = 0, keep = 0;
     cli c;
     cli_init(&c, "ka-bench compile", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        int st;
         switch (r) {
-        case 'd': sel = arg; break;
-        case 'r':
-            if (cli_int(&c, arg, 1, 32, &reps)) return KA_EXIT_USAGE;
+        case 'r': /* each repetition is two processes: fewer than elsewhere */
+            if (cli_int(&c, arg, 1, 32, &o.reps)) return KA_EXIT_USAGE;
             break;
-        case 'j': json = 1; break;
         case 'k': keep = 1; break;
         case 'C': is_child = 1; break;
-        default: return cli_default(&c, r, arg);
+        default:
+            if ((st = bench_option(&c, r, arg, &o)) >= 0) return st;
         }
     }
+    const char *sel = o.sel;
+    int reps = o.reps, json = o.json;
     if (sel && !*sel) sel = NULL;
     if (is_child) return child(sel);
     const char *tmp = getenv("TMPDIR");

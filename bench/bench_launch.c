@@ -316,35 +316,22 @@ static int parse_args_list(const cli *c, const char *spec, int *nargs, int *coun
 }
 
 int bench_launch_main(int argc, char **argv) {
-    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
-                                       {"args", required_argument, NULL, 'a'},
-                                       {"iterations", required_argument, NULL, 'i'},
-                                       {"reps", required_argument, NULL, 'r'},
-                                       {"impl", required_argument, NULL, 'm'},
-                                       {"path", required_argument, NULL, 'p'},
-                                       {"wait", no_argument, NULL, 'w'},
-                                       {"no-wait", no_argument, NULL, 'W'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    const char *sel = NULL, *impl = "both", *path = "both";
+    static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_ITERATIONS, BENCH_OPT_REPS, BENCH_OPT_JSON,
+                                       {"args", required_argument, NULL, 'a'}, {"impl", required_argument, NULL, 'm'},
+                                       {"path", required_argument, NULL, 'p'}, {"wait", no_argument, NULL, 'w'},
+                                       {"no-wait", no_argument, NULL, 'W'}, BENCH_OPT_END};
+    const char *impl = "both", *path = "both";
     int nargs_list[15] = {2, 40}, nlist = 2;
-    int json = 0;
+    bench_opts bo = {.iters = 2000, .reps = 7};
     opts o = {2000, 7, 1, 1, 1, 1};
     cli c;
     cli_init(&c, "ka-bench launch", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        int st;
         switch (r) {
-        case 'd': sel = arg; break;
         case 'a':
             if (parse_args_list(&c, arg, nargs_list, &nlist)) return KA_EXIT_USAGE;
-            break;
-        case 'i':
-            if (cli_int(&c, arg, 1, INT_MAX, &o.iters)) return KA_EXIT_USAGE;
-            break;
-        case 'r':
-            if (cli_int(&c, arg, 1, BENCH_MAX_REPS, &o.reps)) return KA_EXIT_USAGE;
             break;
         case 'm':
             if (strcmp(arg, "ka") && strcmp(arg, "raw") && strcmp(arg, "both"))
@@ -358,10 +345,14 @@ int bench_launch_main(int argc, char **argv) {
             break;
         case 'w': o.do_launch = 0, o.do_wait = 1; break;
         case 'W': o.do_launch = 1, o.do_wait = 0; break;
-        case 'j': json = 1; break;
-        default: return cli_default(&c, r, arg);
+        default:
+            if ((st = bench_option(&c, r, arg, &bo)) >= 0) return st;
         }
     }
+    const char *sel = bo.sel;
+    int json = bo.json;
+    o.iters = bo.iters;
+    o.reps = bo.reps;
     o.run_ka = strcmp(impl, "raw") != 0;
     o.run_raw = strcmp(impl, "ka") != 0;
     ka_device dev;

@@ -106,31 +106,23 @@ static const char usage[] =
     "  --max N    the largest size, 64 to 2^40 items (default 16777216)\n";
 
 int bench_route_main(int argc, char **argv) {
-    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
-                                       {"reps", required_argument, NULL, 'r'},
-                                       {"max", required_argument, NULL, 'm'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    const char *sel = NULL;
-    int reps = 5, json = 0;
+    static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_REPS, BENCH_OPT_JSON,
+                                       {"max", required_argument, NULL, 'm'}, BENCH_OPT_END};
+    bench_opts o = {.reps = 5};
     uint64_t maxn = 1u << 24;
     cli c;
     cli_init(&c, "ka-bench route", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
-        switch (r) {
-        case 'd': sel = arg; break;
-        case 'r':
-            if (cli_int(&c, arg, 1, BENCH_MAX_REPS, &reps)) return KA_EXIT_USAGE;
-            break;
-        case 'm':
+        int st;
+        if (r == 'm') {
             if (cli_u64(&c, arg, 64, (uint64_t)1 << 40, &maxn)) return KA_EXIT_USAGE;
-            break;
-        case 'j': json = 1; break;
-        default: return cli_default(&c, r, arg);
+        } else if ((st = bench_option(&c, r, arg, &o)) >= 0) {
+            return st;
         }
     }
+    const char *sel = o.sel;
+    int reps = o.reps, json = o.json;
     ka_device dev;
     ka_queue routed, threaded;
     ka_program prog;

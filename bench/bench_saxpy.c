@@ -67,24 +67,18 @@ static int check(const float *v, size_t n, int k, const char *what) {
     } while (0)
 
 int bench_saxpy_main(int argc, char **argv) {
-    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
-                                       {"n", required_argument, NULL, 'n'},
-                                       {"wg", required_argument, NULL, 'g'},
-                                       {"iterations", required_argument, NULL, 'i'},
-                                       {"reps", required_argument, NULL, 'r'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    const char *sel = NULL;
+    static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_ITERATIONS, BENCH_OPT_REPS, BENCH_OPT_JSON,
+                                       {"n", required_argument, NULL, 'n'}, {"wg", required_argument, NULL, 'g'},
+                                       BENCH_OPT_END};
+    bench_opts o = {.iters = 5, .reps = 11};
     uint64_t n = 0, wg64;
-    int json = 0, iters = 5, reps = 11;
     unsigned wg = 256;
     cli cl;
     cli_init(&cl, "ka-bench saxpy", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&cl, &arg)) != CLI_END;) {
+        int st;
         switch (r) {
-        case 'd': sel = arg; break;
         case 'n':
             if (cli_u64(&cl, arg, 1, UINT32_MAX, &n)) return KA_EXIT_USAGE;
             break;
@@ -92,16 +86,12 @@ int bench_saxpy_main(int argc, char **argv) {
             if (cli_u64(&cl, arg, 1, UINT32_MAX, &wg64)) return KA_EXIT_USAGE;
             wg = (unsigned)wg64;
             break;
-        case 'i':
-            if (cli_int(&cl, arg, 1, INT_MAX, &iters)) return KA_EXIT_USAGE;
-            break;
-        case 'r':
-            if (cli_int(&cl, arg, 1, BENCH_MAX_REPS, &reps)) return KA_EXIT_USAGE;
-            break;
-        case 'j': json = 1; break;
-        default: return cli_default(&cl, r, arg);
+        default:
+            if ((st = bench_option(&cl, r, arg, &o)) >= 0) return st;
         }
     }
+    const char *sel = o.sel;
+    int iters = o.iters, reps = o.reps, json = o.json;
     ka_device dev;
     ka_queue q, qspin;
     if (cli_device_open(&cl, sel, &dev)) return KA_EXIT_FAIL;

@@ -384,36 +384,24 @@ static const char usage[] =
     "                   (default: each device's own)\n";
 
 int bench_wait_main(int argc, char **argv) {
-    static const struct option lo[] = {{"device", required_argument, NULL, 'd'},
-                                       {"iterations", required_argument, NULL, 'i'},
-                                       {"reps", required_argument, NULL, 'r'},
-                                       {"spin", required_argument, NULL, 's'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    const char *sel = NULL;
-    int iters = 500, reps = 7, json = 0;
+    static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_ITERATIONS, BENCH_OPT_REPS, BENCH_OPT_JSON,
+                                       {"spin", required_argument, NULL, 's'}, BENCH_OPT_END};
+    bench_opts o = {.iters = 500, .reps = 7};
     uint64_t spin;
     cli cl;
     cli_init(&cl, "ka-bench wait", usage, argc, argv, "h", lo);
     const char *arg;
     for (int r; (r = cli_next(&cl, &arg)) != CLI_END;) {
-        switch (r) {
-        case 'd': sel = arg; break;
-        case 'i':
-            if (cli_int(&cl, arg, 1, INT_MAX, &iters)) return KA_EXIT_USAGE;
-            break;
-        case 'r':
-            if (cli_int(&cl, arg, 1, BENCH_MAX_REPS, &reps)) return KA_EXIT_USAGE;
-            break;
-        case 's':
+        int st;
+        if (r == 's') {
             if (cli_u64(&cl, arg, 0, 60000000000ull, &spin)) return KA_EXIT_USAGE;
             ka_set_wait_spin((int64_t)spin);
-            break;
-        case 'j': json = 1; break;
-        default: return cli_default(&cl, r, arg);
+        } else if ((st = bench_option(&cl, r, arg, &o)) >= 0) {
+            return st;
         }
     }
+    const char *sel = o.sel;
+    int iters = o.iters, reps = o.reps, json = o.json;
     ka_device dev;
     ctx c;
     memset(&c, 0, sizeof c);
