@@ -1,5 +1,21 @@
 # Turns a text file into a C string: cmake -DIN=file -DOUT=file.c -DNAME=symbol -P embed.cmake
+# An `#include "ka_kernel_*.h"` line is replaced by that file of IN's directory:
+# the string must stand alone (OpenCL and NVRTC builds get no include path).
 file(READ "${IN}" content)
+get_filename_component(dir "${IN}" DIRECTORY)
+set(depth 0)
+while(content MATCHES "(^|\n)[ \t]*#[ \t]*include[ \t]*\"(ka_kernel_[A-Za-z0-9_]+\\.h)\"[^\n]*")
+  set(line "${CMAKE_MATCH_0}")
+  set(lead "${CMAKE_MATCH_1}")
+  set(inc "${dir}/${CMAKE_MATCH_2}")
+  math(EXPR depth "${depth} + 1")
+  if(depth GREATER 8 OR NOT EXISTS "${inc}")
+    message(FATAL_ERROR "embed.cmake: ${IN}: cannot inline ${inc} (missing, or included too often)")
+  endif()
+  file(READ "${inc}" text)
+  string(REGEX REPLACE "\n$" "" text "${text}")
+  string(REPLACE "${line}" "${lead}${text}" content "${content}")
+endwhile()
 string(REPLACE "\\" "\\\\" content "${content}")
 string(REPLACE "\"" "\\\"" content "${content}")
 string(REPLACE "\n" "\\n\"\n\"" content "${content}")

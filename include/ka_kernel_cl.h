@@ -51,9 +51,6 @@ typedef ulong4 ka_nd_t;
 #endif
 #if defined(KA_STATIC_WG0)
 #define KA__WG_ATTR __attribute__((reqd_work_group_size(KA_STATIC_WG0, KA_STATIC_WG1, KA_STATIC_WG2)))
-/* Work-items of the static work-group: sizes fixed local arrays. Defined only
- * in static variants, so a kernel using it sits under #ifdef KA_STATIC_WG0. */
-#define KA_STATIC_WG_LINEAR (KA_STATIC_WG0 * KA_STATIC_WG1 * KA_STATIC_WG2)
 #else
 #define KA__WG_ATTR
 #endif
@@ -89,15 +86,6 @@ typedef ulong4 ka_nd_t;
 #define KA_LOCAL_PTR(T) __local T *
 #define KA_DEVICE_FN static inline
 #define KA_INLINE inline
-/* Helpers that use ka_ndrange(), ka_in_range() or the linear indices take the
- * kernel's context (KernelAbstractions' @context): declare the helper as
- * f(KA_CTX_PARAM, ...) and call it as f(KA_CTX, ...). */
-#define KA_CTX_PARAM const ka_nd_t ka__nd
-#define KA_CTX ka__nd
-/* Loop unrolling hints, before a for loop. */
-#define KA__PRAGMA(x) _Pragma(#x)
-#define KA_UNROLL KA__PRAGMA(unroll)
-#define KA_UNROLL_N(n) KA__PRAGMA(unroll n)
 
 /* ---- indices ----------------------------------------------------------- */
 typedef ulong ka_size_t;
@@ -110,19 +98,11 @@ typedef ulong ka_size_t;
 #else
 #define ka_group_size(d) ((ka_size_t)get_local_size(d))
 #endif
-#if defined(KA_STATIC_ND0)
-#define ka_ndrange(d) ((ka_size_t)((d) == 0 ? KA_STATIC_ND0 : (d) == 1 ? KA_STATIC_ND1 : (d) == 2 ? KA_STATIC_ND2 : 1))
-#else
-#define ka_ndrange(d) ((ka_size_t)((d) == 0 ? ka__nd.x : (d) == 1 ? ka__nd.y : (d) == 2 ? ka__nd.z : 1))
-#endif
-#define ka_ndims() ((uint)ka__nd.w)
+/* ka_ndrange, the linear indices, KA_CTX, KA_UNROLL, the scalar type names. */
+#include "ka_kernel_common.h"
+/* All three dimensions: get_global_id is a built-in here, with no id
+ * arithmetic to skip past ka_ndims() as the CUDA prelude does. */
 #define ka_in_range() (ka_global_id(0) < ka_ndrange(0) && ka_global_id(1) < ka_ndrange(1) && ka_global_id(2) < ka_ndrange(2))
-/* Row-major linear index: dimension 0 varies fastest (i0 + n0*(i1 + n1*i2)). */
-#define ka_global_linear_id() (ka_global_id(0) + ka_ndrange(0) * (ka_global_id(1) + ka_ndrange(1) * ka_global_id(2)))
-#define ka_local_linear_id() (ka_local_id(0) + ka_group_size(0) * (ka_local_id(1) + ka_group_size(1) * ka_local_id(2)))
-#define ka_group_linear_id() (ka_group_id(0) + ka_num_groups(0) * (ka_group_id(1) + ka_num_groups(1) * ka_group_id(2)))
-#define ka_group_linear_size() (ka_group_size(0) * ka_group_size(1) * ka_group_size(2))
-#define ka_ndrange_linear() (ka_ndrange(0) * ka_ndrange(1) * ka_ndrange(2))
 
 /* ---- synchronization --------------------------------------------------- */
 #define ka_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
@@ -295,19 +275,8 @@ KA__CTZ(ulong, ulong)
 #define ctz ka__ctz
 #endif
 
-/* Portable scalar type names (same spelling in CUDA's prelude). */
+/* ka_i8: OpenCL C's char is signed (the others are in ka_kernel_common.h). */
 typedef char ka_i8;
-typedef uchar ka_u8;
-typedef short ka_i16;
-typedef ushort ka_u16;
-typedef int ka_i32;
-typedef uint ka_u32;
-typedef long ka_i64;
-typedef ulong ka_u64;
-typedef float ka_f32;
-#ifdef KA_HAS_DOUBLE
-typedef double ka_f64;
-#endif
 
 /* KA_PRINTF(fmt, ...): object-like, so no variadic macro is needed. */
 #define KA_PRINTF printf

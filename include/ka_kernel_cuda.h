@@ -1,7 +1,8 @@
 /* libka kernel dialect: the CUDA prelude.
  * Compiled by NVRTC (C++17) in front of every program built for a CUDA device;
  * gives the names of ka_kernel_cl.h the same meaning. NVRTC has no standard
- * headers, so nothing is included. Build-time defines set by libka:
+ * headers, so only ka_kernel_common.h is included (inline in libka's copy).
+ * Build-time defines set by libka:
  *   KA_STATIC_WG0..2     static work-group size (adds __launch_bounds__)
  *   KA_STATIC_ND0..2     static ndrange
  *   KA_SUBGROUP_SIZE     required sub-group size (always 32 here: a warp)
@@ -29,16 +30,9 @@ typedef unsigned short ushort;
 typedef unsigned int uint;
 typedef unsigned long ulong;
 
+/* ka_i8: char's signedness is the compiler's choice in C++, and a type of its
+ * own (the other ka_ names are in ka_kernel_common.h). */
 typedef signed char ka_i8;
-typedef unsigned char ka_u8;
-typedef short ka_i16;
-typedef unsigned short ka_u16;
-typedef int ka_i32;
-typedef unsigned int ka_u32;
-typedef long ka_i64;
-typedef unsigned long ka_u64;
-typedef float ka_f32;
-typedef double ka_f64;
 
 /* ---- qualifiers -------------------------------------------------------- */
 /* Hidden first argument: logical ndrange (x, y, z) and dims (w); 32 bytes. */
@@ -54,9 +48,6 @@ struct ka_nd_t {
 #define KA_STATIC_WG2 1
 #endif
 #define KA__WG_ATTR __launch_bounds__((KA_STATIC_WG0) * (KA_STATIC_WG1) * (KA_STATIC_WG2))
-/* Work-items of the static work-group: sizes fixed local arrays. Defined only
- * in static variants, so a kernel using it sits under #ifdef KA_STATIC_WG0. */
-#define KA_STATIC_WG_LINEAR ((KA_STATIC_WG0) * (KA_STATIC_WG1) * (KA_STATIC_WG2))
 #else
 #define KA__WG_ATTR
 #endif
@@ -93,14 +84,6 @@ struct ka_nd_t {
 #define KA_LOCAL_PTR(T) T *
 #define KA_DEVICE_FN static __device__ inline
 #define KA_INLINE __device__ inline
-/* Helpers that use ka_ndrange(), ka_in_range() or the linear indices take the
- * kernel's context: declare f(KA_CTX_PARAM, ...) and call f(KA_CTX, ...). */
-#define KA_CTX_PARAM const ka_nd_t ka__nd
-#define KA_CTX ka__nd
-/* Loop unrolling hints, before a for loop. */
-#define KA__PRAGMA(x) _Pragma(#x)
-#define KA_UNROLL KA__PRAGMA(unroll)
-#define KA_UNROLL_N(n) KA__PRAGMA(unroll n)
 #define KA__FN __device__ __forceinline__ /* not static: unused ones draw no warning */
 
 /* Dynamic local memory. KA_LOCAL_ARG(T) p is a kernel parameter holding a
@@ -131,12 +114,8 @@ KA__FN ka_size_t ka_group_size(unsigned d) { return d == 0 ? blockDim.x : d == 1
 #define KA__GROUP_LINEAR_SIZE (blockDim.x * blockDim.y * blockDim.z)
 #endif
 KA__FN ka_size_t ka_global_id(unsigned d) { return ka_group_id(d) * ka_group_size(d) + ka_local_id(d); }
-#if defined(KA_STATIC_ND0)
-#define ka_ndrange(d) ((ka_size_t)((d) == 0 ? (KA_STATIC_ND0) : (d) == 1 ? (KA_STATIC_ND1) : (d) == 2 ? (KA_STATIC_ND2) : 1))
-#else
-#define ka_ndrange(d) ((ka_size_t)((d) == 0 ? ka__nd.x : (d) == 1 ? ka__nd.y : (d) == 2 ? ka__nd.z : 1))
-#endif
-#define ka_ndims() ((uint)ka__nd.w)
+/* ka_ndrange, the linear indices, KA_CTX, KA_UNROLL, the scalar type names. */
+#include "ka_kernel_common.h"
 /* Dimensions past ka_ndims() are not checked: libka launches them as 1 item in
  * groups of 1 (global id 0, size 1), so a 1-D launch runs the one comparison a
  * CUDA programmer writes, plus a test of the launch's dimensions (a kernel
@@ -144,12 +123,6 @@ KA__FN ka_size_t ka_global_id(unsigned d) { return ka_group_id(d) * ka_group_siz
 #define ka_in_range()                                                                                                 \
     (ka_global_id(0) < ka_ndrange(0) &&                                                                               \
      (ka__nd.w < 2 || (ka_global_id(1) < ka_ndrange(1) && (ka__nd.w < 3 || ka_global_id(2) < ka_ndrange(2)))))
-/* Row-major linear index: dimension 0 varies fastest (i0 + n0*(i1 + n1*i2)). */
-#define ka_global_linear_id() (ka_global_id(0) + ka_ndrange(0) * (ka_global_id(1) + ka_ndrange(1) * ka_global_id(2)))
-#define ka_local_linear_id() (ka_local_id(0) + ka_group_size(0) * (ka_local_id(1) + ka_group_size(1) * ka_local_id(2)))
-#define ka_group_linear_id() (ka_group_id(0) + ka_num_groups(0) * (ka_group_id(1) + ka_num_groups(1) * ka_group_id(2)))
-#define ka_group_linear_size() (ka_group_size(0) * ka_group_size(1) * ka_group_size(2))
-#define ka_ndrange_linear() (ka_ndrange(0) * ka_ndrange(1) * ka_ndrange(2))
 
 /* ---- synchronization --------------------------------------------------- */
 /* __syncthreads orders both shared and global accesses within the block. */

@@ -1208,6 +1208,10 @@ static void test_cuda_prelude_nvrtc(void **state) {
     assert_true(create && compile && logsize && getlog && destroy && version);
     char *prelude = read_file(g_cuda_prelude_path);
     if (!prelude) fail_msg("cannot read %s", g_cuda_prelude_path);
+    /* The prelude includes ka_kernel_common.h from its own directory. */
+    const char *slash = strrchr(g_cuda_prelude_path, '/');
+    const char *incl = slash ? pool_printf("--include-path=%.*s", (int)(slash - g_cuda_prelude_path), g_cuda_prelude_path)
+                             : "--include-path=.";
     int maj = 0, min = 0;
     version(&maj, &min);
     int failed = 0, built = 0;
@@ -1217,10 +1221,10 @@ static void test_cuda_prelude_nvrtc(void **state) {
         str src = {0};
         str_add(&src, "%s\n#line 1 \"kernel source\"\n%s", prelude, body);
         free(body);
-        const char *opts[] = {"-std=c++17", "-arch=compute_75", "-DKA_SUBGROUP_SIZE=32", "-DKA_STATIC_WG0=2",
+        const char *opts[] = {"-std=c++17", "-arch=compute_75", incl, "-DKA_SUBGROUP_SIZE=32", "-DKA_STATIC_WG0=2",
                               "-DKA_STATIC_WG1=3", "-DKA_STATIC_WG2=4", "-DKA_STATIC_ND0=5", "-DKA_STATIC_ND1=7",
                               "-DKA_STATIC_ND2=7"};
-        int nopt = sec == NSEC ? 9 : 3;
+        int nopt = sec == NSEC ? 10 : 4;
         if (__lsan_disable) __lsan_disable(); /* NVRTC's own allocations are not the test's */
         nvrtc_prog p = NULL;
         int r = create(&p, src.s, "kernel.cu", 0, NULL, NULL);
