@@ -340,6 +340,38 @@ KA_API ka_status ka_queue_get_stats(ka_queue q, ka_queue_stats *out);
 /* Process-wide default spin before sleeping in waits (ns); 0 turns spinning off. */
 KA_API void ka_set_wait_spin(int64_t spin_ns);
 
+/* ---- recorded launch graphs -------------------------------------------- */
+/* Launches, copies and fills recorded once and replayed many times: a time
+ * step replayed at a fraction of its launches' cost. Between ka_graph_begin
+ * and ka_graph_end, ka_launch, ka_buffer_copy and ka_buffer_fill on the queue
+ * are checked as always and recorded instead of run; node i is the i-th
+ * command recorded. CUDA replays a CUDA graph; OpenCL and null replay the
+ * pre-validated launches. docs/API.md, "Graphs". */
+typedef struct ka_graph { uint64_t id; } ka_graph;
+typedef struct ka_graph_info {
+    uint32_t nodes;      /* commands recorded */
+    uint32_t launches;   /* of which kernel launches */
+    uint32_t native;     /* 1: replayed as the driver's own graph (CUDA) */
+} ka_graph_info;
+/* Starts recording on q. Nothing recorded runs until ka_graph_launch. */
+KA_API ka_status ka_graph_begin(ka_queue q);
+/* Stops recording and makes the graph (CUDA: builds and instantiates it). On
+ * failure the recording is discarded and *out is {0}. An empty recording is
+ * KA_ERR_INVALID_ARGUMENT. */
+KA_API ka_status ka_graph_end(ka_queue q, ka_graph *out);
+/* Replays the graph on q (any queue of its device, after q's earlier
+ * commands). ev, if not NULL, completes when the whole graph has. Allocates
+ * nothing. A buffer or kernel of the graph released since: a clean error,
+ * nothing enqueued. */
+KA_API ka_status ka_graph_launch(ka_queue q, ka_graph g, ka_event *ev);
+/* Argument `index` of launch node `node` for later replays, checked like a
+ * ka_launch argument (a buffer of the graph's device; bytes of the size
+ * recorded). Allocates nothing. Not concurrently with a replay of g. */
+KA_API ka_status ka_graph_set_arg(ka_graph g, uint32_t node, uint32_t index, ka_arg arg);
+KA_API ka_status ka_graph_get_info(ka_graph g, ka_graph_info *out);
+/* Waits for nothing: a replay already enqueued still runs. */
+KA_API ka_status ka_graph_release(ka_graph g);
+
 /* ---- version ------------------------------------------------------------ */
 KA_API const char *ka_version(void);
 

@@ -186,6 +186,34 @@ static void zero_alloc_2d_static(void **state) {
     expect_all(Q, F.buf, 13 * 7, N + 1);
 }
 
+/* A recorded graph of two launches: replays, argument updates and a replay
+ * with its event waited on and released allocate nothing. */
+static void zero_alloc_graph(void **state) {
+    ka_queue Q = *(ka_queue *)*state;
+    zero(Q, F.buf);
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range r = {.dims = 1, .size = {100}};
+    KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, args, 1, NULL)); /* warm-up: local size compiled */
+    KA_OK_OR_FAIL(ka_graph_begin(Q));
+    KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, args, 1, NULL));
+    KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, args, 1, NULL));
+    ka_graph g;
+    KA_OK_OR_FAIL(ka_graph_end(Q, &g));
+    KA_OK_OR_FAIL(ka_graph_launch(Q, g, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        ka_event ev;
+        if (ka_graph_set_arg(g, (uint32_t)i & 1, 0, ka_arg_buffer(F.buf)) || ka_graph_launch(Q, g, NULL) ||
+            ka_graph_launch(Q, g, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+            fail_msg("graph iteration %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("graph replay");
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
+    KA_OK_OR_FAIL(ka_graph_release(g));
+    expect_all(Q, F.buf, 100, 4 * N + 3);
+}
+
 /* Waits that poll the event for up to 50 ms before sleeping: a short kernel
  * on the threaded device ends within the spin, not through the callback (on
  * 2 loaded cores the spinner holds one, and PoCL's worker may wait for the
@@ -464,6 +492,7 @@ int main(void) {
         cmocka_unit_test(zero_alloc_lookup),
         BOTH(zero_alloc_launch),
         BOTH(zero_alloc_2d_static),
+        BOTH(zero_alloc_graph),
         cmocka_unit_test(zero_alloc_launch_wait_spin),
         BOTH(zero_alloc_launch_wait_short),
         cmocka_unit_test(zero_alloc_launch_wait_callback),

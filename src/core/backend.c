@@ -28,6 +28,10 @@ ka_status ka__backend_check(const ka__backend *be) {
         if (req[i].missing)
             return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end lacks the required hook %s", be->name,
                             req[i].name);
+    int graph_hooks = !!be->graph_make + !!be->graph_launch + !!be->graph_update + !!be->graph_release;
+    if (graph_hooks != 0 && graph_hooks != 4)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end sets %d of the 4 graph hooks (none or all)",
+                        be->name, graph_hooks);
     return KA_OK;
 }
 

@@ -115,6 +115,20 @@ struct ka__backend {
     /* May be NULL. The driver's name for a failed event's error, a static
      * string; off the hot path (a failed wait's detail). */
     const char *(*event_error)(void *ev);
+
+    /* ---- graphs: all four NULL (the core replays node by node through
+     * launch, buffer_copy and buffer_fill), or all four set ------------------ */
+    /* After recording (graph.h: g->nodes, each launch node's geometry, args
+     * and resolved mem): builds the driver's executable graph into
+     * g->native. KA_ERR_UNSUPPORTED: the core replays node by node instead. */
+    ka_status (*graph_make)(ka__graph *g);
+    /* Replays g->native on q after q's earlier commands; *ev a native event
+     * when ev != NULL. The core has checked every node's kernel and buffers
+     * live. No allocation; one replay of g at a time. */
+    ka_status (*graph_launch)(ka__queue *q, ka__graph *g, void **ev);
+    /* Launch node `node`'s args and mem changed (ka_graph_set_arg). */
+    ka_status (*graph_update)(ka__graph *g, uint32_t node);
+    void (*graph_release)(ka__graph *g);
 };
 
 extern const ka__backend ka__opencl_backend;
@@ -189,6 +203,8 @@ static inline bool ka__be_queue_native(ka__queue *q, ka_native_queue *out) {
     q->dev->ops->queue_native(q, out);
     return true;
 }
+static inline bool ka__be_has_graphs(const ka__device *d) { return d->ops->graph_make != NULL; }
+/* The graph hooks' wrappers are in graph.h, beside struct ka__graph. */
 static inline void ka__be_queue_stats(ka__queue *q, ka_queue_stats *out) {
     if (q->dev->ops->queue_stats) q->dev->ops->queue_stats(q, out);
 }

@@ -1,5 +1,5 @@
 /* Buffers and transfers. */
-#include "backend.h"
+#include "graph.h"
 
 #include <string.h>
 
@@ -93,6 +93,15 @@ typedef struct pending {
     void *native;
 } pending;
 
+/* Host memory in a recorded graph would have to outlive it: transfers to and
+ * from the host stay outside graphs. */
+static ka_status not_recordable(const char *call) {
+    return ka__fail(KA_ERR_INVALID_ARGUMENT,
+                    "%s: the queue is recording a graph, which holds copies and fills between buffers but no transfer "
+                    "from or to host memory (do it before ka_graph_begin or after ka_graph_end)",
+                    call);
+}
+
 static ka_status begin(ka__queue *q, ka_event *ev, pending *p) {
     p->e = NULL;
     p->native = NULL;
@@ -134,6 +143,7 @@ ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n
     pins pn = {{NULL}, 0};
     ka_status st = prep("ka_buffer_write", queue, dst, offset, n, &q, &b, &pn);
     if (st == KA_OK && !src && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_write: src is NULL");
+    if (st == KA_OK && q->rec) st = not_recordable("ka_buffer_write");
     if (st != KA_OK) return done(&pn, st);
     KA__TRANSFER(&pn, q, ev, ka__be_buffer_write(q, b, offset, n, src, ev ? &p.native : NULL));
 }
@@ -145,6 +155,7 @@ ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n,
     pins pn = {{NULL}, 0};
     ka_status st = prep("ka_buffer_read", queue, src, offset, n, &q, &b, &pn);
     if (st == KA_OK && !dst && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_read: dst is NULL");
+    if (st == KA_OK && q->rec) st = not_recordable("ka_buffer_read");
     if (st != KA_OK) return done(&pn, st);
     KA__TRANSFER(&pn, q, ev, ka__be_buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL));
 }
@@ -159,6 +170,7 @@ ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst
     if (st == KA_OK && s == d && so < dof + n && dof < so + n)
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_copy: source and destination ranges overlap");
     if (st != KA_OK) return done(&pn, st);
+    if (q->rec) return done(&pn, ka__graph_add_copy(q, s, so, d, dof, n, ev));
     KA__TRANSFER(&pn, q, ev, ka__be_buffer_copy(q, s, so, d, dof, n, ev ? &p.native : NULL));
 }
 
@@ -175,5 +187,6 @@ ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, siz
     if (st == KA_OK && (offset % psz || n % psz))
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: offset and size must be multiples of the pattern size");
     if (st != KA_OK) return done(&pn, st);
+    if (q->rec) return done(&pn, ka__graph_add_fill(q, b, pattern, psz, offset, n, ev));
     KA__TRANSFER(&pn, q, ev, ka__be_buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL));
 }

@@ -39,7 +39,7 @@ void ka__strfree(char *s);
 
 /* ---- handles (handle.c) ------------------------------------------------ */
 enum ka__type {
-    KA__T_FREE = 0, KA__T_DEVICE, KA__T_QUEUE, KA__T_BUFFER, KA__T_PROGRAM, KA__T_KERNEL, KA__T_EVENT
+    KA__T_FREE = 0, KA__T_DEVICE, KA__T_QUEUE, KA__T_BUFFER, KA__T_PROGRAM, KA__T_KERNEL, KA__T_EVENT, KA__T_GRAPH
 };
 typedef struct ka__slot {
     _Atomic uint32_t gen;
@@ -110,6 +110,7 @@ typedef struct ka__program ka__program;
 typedef struct ka__variant ka__variant;
 typedef struct ka__kernel ka__kernel;
 typedef struct ka__event ka__event;
+typedef struct ka__graph ka__graph;
 typedef struct ka__backend ka__backend; /* the back-end contract: backend.h */
 
 struct ka__device {
@@ -215,6 +216,7 @@ struct ka__queue {
     int64_t spin_ns;
     int64_t inline_max;        /* ka_queue_config.inline_max_items */
     int efd;                   /* eventfd, -1 until asked for */
+    ka__graph *rec;            /* the graph being recorded (ka_graph_begin), else NULL */
     ka__event *events;
     uint32_t nevents;
     _Atomic uint64_t free_head; /* tag<<32 | index+1 */

@@ -1,6 +1,6 @@
 /* ka_launch: validation, work-group choice, padding, then one back-end call.
  * Everything lives on the stack: no allocation, no device query. */
-#include "backend.h"
+#include "graph.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -94,6 +94,10 @@ static inline ka_status check_args(const ka__kernel *k, const ka__device *dev, c
         }
     }
     return KA_OK;
+}
+
+ka_status ka__args_check(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs, void **mem) {
+    return check_args(k, dev, args, nargs, mem);
 }
 
 static inline uint32_t pow2ceil(uint64_t n) {
@@ -256,6 +260,7 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
      * or allocator must not call libka: docs/API.md). */
     ka__launch *l = &c->l;
     l->mem = mem; /* this call's stack: set on every launch */
+    if (KA_UNLIKELY(q->rec)) return ka__graph_add_launch(q, k, kernel.id, l, args, nargs, ev); /* ka_graph_begin */
 
     ka__event *e = NULL;
     if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;

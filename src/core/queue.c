@@ -1,5 +1,5 @@
 /* Queues. */
-#include "backend.h"
+#include "graph.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -48,6 +48,7 @@ ka_status ka_queue_release(ka_queue queue) {
     if (!q || !ka__handle_retire(queue.id))
         return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_release: invalid or released queue");
     ka__handle_free(q->id);
+    ka__graph_free(q->rec); /* a recording never ended is discarded */
     ka_status st = ka__be_queue_finish(q);
     ka__queue_wait_callbacks(q);
     ka__events_fini(q);
@@ -58,11 +59,16 @@ ka_status ka_queue_release(ka_queue queue) {
     return st;
 }
 
+/* Nothing recorded has run: finishing or flushing it would be a lie. */
+static ka_status recording(const char *call) {
+    return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the queue is recording a graph (ka_graph_end first)", call);
+}
+
 ka_status ka_queue_finish(ka_queue queue) {
     ka__slot *qs;
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_finish: invalid or released queue");
-    ka_status st = ka__be_queue_finish(q);
+    ka_status st = q->rec ? recording("ka_queue_finish") : ka__be_queue_finish(q);
     ka__unpin(qs);
     return st;
 }
@@ -71,7 +77,7 @@ ka_status ka_queue_flush(ka_queue queue) {
     ka__slot *qs;
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_flush: invalid or released queue");
-    ka_status st = ka__be_queue_flush(q);
+    ka_status st = q->rec ? recording("ka_queue_flush") : ka__be_queue_flush(q);
     ka__unpin(qs);
     return st;
 }

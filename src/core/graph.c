@@ -1,0 +1,359 @@
+/* Recorded launch graphs: recording on a queue, replay, argument updates.
+ * Recording keeps what ka_launch, ka_buffer_copy and ka_buffer_fill checked
+ * and computed (the signature check, the padded geometry), so a replay only
+ * checks that the kernels and buffers it names are still alive and enqueues:
+ * through the back-end's own graph when it has one (CUDA), else node by node
+ * through the ordinary launch and transfer hooks (routed like any launch). */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static ka__graph *graph_pin(ka_graph g, ka__slot **s) { return ka__pin(g.id, KA__T_GRAPH, s); }
+
+/* A launch node's arrays hold at least one element (no 0-byte request). */
+static size_t slots(uint32_t nargs) { return nargs ? nargs : 1; }
+
+void ka__graph_free(ka__graph *g) {
+    if (!g) return;
+    if (g->native) ka__be_graph_release(g);
+    for (uint32_t i = 0; i < g->n; i++) {
+        ka__gnode *nd = &g->nodes[i];
+        if (nd->type != KA__GN_LAUNCH) continue;
+        ka__free(nd->args, sizeof(ka_arg) * slots(nd->nargs));
+        ka__free(nd->mem, sizeof(void *) * slots(nd->nargs));
+        ka__free(nd->bytes, nd->nbytes);
+    }
+    ka__free(g->nodes, sizeof(ka__gnode) * g->cap);
+    ka__free(g, sizeof *g);
+}
+
+/* A new zeroed node at the end of the recording. */
+static ka_status node_new(ka__graph *g, const char *call, ka__gnode **out) {
+    if (g->n == g->cap) {
+        uint32_t ncap = g->cap ? g->cap * 2 : 16;
+        ka__gnode *nn = ka__calloc(ncap, sizeof *nn);
+        if (!nn) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory recording a graph", call);
+        if (g->n) memcpy(nn, g->nodes, sizeof *nn * g->n);
+        ka__free(g->nodes, sizeof(ka__gnode) * g->cap);
+        g->nodes = nn;
+        g->cap = ncap;
+    }
+    *out = &g->nodes[g->n];
+    memset(*out, 0, sizeof **out);
+    return KA_OK;
+}
+
+static ka_status no_event(const char *call, ka_event *ev) {
+    if (!ev) return KA_OK;
+    return ka__fail(KA_ERR_INVALID_ARGUMENT,
+                    "%s: the queue is recording a graph: a recorded command has no event (ka_graph_launch gives one "
+                    "for the whole graph)",
+                    call);
+}
+
+ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, const ka__launch *l, const ka_arg *args,
+                               uint32_t nargs, ka_event *ev) {
+    ka_status st = no_event("ka_launch", ev);
+    if (st != KA_OK) return st;
+    ka__graph *g = q->rec;
+    size_t nbytes = 0;
+    for (uint32_t i = 0; i < nargs; i++)
+        if (args[i].kind == KA_ARG_BYTES) nbytes += (args[i].size + 15u) & ~(size_t)15;
+    ka__gnode *nd;
+    if ((st = node_new(g, "ka_launch", &nd)) != KA_OK) return st;
+    nd->args = ka__alloc(sizeof(ka_arg) * slots(nargs));
+    nd->mem = ka__calloc(slots(nargs), sizeof(void *));
+    nd->bytes = nbytes ? ka__alloc(nbytes) : NULL;
+    if (!nd->args || !nd->mem || (nbytes && !nd->bytes)) {
+        ka__free(nd->args, sizeof(ka_arg) * slots(nargs));
+        ka__free(nd->mem, sizeof(void *) * slots(nargs));
+        ka__free(nd->bytes, nbytes);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory recording a graph");
+    }
+    nd->type = KA__GN_LAUNCH;
+    nd->nargs = nargs;
+    nd->kernel = kernel;
+    nd->k = k;
+    nd->l = *l;
+    nd->l.mem = nd->mem;
+    nd->nbytes = nbytes;
+    size_t at = 0;
+    for (uint32_t i = 0; i < nargs; i++) {
+        nd->args[i] = args[i];
+        if (args[i].kind == KA_ARG_BUFFER) nd->mem[i] = l->mem[i];
+        if (args[i].kind == KA_ARG_BYTES) { /* the bytes, not the caller's pointer */
+            memcpy(nd->bytes + at, args[i].u.ptr, args[i].size);
+            nd->args[i].u.ptr = nd->bytes + at;
+            at += (args[i].size + 15u) & ~(size_t)15;
+        }
+    }
+    g->n++;
+    g->launches++;
+    return KA_OK;
+}
+
+ka_status ka__graph_add_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, ka_event *ev) {
+    ka_status st = no_event("ka_buffer_copy", ev);
+    ka__gnode *nd;
+    if (st != KA_OK || (st = node_new(q->rec, "ka_buffer_copy", &nd)) != KA_OK) return st;
+    nd->type = KA__GN_COPY;
+    nd->buf[0] = s->id;
+    nd->buf[1] = d->id;
+    nd->off[0] = so;
+    nd->off[1] = dof;
+    nd->n = n;
+    q->rec->n++;
+    return KA_OK;
+}
+
+ka_status ka__graph_add_fill(ka__queue *q, ka__buffer *b, const void *pattern, size_t psz, size_t off, size_t n,
+                             ka_event *ev) {
+    ka_status st = no_event("ka_buffer_fill", ev);
+    ka__gnode *nd;
+    if (st != KA_OK || (st = node_new(q->rec, "ka_buffer_fill", &nd)) != KA_OK) return st;
+    nd->type = KA__GN_FILL;
+    nd->buf[0] = b->id;
+    nd->off[0] = off;
+    nd->n = n;
+    memcpy(nd->pattern, pattern, psz);
+    nd->psz = (uint32_t)psz;
+    q->rec->n++;
+    return KA_OK;
+}
+
+ka_status ka_graph_begin(ka_queue queue) {
+    ka__slot *qs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_begin: invalid or released queue");
+    ka_status st = KA_OK;
+    ka__graph *g;
+    if (q->rec) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_begin: the queue is already recording a graph");
+    else if (!(g = ka__calloc(1, sizeof *g))) st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_graph_begin: out of memory");
+    else {
+        g->dev = q->dev;
+        q->rec = g;
+    }
+    ka__unpin(qs);
+    return st;
+}
+
+/* Whether a node enqueues anything (an empty range or transfer does not). */
+static bool does_work(const ka__gnode *nd) { return nd->type == KA__GN_LAUNCH ? nd->l.items != 0 : nd->n != 0; }
+
+ka_status ka_graph_end(ka_queue queue, ka_graph *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: out is NULL");
+    out->id = 0;
+    ka__slot *qs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_end: invalid or released queue");
+    ka__graph *g = q->rec;
+    q->rec = NULL;
+    ka__unpin(qs);
+    if (!g) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: the queue is not recording (ka_graph_begin)");
+    if (!g->n) {
+        ka__graph_free(g);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: nothing was recorded");
+    }
+    g->last = g->n;
+    for (uint32_t i = 0; i < g->n; i++)
+        if (does_work(&g->nodes[i])) g->last = i;
+    if (ka__be_has_graphs(g->dev)) {
+        ka_status st = ka__be_graph_make(g);
+        if (st != KA_OK && st != KA_ERR_UNSUPPORTED) {
+            ka__graph_free(g);
+            return st;
+        }
+    }
+    if (!(g->id = ka__handle_new(KA__T_GRAPH, g))) {
+        ka__graph_free(g);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_graph_end: out of memory for a handle");
+    }
+    atomic_fetch_add(&g->dev->live, 1);
+    out->id = g->id;
+    return KA_OK;
+}
+
+/* Every kernel and buffer the graph names is still alive: checked before
+ * anything is enqueued. */
+static ka_status check_live(const ka__graph *g) {
+    for (uint32_t i = 0; i < g->n; i++) {
+        const ka__gnode *nd = &g->nodes[i];
+        if (nd->type == KA__GN_LAUNCH) {
+            if (ka__resolve(nd->kernel, KA__T_KERNEL) != nd->k)
+                return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: node %u: its kernel (or its program) was released",
+                                i);
+            for (uint32_t a = 0; a < nd->nargs; a++)
+                if (nd->args[a].kind == KA_ARG_BUFFER && !ka__resolve(nd->args[a].u.buffer, KA__T_BUFFER))
+                    return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: node %u (kernel '%s'): argument %u's buffer was released",
+                                    i, nd->k->name, a);
+        } else {
+            for (int b = 0; b < (nd->type == KA__GN_COPY ? 2 : 1); b++)
+                if (!ka__resolve(nd->buf[b], KA__T_BUFFER))
+                    return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: node %u (%s): a buffer was released", i,
+                                    nd->type == KA__GN_COPY ? "copy" : "fill");
+        }
+    }
+    return KA_OK;
+}
+
+/* Node by node through the ordinary hooks; the last node that enqueues
+ * anything gets the event. */
+static ka_status replay(ka__queue *q, const ka__graph *g, void **ev) {
+    ka_status st = KA_OK;
+    for (uint32_t i = 0; i < g->n && st == KA_OK; i++) {
+        const ka__gnode *nd = &g->nodes[i];
+        void **evp = i == g->last ? ev : NULL;
+        switch (nd->type) {
+        case KA__GN_LAUNCH:
+            if (nd->l.items) st = ka__be_launch(q, nd->k, &nd->l, nd->args, nd->nargs, evp);
+            break;
+        case KA__GN_COPY:
+            if (nd->n)
+                st = ka__be_buffer_copy(q, ka__resolve(nd->buf[0], KA__T_BUFFER), nd->off[0],
+                                        ka__resolve(nd->buf[1], KA__T_BUFFER), nd->off[1], nd->n, evp);
+            break;
+        default:
+            if (nd->n)
+                st = ka__be_buffer_fill(q, ka__resolve(nd->buf[0], KA__T_BUFFER), nd->pattern, nd->psz, nd->off[0],
+                                        nd->n, evp);
+        }
+    }
+    return st;
+}
+
+static ka_status graph_launch(ka__queue *q, ka__graph *g, ka_event *ev) {
+    if (KA_UNLIKELY(g->dev != q->dev))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_launch: the graph and the queue are on different devices");
+    if (KA_UNLIKELY(q->rec))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_launch: the queue is recording a graph");
+    ka_status st = check_live(g);
+    if (KA_UNLIKELY(st != KA_OK)) return st;
+    ka__event *e = NULL;
+    if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
+    void *native = NULL;
+    if (g->native) st = ka__be_graph_launch(q, g, e ? &native : NULL);
+    else if (g->last < g->n) st = replay(q, g, e ? &native : NULL);
+    if (e) {
+        if (st != KA_OK) {
+            ka__event_abandon(e);
+            return st;
+        }
+        ka__event_bind(e, native);
+        ev->id = e->id;
+    }
+    return st;
+}
+
+/* One replay or update of a graph at a time: a second is refused, not raced. */
+static bool graph_enter(ka__graph *g, const char *call, ka_status *st) {
+    if (KA_LIKELY(!atomic_exchange_explicit(&g->busy, 1, memory_order_acquire))) return true;
+    *st = ka__fail(KA_ERR_IN_USE, "%s: another thread is replaying or updating this graph", call);
+    return false;
+}
+static void graph_leave(ka__graph *g) { atomic_store_explicit(&g->busy, 0, memory_order_release); }
+
+ka_status ka_graph_launch(ka_queue queue, ka_graph graph, ka_event *ev) {
+    if (ev) ev->id = 0;
+    ka__slot *qs, *gs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
+    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: invalid or released queue");
+    ka__graph *g = graph_pin(graph, &gs);
+    if (KA_UNLIKELY(!g)) {
+        ka__unpin(qs);
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: invalid or released graph");
+    }
+    ka_status st;
+    if (graph_enter(g, "ka_graph_launch", &st)) {
+        st = graph_launch(q, g, ev);
+        graph_leave(g);
+    }
+    ka__unpin(gs);
+    ka__unpin(qs);
+    return st;
+}
+
+static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg) {
+    if (node >= g->n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_set_arg: node %u, the graph has %u", node, g->n);
+    ka__gnode *nd = &g->nodes[node];
+    if (nd->type != KA__GN_LAUNCH)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_set_arg: node %u is a %s, not a launch", node,
+                        nd->type == KA__GN_COPY ? "copy" : "fill");
+    if (ka__resolve(nd->kernel, KA__T_KERNEL) != nd->k)
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_set_arg: node %u: its kernel was released", node);
+    if (index >= nd->nargs)
+        return ka__fail(KA_ERR_ARG_COUNT, "ka_graph_set_arg: node %u: kernel '%s' takes %u arguments, index %u", node,
+                        nd->k->name, nd->nargs, index);
+    const ka_arg *old = &nd->args[index];
+    if (arg.kind == KA_ARG_BYTES && !(old->kind == KA_ARG_BYTES && old->size == arg.size))
+        return ka__fail(KA_ERR_ARG_TYPE,
+                        "ka_graph_set_arg: node %u: kernel '%s' argument %u ('%s'): bytes must keep the size recorded "
+                        "(%u bytes of bytes)",
+                        node, nd->k->name, index, nd->k->sig[index].name, old->kind == KA_ARG_BYTES ? old->size : 0);
+    /* The whole argument list checked as ka_launch checks it (local memory
+     * is a sum over the arguments). */
+    ka_arg args[KA_MAX_ARGS];
+    void *mem[KA_MAX_ARGS];
+    memcpy(args, nd->args, sizeof(ka_arg) * nd->nargs);
+    args[index] = arg;
+    ka_status st = ka__args_check(nd->k, g->dev, args, nd->nargs, mem);
+    if (st != KA_OK) { /* the check's message names ka_launch: say which call it was */
+        char why[512];
+        snprintf(why, sizeof why, "%s", ka_last_error());
+        return ka__fail(st, "ka_graph_set_arg: node %u: %s", node, why);
+    }
+    ka_arg saved = *old;
+    void *saved_mem = nd->mem[index];
+    uint8_t saved_bytes[1024];
+    bool restorable = arg.kind != KA_ARG_BYTES || arg.size <= sizeof saved_bytes;
+    if (arg.kind == KA_ARG_BYTES) { /* into the graph's own storage, the same size */
+        if (restorable) memcpy(saved_bytes, old->u.ptr, arg.size);
+        memcpy((void *)old->u.ptr, arg.u.ptr, arg.size);
+    } else {
+        nd->args[index] = arg;
+        if (arg.kind == KA_ARG_BUFFER) nd->mem[index] = mem[index];
+    }
+    if (g->native && (st = ka__be_graph_update(g, node)) != KA_OK && restorable) {
+        /* The executable graph keeps the old value: so does the node. */
+        if (arg.kind == KA_ARG_BYTES) memcpy((void *)old->u.ptr, saved_bytes, arg.size);
+        nd->args[index] = saved;
+        nd->mem[index] = saved_mem;
+    }
+    return st;
+}
+
+ka_status ka_graph_set_arg(ka_graph graph, uint32_t node, uint32_t index, ka_arg arg) {
+    ka__slot *gs;
+    ka__graph *g = graph_pin(graph, &gs);
+    if (!g) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_set_arg: invalid or released graph");
+    ka_status st;
+    if (graph_enter(g, "ka_graph_set_arg", &st)) {
+        st = set_arg(g, node, index, arg);
+        graph_leave(g);
+    }
+    ka__unpin(gs);
+    return st;
+}
+
+ka_status ka_graph_get_info(ka_graph graph, ka_graph_info *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_get_info: out is NULL");
+    ka__slot *gs;
+    ka__graph *g = graph_pin(graph, &gs);
+    if (!g) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_get_info: invalid or released graph");
+    out->nodes = g->n;
+    out->launches = g->launches;
+    out->native = g->native != NULL;
+    ka__unpin(gs);
+    return KA_OK;
+}
+
+ka_status ka_graph_release(ka_graph graph) {
+    ka__graph *g = ka__resolve(graph.id, KA__T_GRAPH);
+    if (!g || !ka__handle_retire(graph.id))
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_release: invalid or released graph");
+    ka__handle_free(g->id);
+    ka__device *d = g->dev;
+    ka__graph_free(g);
+    atomic_fetch_sub(&d->live, 1);
+    return KA_OK;
+}
