@@ -114,13 +114,14 @@ typedef struct ctx {
     const char *device;  /* selector; NULL = default */
     ka_device dev;
     ka_program prog;
+    ka_kernel kern;      /* "k" of the program, for needs == 3 */
     bool has_dev, has_prog;
 } ctx;
 
 typedef struct oom_case {
     const char *name;
     const char *device;
-    int needs;           /* 0: nothing; 1: a device; 2: a device and a built program */
+    int needs;           /* 0: nothing; 1: a device; 2: a device and a built program; 3: and its kernel "k" */
     ka_status clean;     /* the call's own failure status once no allocation fails, or KA_OK */
     ka_status alt;       /* another status allowed for an injected failure, or KA_OK */
     ka_status (*call)(ctx *c, uint64_t *id);
@@ -232,6 +233,37 @@ static void u_buffer(ctx *c, uint64_t id) {
     KA_OK_OR_FAIL(ka_buffer_release((ka_buffer){id}));
 }
 
+/* A graph recorded on a queue of its own: begin, three launches (one with
+ * an empty range), a fill, end. The queue and buffer made here are released
+ * here; the graph is the result. */
+static ka_status c_graph(ctx *c, uint64_t *id) {
+    ka_queue q = {0};
+    ka_buffer b = {0};
+    ka_graph g = {0};
+    ka_status st = ka_queue_create(c->dev, NULL, &q);
+    if (st == KA_OK) st = ka_buffer_create(c->dev, 4096, &b);
+    if (st == KA_OK) st = ka_graph_begin(q);
+    ka_arg args[] = {ka_arg_buffer(b), ka_arg_f32(2), ka_arg_u32(64)};
+    ka_range r = {.dims = 1, .size = {64}}, empty = {.dims = 1, .size = {0}};
+    if (st == KA_OK) st = ka_launch(q, c->kern, &r, args, 3, NULL);
+    if (st == KA_OK) st = ka_launch(q, c->kern, &empty, args, 3, NULL);
+    if (st == KA_OK) st = ka_launch(q, c->kern, &r, args, 3, NULL);
+    const float zero = 0;
+    if (st == KA_OK) st = ka_buffer_fill(q, b, &zero, sizeof zero, 0, 4096, NULL);
+    if (st == KA_OK) st = ka_graph_end(q, &g);
+    if (b.id) KA_OK_OR_FAIL(ka_buffer_release(b));
+    if (q.id) KA_OK_OR_FAIL(ka_queue_release(q)); /* discards a recording left open */
+    *id = g.id;
+    return st;
+}
+static void u_graph(ctx *c, uint64_t id) {
+    (void)c;
+    ka_graph_info info;
+    KA_OK_OR_FAIL(ka_graph_get_info((ka_graph){id}, &info));
+    assert_int_equal(info.nodes, 4);
+    KA_OK_OR_FAIL(ka_graph_release((ka_graph){id}));
+}
+
 static void setup(ctx *c, int needs) {
     c->has_dev = c->has_prog = false;
     if (needs >= 1) {
@@ -242,6 +274,7 @@ static void setup(ctx *c, int needs) {
         KA_OK_OR_FAIL(ka_program_build(c->dev, good_src, &opts, &c->prog));
         c->has_prog = true;
     }
+    if (needs >= 3) KA_OK_OR_FAIL(ka_kernel_get(c->prog, "k", NULL, &c->kern));
 }
 
 static void teardown(ctx *c) {
@@ -350,6 +383,7 @@ static const oom_case cases[] = {
     CASE("kernel_get_static_variant", NULL, 2, KA_OK, c_kernel_static, u_kernel),
     CASE("kernel_get_defines_variant", NULL, 2, KA_OK, c_kernel_defines, u_kernel),
     CASE("buffer_create", NULL, 1, KA_OK, c_buffer, u_buffer),
+    CASE("graph_record", NULL, 3, KA_OK, c_graph, u_graph),
     CASE("null_device_open", "null", 0, KA_OK, c_device_open, u_device_close),
     CASE("null_queue_create", "null", 1, KA_OK, c_queue, u_queue),
     CASE("null_program_build", "null", 1, KA_OK, c_build, u_program),
@@ -357,6 +391,7 @@ static const oom_case cases[] = {
     CASE("null_kernel_get_static_variant", "null", 2, KA_OK, c_kernel_static, u_kernel),
     /* The null device's buffer storage is its device memory. */
     {"null_buffer_create", "null", 1, KA_OK, KA_ERR_DEVICE_OUT_OF_MEMORY, c_buffer, u_buffer},
+    {"null_graph_record", "null", 3, KA_OK, KA_ERR_DEVICE_OUT_OF_MEMORY, c_graph, u_graph},
 };
 
 /* The allocator sees a second kernel get of a known configuration make no
