@@ -1,7 +1,8 @@
 /* The CUDA back-end on a real GPU: device info, transfers and every fill
  * pattern, build errors, argument checks, dynamic shared memory beyond 48 KiB,
- * events (many in flight, callbacks, eventfd), and, with --fault, a kernel
- * that faults (run in its own process: a fault poisons the CUDA context).
+ * events (many in flight, callbacks, eventfd), recorded graphs as CUDA
+ * graphs, and, with --fault, a kernel that faults (run in its own process: a
+ * fault poisons the CUDA context).
  * Skips (77) where no CUDA device is present. */
 #include "test_util.h"
 
@@ -264,6 +265,127 @@ static void big_local_memory(void **state) {
     ka_arg too_big[] = {ka_arg_buffer(o), ka_arg_local(F.info->local_mem_size + 16), ka_arg_u32(1)};
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {128}}, too_big, 3, NULL));
     ka_buffer_release(o);
+}
+
+/* Every int of b[first, first + n) is want. */
+static void expect_ints(ka_buffer b, size_t first, size_t n, int32_t want) {
+    int32_t *h = malloc(n * sizeof *h);
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, b, first * 4, n * 4, h, NULL));
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != want) fail_msg("int %zu: %d, want %d", first + i, h[i], want);
+    free(h);
+}
+
+static ka_graph graph_end(uint32_t nodes, uint32_t launches, uint32_t native) {
+    ka_graph g;
+    ka_graph_info gi;
+    KA_OK_OR_FAIL(ka_graph_end(F.q, &g));
+    KA_OK_OR_FAIL(ka_graph_get_info(g, &gi));
+    assert_int_equal(gi.nodes, nodes);
+    assert_int_equal(gi.launches, launches);
+    assert_int_equal(gi.native, native);
+    return g;
+}
+
+/* Recorded graphs are CUDA graphs (native = 1): launches, a copy and fills,
+ * replayed with set_arg between replays, also between replays not waited
+ * for (those keep the values they were enqueued with). A fill that is no
+ * repeated 1-, 2- or 4-byte element falls back to node-by-node replay, with
+ * the same results. Local memory past 48 KiB set by set_arg. */
+static void graphs(void **state) {
+    (void)state;
+    enum { N = 1000 }; /* not a multiple of the work-group: a partial last group */
+    ka_kernel inc, big;
+    KA_OK_OR_FAIL(ka_kernel_get(F.prog, "inc", NULL, &inc));
+    KA_OK_OR_FAIL(ka_kernel_get(F.prog, "bigsmem", NULL, &big));
+    ka_buffer a = make_buffer(F.dev, N * 4), b = make_buffer(F.dev, N * 4), c = make_buffer(F.dev, N * 4);
+    const int32_t zero = 0, five = 5;
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, &zero, 4, 0, N * 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, c, &zero, 4, 0, N * 4, NULL));
+    const ka_range r = {.dims = 1, .size = {N}};
+
+    KA_OK_OR_FAIL(ka_graph_begin(F.q));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, &five, 4, 0, N * 4, NULL)); /* node 0: a = 5 */
+    ka_arg ia[] = {ka_arg_buffer(a), ka_arg_i32(1)};
+    KA_OK_OR_FAIL(ka_launch(F.q, inc, &r, ia, 2, NULL));               /* node 1: a += 1 */
+    KA_OK_OR_FAIL(ka_buffer_copy(F.q, a, 0, b, 0, N * 4, NULL));      /* node 2: b = a */
+    ka_arg ib[] = {ka_arg_buffer(b), ka_arg_i32(10)};
+    KA_OK_OR_FAIL(ka_launch(F.q, inc, &r, ib, 2, NULL));               /* node 3: b += 10 */
+    ka_graph g = graph_end(4, 2, 1);
+    expect_ints(a, 0, N, 0); /* nothing recorded has run */
+    KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
+    expect_ints(a, 0, N, 6);
+    expect_ints(b, 0, N, 16);
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, 1, 1, ka_arg_i32(2)));
+    ka_event ev;
+    KA_OK_OR_FAIL(ka_graph_launch(F.q, g, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    expect_ints(a, 0, N, 7);
+    expect_ints(b, 0, N, 17);
+    /* node 3 now adds to c; two replays, then two more with the amount
+     * changed between them, none waited for */
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, 3, 0, ka_arg_buffer(c)));
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, 3, 1, ka_arg_i32(-3)));
+    KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
+    KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, 3, 1, ka_arg_i32(100)));
+    KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, 3, 1, ka_arg_i32(1000)));
+    KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
+    expect_ints(a, 0, N, 7);
+    expect_ints(b, 0, N, 7);
+    expect_ints(c, 0, N, -6 + 100 + 1000);
+    KA_OK_OR_FAIL(ka_graph_release(g));
+
+    /* 8-byte patterns at an offset: one 4-byte word repeated (a memset
+     * node), and two different words (node by node) */
+    const uint32_t same[2] = {0x11223344u, 0x11223344u}, two[2] = {7, 9};
+    for (int t = 0; t < 2; t++) {
+        const uint32_t *pat = t ? two : same;
+        KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, &zero, 4, 0, N * 4, NULL));
+        KA_OK_OR_FAIL(ka_graph_begin(F.q));
+        KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, pat, 8, 8, N * 4 - 16, NULL));
+        KA_OK_OR_FAIL(ka_launch(F.q, inc, &r, ia, 2, NULL));
+        g = graph_end(2, 1, t ? 0 : 1);
+        for (int rep = 0; rep < 2; rep++) KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
+        int32_t h[N];
+        KA_OK_OR_FAIL(ka_buffer_read(F.q, a, 0, sizeof h, h, NULL));
+        for (int i = 0; i < N; i++) {
+            int32_t want = i < 2 || i >= N - 2 ? 2 : (int32_t)(pat[i & 1] + 1);
+            if (h[i] != want) fail_msg("pattern %d, int %d: %d, want %d", t, i, h[i], want);
+        }
+        KA_OK_OR_FAIL(ka_graph_release(g));
+    }
+
+    /* Local memory: past 48 KiB by set_arg (the function's limit raised),
+     * then over the device's limit (refused; the graph keeps its values). */
+    ka_buffer o = make_buffer(F.dev, 4 * 8);
+    const ka_range rb = {.dims = 1, .size = {4 * 128}, .workgroup = {128}};
+    ka_arg args[] = {ka_arg_buffer(o), ka_arg_local(1000 * 4), ka_arg_u32(1000)};
+    KA_OK_OR_FAIL(ka_graph_begin(F.q));
+    KA_OK_OR_FAIL(ka_launch(F.q, big, &rb, args, 3, NULL));
+    g = graph_end(1, 1, 1);
+    uint32_t sizes[] = {1000, (uint32_t)(F.info->local_mem_size / 4) - 64};
+    for (int t = 0; t < 2; t++) {
+        uint32_t n = sizes[t];
+        KA_OK_OR_FAIL(ka_graph_set_arg(g, 0, 1, ka_arg_local((size_t)n * 4)));
+        KA_OK_OR_FAIL(ka_graph_set_arg(g, 0, 2, ka_arg_u32(n)));
+        KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
+        int64_t h[4];
+        KA_OK_OR_FAIL(ka_buffer_read(F.q, o, 0, sizeof h, h, NULL));
+        for (int i = 0; i < 4; i++) assert_true(h[i] == (int64_t)n * (n - 1) / 2);
+    }
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_graph_set_arg(g, 0, 1, ka_arg_local(F.info->local_mem_size + 16)));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, o, &zero, 4, 0, 4 * 8, NULL));
+    KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
+    int64_t h[4];
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, o, 0, sizeof h, h, NULL));
+    uint32_t n = sizes[1];
+    for (int i = 0; i < 4; i++) assert_true(h[i] == (int64_t)n * (n - 1) / 2);
+    KA_OK_OR_FAIL(ka_graph_release(g));
+    ka_buffer_release(o);
+    ka_buffer_release(a), ka_buffer_release(b), ka_buffer_release(c);
 }
 
 static void many_events(void **state) {
@@ -553,7 +675,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(info),          cmocka_unit_test(transfers),   cmocka_unit_test(fills),
         cmocka_unit_test(build_errors),  cmocka_unit_test(arguments),   cmocka_unit_test(big_local_memory),
         cmocka_unit_test(many_events),   cmocka_unit_test(callbacks),   cmocka_unit_test(wait_latency),
-        cmocka_unit_test(threads),
+        cmocka_unit_test(threads),       cmocka_unit_test(graphs),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     ka_device_close(F.dev);

@@ -4,10 +4,11 @@
  * helper thread (cuda_events.c). The launch builds cuLaunchKernel's
  * parameter array on the stack: the hidden range first, then one pointer per
  * argument (buffers and local-memory offsets in a stack array of 64-bit
- * values). Dynamic local memory: each KA_ARG_LOCAL gets a 16-byte aligned
- * offset into the block's dynamic shared memory, passed as the argument (the
- * prelude's ka_local_ptr<T> adds it to the extern __shared__ base), and the
- * total is the launch's sharedMemBytes. */
+ * values); a graph's kernel nodes (cuda_graph.c) get theirs from the same
+ * code, in the graph's storage. Dynamic local memory: each KA_ARG_LOCAL gets
+ * a 16-byte aligned offset into the block's dynamic shared memory, passed as
+ * the argument (the prelude's ka_local_ptr<T> adds it to the extern
+ * __shared__ base), and the total is the launch's sharedMemBytes. */
 #include "cuda_internal.h"
 
 #include <string.h>
@@ -69,11 +70,11 @@ static ka_status cuda_queue_flush(ka__queue *kq) {
 
 /* Raises the function's dynamic shared-memory limit to at least `bytes`. The
  * limit only grows, so a launch that read a large enough value needs no lock. */
-static ka_status raise_dyn_smem(ka__kernel *k, ka__cukern *ck, uint32_t bytes) {
+static ka_status raise_dyn_smem(const char *call, ka__kernel *k, ka__cukern *ck, uint32_t bytes) {
     ka__cudev *d = k->prog->dev->native;
     if (k->local_mem + bytes > d->smem_optin)
         return ka__fail(KA_ERR_INVALID_ARGUMENT,
-                        "ka_launch: kernel '%s' needs %u bytes of local memory arguments + %llu static, over the device's %u",
+                        "%s: kernel '%s' needs %u bytes of local memory arguments + %llu static, over the device's %u", call,
                         k->name, bytes, (unsigned long long)k->local_mem, d->smem_optin);
     ka_status st = KA_OK;
     pthread_mutex_lock(&ck->lock);
@@ -86,12 +87,11 @@ static ka_status raise_dyn_smem(ka__kernel *k, ka__cukern *ck, uint32_t bytes) {
     return st;
 }
 
-static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
-                             void **ev) {
-    ka__cuq *q = kq->native;
+/* Inlined into cuda_launch (the hot path); the graph's kernel nodes call it
+ * through ka__cuda_kernel_params. */
+static inline ka_status kernel_params(const char *call, ka__kernel *k, const ka__launch *l, const ka_arg *args,
+                                      uint32_t nargs, void **params, uint64_t *vals, CUDA_KERNEL_NODE_PARAMS *p) {
     ka__cukern *ck = k->bk;
-    void *params[KA_MAX_ARGS + 1];
-    uint64_t vals[KA_MAX_ARGS];
     uint32_t shmem = 0;
     params[0] = (void *)l->nd;
     for (uint32_t i = 0; i < nargs; i++) {
@@ -100,40 +100,65 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
         case KA_ARG_BUFFER: params[i + 1] = (void *)&l->mem[i]; break; /* resolved by the core: the CUdeviceptr */
         case KA_ARG_LOCAL:
             if (KA_UNLIKELY(k->sig[i].size && k->sig[i].size != 8))
-                return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s') is a %u-byte value, not KA_LOCAL_ARG",
-                                k->name, i, k->sig[i].name, k->sig[i].size);
+                return ka__fail(KA_ERR_ARG_TYPE, "%s: kernel '%s' argument %u ('%s') is a %u-byte value, not KA_LOCAL_ARG",
+                                call, k->name, i, k->sig[i].name, k->sig[i].size);
             shmem = (shmem + 15u) & ~15u;
             vals[i] = shmem;
             params[i + 1] = &vals[i];
             if (KA_UNLIKELY(a->size > UINT32_MAX - 16 - shmem))
-                return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: argument %u: local memory size overflows", i);
+                return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: argument %u: local memory size overflows", call, i);
             shmem += a->size;
             break;
         case KA_ARG_BYTES: params[i + 1] = (void *)a->u.ptr; break;
         case KA_ARG_SCALAR: params[i + 1] = (void *)&a->u; break; /* the value's bytes lead the union */
         default: /* only past the fast check: garbage of exactly an unknown argument's tag */
-            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u", k->name, i,
-                            k->sig[i].name, a->kind);
+            return ka__fail(KA_ERR_ARG_TYPE, "%s: kernel '%s' argument %u ('%s'): unknown argument kind %u", call, k->name,
+                            i, k->sig[i].name, a->kind);
         }
     }
-    unsigned gx = (unsigned)(l->global[0] / l->local[0]);
-    size_t gy = l->global[1] / l->local[1], gz = l->global[2] / l->local[2];
-    if (KA_UNLIKELY(l->global[0] / l->local[0] > 0x7fffffffu || gy > 65535 || gz > 65535))
+    size_t gx = l->global[0] / l->local[0], gy = l->global[1] / l->local[1], gz = l->global[2] / l->local[2];
+    if (KA_UNLIKELY(gx > 0x7fffffffu || gy > 65535 || gz > 65535))
         return ka__fail(KA_ERR_INVALID_RANGE,
-                        "ka_launch: kernel '%s': the range (%llu,%llu,%llu) in work-groups of (%zu,%zu,%zu) needs %zu x %zu x "
+                        "%s: kernel '%s': the range (%llu,%llu,%llu) in work-groups of (%zu,%zu,%zu) needs %zu x %zu x "
                         "%zu work-groups, over CUDA's grid limit (2^31-1 x 65535 x 65535)",
-                        k->name, (unsigned long long)l->nd[0], (unsigned long long)l->nd[1], (unsigned long long)l->nd[2],
-                        l->local[0], l->local[1], l->local[2], l->global[0] / l->local[0], gy, gz);
+                        call, k->name, (unsigned long long)l->nd[0], (unsigned long long)l->nd[1],
+                        (unsigned long long)l->nd[2], l->local[0], l->local[1], l->local[2], gx, gy, gz);
     if (KA_UNLIKELY(shmem > atomic_load_explicit(&ck->dyn_smem, memory_order_acquire))) {
-        ka_status st = raise_dyn_smem(k, ck, shmem);
+        ka_status st = raise_dyn_smem(call, k, ck, shmem);
         if (st != KA_OK) return st;
     }
+    *p = (CUDA_KERNEL_NODE_PARAMS){
+        .func = ck->fn,
+        .gridDimX = (unsigned)gx,
+        .gridDimY = (unsigned)gy,
+        .gridDimZ = (unsigned)gz,
+        .blockDimX = (unsigned)l->local[0],
+        .blockDimY = (unsigned)l->local[1],
+        .blockDimZ = (unsigned)l->local[2],
+        .sharedMemBytes = shmem,
+        .kernelParams = params,
+    };
+    return KA_OK;
+}
+
+ka_status ka__cuda_kernel_params(const char *call, ka__kernel *k, const ka__launch *l, const ka_arg *args,
+                                 uint32_t nargs, void **params, uint64_t *vals, CUDA_KERNEL_NODE_PARAMS *p) {
+    return kernel_params(call, k, l, args, nargs, params, vals, p);
+}
+
+static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                             void **ev) {
+    ka__cuq *q = kq->native;
+    void *params[KA_MAX_ARGS + 1];
+    uint64_t vals[KA_MAX_ARGS];
+    CUDA_KERNEL_NODE_PARAMS p;
     ka_status st = ka__cuda_bind(q->d);
     if (KA_UNLIKELY(st != KA_OK)) return st;
+    if (KA_UNLIKELY((st = kernel_params("ka_launch", k, l, args, nargs, params, vals, &p)) != KA_OK)) return st;
     ka__cuev *e = NULL;
     if (ev && KA_UNLIKELY(!(e = ka__cuda_event_pop(q)))) return KA_ERR_EVENT_POOL_EXHAUSTED;
-    CUresult r = ka__cu.cuLaunchKernel(ck->fn, gx, (unsigned)gy, (unsigned)gz, (unsigned)l->local[0],
-                                       (unsigned)l->local[1], (unsigned)l->local[2], shmem, q->stream, params, NULL);
+    CUresult r = ka__cu.cuLaunchKernel(p.func, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
+                                       p.sharedMemBytes, q->stream, params, NULL);
     if (KA_UNLIKELY(r != CUDA_SUCCESS)) {
         if (e) ka__cuda_event_unpop(e);
         return ka__cu_fail(r, "cuLaunchKernel");
@@ -188,6 +213,10 @@ const ka__backend ka__cuda_backend = {
     .event_release = ka__cuda_event_release,
     .device_native = cuda_device_native,
     .queue_native = cuda_queue_native,
+    .graph_make = ka__cuda_graph_make,
+    .graph_launch = ka__cuda_graph_launch,
+    .graph_update = ka__cuda_graph_update,
+    .graph_release = ka__cuda_graph_release,
 };
 
 #endif

@@ -106,7 +106,26 @@ ka_status ka__cuda_event_callback(void *ev, ka__native_cb cb, void *ctx);
 ka_status ka__cuda_event_wait(void *ev);
 void ka__cuda_event_release(void *ev);
 
+/* cuda_backend.c */
+/* cuLaunchKernel's parameters for k on l (l->mem: the buffers' CUdeviceptrs)
+ * with args, into storage the caller provides: params (nargs + 1 pointers:
+ * the hidden range, then each argument's value, pointing into l, args and
+ * vals), vals (nargs: local-memory offsets) and *p (kernelParams = params;
+ * func, grid, block, dynamic shared memory). Checks the grid limit and
+ * raises the function's dynamic shared-memory limit when needed; call names
+ * the API call in errors. Shared by ka_launch and the graph's kernel nodes. */
+ka_status ka__cuda_kernel_params(const char *call, ka__kernel *k, const ka__launch *l, const ka_arg *args,
+                                 uint32_t nargs, void **params, uint64_t *vals, CUDA_KERNEL_NODE_PARAMS *p);
+
+/* cuda_graph.c: the graph hooks (backend.h) */
+ka_status ka__cuda_graph_make(ka__graph *g);
+ka_status ka__cuda_graph_launch(ka__queue *q, ka__graph *g, void **ev);
+ka_status ka__cuda_graph_update(ka__graph *g, uint32_t node);
+void ka__cuda_graph_release(ka__graph *g);
+
 /* cuda_memory.c */
+/* Smallest period (1, 2 or 4 bytes) a fill pattern repeats with, else psz. */
+size_t ka__cuda_fill_period(const unsigned char *p, size_t psz);
 ka_status ka__cuda_buffer_create(ka__buffer *b);
 void ka__cuda_buffer_release(ka__buffer *b);
 ka_status ka__cuda_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);

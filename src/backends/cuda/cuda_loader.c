@@ -105,6 +105,14 @@ ka_status ka__cuda_load(bool record) {
     return record ? ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "CUDA: %s", cu_why) : KA_ERR_BACKEND_UNAVAILABLE;
 }
 
+bool ka__cuda_has_graphs(void) {
+    bool all = true;
+#define KA__HAS(name) all = all && ka__cu.name != NULL;
+    KA__CU_GRAPH(KA__HAS)
+#undef KA__HAS
+    return all;
+}
+
 ka_status ka__nvrtc_load(void) {
     if (ka__cuda_load(true) != KA_OK) return KA_ERR_BACKEND_UNAVAILABLE;
     pthread_once(&nvrtc_once, load_nvrtc);

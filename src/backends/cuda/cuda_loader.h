@@ -25,8 +25,16 @@
     X(cuMemsetD32Async) X(cuMemsetD2D32Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)         \
     X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)
 
-/* Optional driver entry points (NULL when the driver is older). */
-#define KA__CU_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuLaunchHostFunc)
+/* Optional driver entry points (NULL when the driver is older). The graph
+ * ones (cuda_graph.c) as cuda.h 12+ maps them: cuGraphAddKernelNode_v2 and
+ * cuGraphExecKernelNodeSetParams_v2 (CUDA_KERNEL_NODE_PARAMS_v2, driver
+ * 12.0+), the others unversioned; without any of them graphs are replayed
+ * node by node. */
+#define KA__CU_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuLaunchHostFunc) KA__CU_GRAPH(X)
+#define KA__CU_GRAPH(X)                                                                      \
+    X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphAddMemcpyNode)       \
+    X(cuGraphAddMemsetNode) X(cuGraphInstantiateWithFlags) X(cuGraphExecKernelNodeSetParams) \
+    X(cuGraphLaunch) X(cuGraphExecDestroy)
 
 #define KA__NVRTC_REQUIRED(X)                                                                \
     X(nvrtcGetErrorString) X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcDestroyProgram)      \
@@ -57,6 +65,8 @@ ka_status ka__cuda_load(bool record);
 /* Loads NVRTC once, after ka__cuda_load succeeded; records the reason on failure.
  * The library matching the driver's major version is tried first. */
 ka_status ka__nvrtc_load(void);
+/* Every KA__CU_GRAPH entry point was found (after ka__cuda_load). */
+bool ka__cuda_has_graphs(void);
 
 /* ---- errors (cuda_errors.c) -------------------------------------------- */
 /* "CUDA_ERROR_INVALID_VALUE" etc.; never NULL. */

@@ -62,8 +62,7 @@ ka_status ka__cuda_buffer_copy(ka__queue *kq, ka__buffer *s, size_t so, ka__buff
     return finish(q, ka__cu.cuMemcpyDtoDAsync(DPTR(d, dof), DPTR(s, so), n, q->stream), "cuMemcpyDtoDAsync", ev);
 }
 
-/* Smallest period (1, 2 or 4) the pattern repeats with, else psz. */
-static size_t period_of(const unsigned char *p, size_t psz) {
+size_t ka__cuda_fill_period(const unsigned char *p, size_t psz) {
     for (size_t per = 1; per <= 4 && per < psz; per *= 2) {
         size_t i = per;
         while (i < psz && p[i] == p[i - per]) i++;
@@ -79,7 +78,7 @@ ka_status ka__cuda_buffer_fill(ka__queue *kq, ka__buffer *b, const void *pat, si
     if (st != KA_OK) return st;
     const unsigned char *p = pat;
     CUdeviceptr dst = DPTR(b, off);
-    size_t per = period_of(p, psz);
+    size_t per = ka__cuda_fill_period(p, psz);
     CUresult r;
     if (per == 1) return finish(q, ka__cu.cuMemsetD8Async(dst, p[0], n, q->stream), "cuMemsetD8Async", ev);
     if (per == 2) {
