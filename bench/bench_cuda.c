@@ -55,6 +55,21 @@ double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int 
     (void)c, (void)dst, (void)src, (void)bytes, (void)iters;
     return 0;
 }
+int bench_cu_write(bench_cu *c, uint64_t dst, const void *src, size_t bytes) {
+    (void)c, (void)dst, (void)src, (void)bytes;
+    return -1;
+}
+int bench_cu_chain_graph(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels, unsigned n, unsigned local,
+                         char *why, size_t len) {
+    (void)c, (void)y, (void)x, (void)a, (void)kernels, (void)n, (void)local;
+    snprintf(why, len, "ka-bench was built without cuda.h: no raw CUDA comparison");
+    return -1;
+}
+double bench_cu_chain_loop(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels, unsigned n, unsigned local,
+                           int iters, int graph) {
+    (void)c, (void)y, (void)x, (void)a, (void)kernels, (void)n, (void)local, (void)iters, (void)graph;
+    return -1;
+}
 
 #else
 
@@ -70,7 +85,12 @@ double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int 
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy)      \
     X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuModuleLoadData) X(cuModuleUnload)        \
     X(cuModuleGetFunction) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoDAsync)            \
-    X(cuMemcpyDtoH) X(cuMemsetD32Async)
+    X(cuMemcpyDtoH) X(cuMemsetD32Async) X(cuMemcpyHtoD)
+/* Graphs (CUDA 11.4 on): looked up but not required, so the other
+ * comparisons run on older drivers. */
+#define CU_OPT_FNS(X)                                                                                   \
+    X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)       \
+    X(cuGraphExecDestroy) X(cuGraphDestroy)
 #define NVRTC_FNS(X)                                                                                     \
     X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)        \
     X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) X(nvrtcGetPTX) X(nvrtcGetErrorString)
@@ -79,6 +99,7 @@ double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int 
 #define FIELD(name) __typeof__(&name) name;
 static struct {
     CU_FNS(FIELD)
+    CU_OPT_FNS(FIELD)
 } cu;
 static struct {
     NVRTC_FNS(FIELD)
@@ -97,6 +118,8 @@ struct bench_cu {
     CUevent ev_block; /* libka's pool flags: BENCH_CU_POLL_BLOCKING, BENCH_CU_SYNC_BLOCKING */
     CUmodule mod;
     CUfunction fn;
+    CUgraph graph; /* bench_cu_chain_graph's */
+    CUgraphExec graph_exec;
 };
 
 static void *sym(void *lib, const char *name, int *bad) {
@@ -122,8 +145,11 @@ static int load(char *why, size_t len) {
     int bad = 0;
     void *p;
 #define GET(name) p = sym(lib, STR(name), &bad), memcpy(&cu.name, &p, sizeof p);
+#define OPT(name) p = dlsym(lib, STR(name)), memcpy(&cu.name, &p, sizeof p);
     CU_FNS(GET)
+    CU_OPT_FNS(OPT)
 #undef GET
+#undef OPT
     if (bad || cu.cuInit(0) != CUDA_SUCCESS) {
         snprintf(reason, sizeof reason, "libcuda.so.1: %s", bad ? "an entry point is missing" : "cuInit failed");
         snprintf(why, len, "%s", reason);
@@ -194,6 +220,8 @@ void bench_cu_close(bench_cu *c) {
     if (!c) return;
     cu.cuCtxSetCurrent(c->ctx);
     cu.cuStreamSynchronize(c->stream);
+    if (c->graph_exec) cu.cuGraphExecDestroy(c->graph_exec);
+    if (c->graph) cu.cuGraphDestroy(c->graph);
     if (c->mod) cu.cuModuleUnload(c->mod);
     cu.cuEventDestroy(c->ev);
     cu.cuEventDestroy(c->ev_block);
@@ -388,6 +416,69 @@ double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int 
         cu.cuStreamSynchronize(c->stream);
     }
     return (double)(bench_now_ns() - t0) / iters;
+}
+
+int bench_cu_write(bench_cu *c, uint64_t dst, const void *src, size_t bytes) {
+    cu.cuCtxSetCurrent(c->ctx);
+    cu.cuStreamSynchronize(c->stream);
+    return cu.cuMemcpyHtoD((CUdeviceptr)dst, src, bytes) == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* One step of the chain on the bench's stream: the launches a capture records
+ * and the raw loop makes. */
+static CUresult chain_step(bench_cu *c, CUdeviceptr *y, CUdeviceptr *x, const float *a, int kernels, nd_t *nd,
+                           unsigned n, unsigned local) {
+    CUresult r = CUDA_SUCCESS;
+    for (int j = 0; j < kernels && !r; j++) {
+        void *params[] = {nd, y, x, (void *)&a[j]};
+        r = cu.cuLaunchKernel(c->fn, (n + local - 1) / local, 1, 1, local, 1, 1, 0, c->stream, params, NULL);
+    }
+    return r;
+}
+
+int bench_cu_chain_graph(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels, unsigned n, unsigned local,
+                         char *why, size_t len) {
+    if (!cu.cuStreamBeginCapture || !cu.cuStreamEndCapture || !cu.cuGraphInstantiateWithFlags || !cu.cuGraphLaunch ||
+        !cu.cuGraphExecDestroy || !cu.cuGraphDestroy) {
+        snprintf(why, len, "the driver has no cuGraphInstantiateWithFlags (CUDA 11.4 on)");
+        return -1;
+    }
+    CUdeviceptr py = (CUdeviceptr)y, px = (CUdeviceptr)x;
+    nd_t nd = {n, 1, 1, 1};
+    const char *call = "cuCtxSetCurrent";
+    CUresult r;
+    if ((r = cu.cuCtxSetCurrent(c->ctx))) goto fail;
+    if (c->graph_exec) cu.cuGraphExecDestroy(c->graph_exec), c->graph_exec = NULL;
+    if (c->graph) cu.cuGraphDestroy(c->graph), c->graph = NULL;
+    call = "cuStreamBeginCapture";
+    if ((r = cu.cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) goto fail;
+    /* Kernel parameters are copied into the nodes at capture. */
+    CUresult rl = chain_step(c, &py, &px, a, kernels, &nd, n, local);
+    call = "cuStreamEndCapture";
+    if ((r = cu.cuStreamEndCapture(c->stream, &c->graph))) goto fail;
+    call = "cuLaunchKernel (captured)";
+    if ((r = rl)) goto fail;
+    call = "cuGraphInstantiateWithFlags";
+    if ((r = cu.cuGraphInstantiateWithFlags(&c->graph_exec, c->graph, 0))) goto fail;
+    return 0;
+fail:
+    snprintf(why, len, "%s: %s", call, cuname(r));
+    return -1;
+}
+
+__attribute__((noinline)) double bench_cu_chain_loop(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels,
+                                                     unsigned n, unsigned local, int iters, int graph) {
+    CUdeviceptr py = (CUdeviceptr)y, px = (CUdeviceptr)x;
+    nd_t nd = {n, 1, 1, 1};
+    CUresult r = CUDA_SUCCESS;
+    if (graph && !c->graph_exec) return -1;
+    cu.cuCtxSetCurrent(c->ctx);
+    int64_t t0 = bench_now_ns();
+    for (int it = 0; it < iters && !r; it++)
+        r = graph ? cu.cuGraphLaunch(c->graph_exec, c->stream) : chain_step(c, &py, &px, a, kernels, &nd, n, local);
+    if (!r) r = cu.cuStreamSynchronize(c->stream);
+    int64_t t1 = bench_now_ns();
+    return r ? -1 : (double)(t1 - t0) / iters;
 }
 
 #endif

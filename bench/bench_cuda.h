@@ -48,4 +48,16 @@ double bench_cu_saxpy(bench_cu *c, uint64_t y, uint64_t x, float a, unsigned n, 
                       int sync_each);
 /* cuMemcpyDtoDAsync + cuStreamSynchronize, ns per copy. */
 double bench_cu_copy(bench_cu *c, uint64_t dst, uint64_t src, size_t bytes, int iters);
+int bench_cu_write(bench_cu *c, uint64_t dst, const void *src, size_t bytes);
+/* A chain of `kernels` launches of the built function chain(range, float *y,
+ * const float *x, float a), launch j with a[j], all on one stream. Captures
+ * the chain (stream capture) into the raw graph and instantiates it (the
+ * graph made before is destroyed): 0, or -1 with the failing call in why. */
+int bench_cu_chain_graph(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels, unsigned n, unsigned local,
+                         char *why, size_t len);
+/* iters steps, then cuStreamSynchronize, all timed: each step the chain's
+ * cuLaunchKernel calls (graph 0) or one cuGraphLaunch of the raw graph
+ * (graph 1). ns per step, or -1 when a call failed. */
+double bench_cu_chain_loop(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels, unsigned n, unsigned local,
+                           int iters, int graph);
 #endif

@@ -10,5 +10,6 @@
     X(wait, bench_wait_main, "wait latency by mode")                                               \
     X(route, bench_route_main, "PoCL routing: launch + wait by work size, crossover, saxpy")       \
     X(compile, bench_compile_main, "persistent kernel cache: a new process, cold against warm")    \
-    X(saxpy, bench_saxpy_main, "saxpy bandwidth against the device's copy bandwidth")
+    X(saxpy, bench_saxpy_main, "saxpy bandwidth against the device's copy bandwidth")              \
+    X(graph, bench_graph_main, "recorded graph replay against its launches and the raw driver's")
 #endif

@@ -16,6 +16,9 @@ for s in 0 3000 10000 100000; do
   echo "spin $s ns:"
   "$build/ka-bench" wait --iterations 500 --reps 5 --spin "$s" | grep -E "spin then sleep|raw clWait"
 done > "$out/wait_spin.txt"
+"$build/ka-bench" graph --reps 21 --json > "$out/graph.json"
+"$build/ka-bench" graph --reps 21 > "$out/graph.txt"
+bench/callgrind_graph.sh "$build" > "$out/callgrind_graph.txt"
 { for p in routed threaded; do for a in 2 40; do bench/callgrind_launch.sh "$build" "$a" launch "$p"; done; done
   bench/callgrind_launch.sh "$build" 2 wait routed; } > "$out/callgrind.txt"
 /usr/bin/python3 bench/plot.py "$out"

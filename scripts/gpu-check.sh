@@ -11,7 +11,7 @@
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
-#   e  ka-bench launch, wait and saxpy on cuda:0 (--json)
+#   e  ka-bench launch, wait, saxpy and graph on cuda:0, graph also on PoCL (--json)
 #   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
 # Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
 # against their goals), ka_saxpy.ptx, raw_saxpy.ptx and gpu-check.tar.gz (every log, JSON
@@ -216,10 +216,13 @@ fi
 # ---- e: benchmarks on cuda:0 ---------------------------------------------------------
 if [[ $STEPS == *e* ]]; then
   CUR_STEP=e
-  for b in launch wait saxpy; do
+  for b in launch wait saxpy graph; do
     run "e_bench_$b" 60 sh -c '"$0" "$1" --device "$4" --json > "$2" 2> "$3"; rc=$?; cat "$3"; exit $rc' \
       "$KA_BENCH" "$b" "$LOGS/bench_$b.json" "$LOGS/bench_$b.stderr" "$DEV"
   done
+  # The graph's goal on PoCL is against its own launches on the same host.
+  run e_bench_graph_pocl 30 sh -c '"$0" graph --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
+    "$KA_BENCH" "$LOGS/bench_graph_pocl.json" "$LOGS/bench_graph_pocl.stderr"
 fi
 
 # ---- f: PTX of libka's saxpy and of a raw one ----------------------------------------
@@ -340,6 +343,16 @@ status=0
     "$(jnum "$X" n)" "$(jnum "$X" ka_saxpy_ns)" "$(jnum "$X" raw_saxpy_ns)" "$xr" "$(goal "$xr" "<=" 1.03)" \
     "$(jnum "$X" ka_saxpy_spin_ns)" "$(grep -oE '"checked":(true|false)' "$X" 2>/dev/null | cut -d: -f2)" \
     "$(jnum "$X" ka_waits_polled)" "$(jnum "$X" ka_waits_slept)"
+  G=$LOGS/bench_graph.json P=$LOGS/bench_graph_pocl.json
+  gn=$(jnum "$G" graph_ns_per_kernel) gr=$(jnum "$G" graph_over_raw_graph)
+  printf '  graph, %s launches of %s items: ns per kernel: ka_launch %s, ka graph %s [goal <= 600 on an H200: %s], raw launch %s, raw CUDA graph %s; graph / raw graph %s [goal <= 1.1: %s]; native %s; checked %s\n' \
+    "$(jnum "$G" kernels)" "$(jnum "$G" items)" "$(jnum "$G" ka_launch_ns_per_kernel)" "$gn" "$(goal "$gn" "<=" 600)" \
+    "$(jnum "$G" raw_launch_ns_per_kernel)" "$(jnum "$G" raw_graph_ns_per_kernel)" "$gr" "$(goal "$gr" "<=" 1.1)" \
+    "$(jnum "$G" native)" "$(grep -oE '"checked":(true|false)' "$G" 2>/dev/null | cut -d: -f2)"
+  pr=$(jnum "$P" graph_over_ka_launch)
+  printf '  graph on PoCL (%s): ns per kernel: ka_launch %s, ka graph %s, raw OpenCL %s; graph / ka_launch %s [goal <= 0.8: %s]\n' \
+    "$(grep -oE '"path":"[^"]*"' "$P" 2>/dev/null | cut -d'"' -f4)" "$(jnum "$P" ka_launch_ns_per_kernel)" \
+    "$(jnum "$P" graph_ns_per_kernel)" "$(jnum "$P" raw_launch_ns_per_kernel)" "$pr" "$(goal "$pr" "<=" 0.8)"
   echo
   [[ -f $LOGS/ptx_compare.txt ]] && sed -n '1,3p' "$LOGS/ptx_compare.txt"
 } > "$S"

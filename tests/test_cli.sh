@@ -123,6 +123,8 @@ if [[ -n $kabench ]]; then
   check 2 "--n" "'99999999999'" -- saxpy --n 99999999999
   check 2 "--wg" "'0'" -- saxpy --wg 0
   check 2 "--reps" "'33'" -- compile --reps 33
+  check 2 "--kernels" "'0'" -- graph --kernels 0
+  check 2 "--items" "'x'" -- graph --items x
   check 2 "unknown benchmark 'nosuch'" "launch" -- nosuch
   check 2 "usage: ka-bench" --
   check 2 "'--bogus'" -- --bogus
@@ -136,7 +138,7 @@ if [[ -n $kabench ]]; then
     check 0 --stdout "usage: ka-bench $b" -- "$b" --help
   done
   # list and --help come from one table: the same benchmarks, each with a summary.
-  check 0 --stdout "launch" "wait" "route" "compile" "saxpy" -- list
+  check 0 --stdout "launch" "wait" "route" "compile" "saxpy" "graph" -- list
   listed=$("$kabench" --help | awk '/^  [a-z]+  +[^ ]/ && $1 != "list" {print $1}')
   if [[ $listed != "$benches" ]]; then
     fails=$((fails + 1))
