@@ -1,4 +1,5 @@
-/* OpenCL devices: enumeration, limits read once, the probe kernel. */
+/* OpenCL devices: enumeration, limits read once, the probe kernel, PoCL's
+ * `basic` device found and hidden, the device's native objects. */
 #include "cl_internal.h"
 
 #include <stdio.h>
@@ -19,7 +20,9 @@ static void setup_env(void) {
     if (setenv("POCL_DEVICES", "pthread basic", 0) == 0) basic_hidden = true;
 }
 
-static bool is_pocl(const ka_device_info *d) { return ka__icontains(d->platform, "Portable Computing Language"); }
+#define POCL_PLATFORM "Portable Computing Language"
+
+static bool is_pocl(const ka_device_info *d) { return ka__icontains(d->platform, POCL_PLATFORM); }
 
 /* "pocl" is PoCL's threaded CPU device (which routes small launches to its
  * basic device itself), not basic (named cpu-minimal from PoCL 5 on). */
@@ -30,7 +33,7 @@ bool ka__cl_selects(const char *sel, const ka_device_info *d) { return !strcmp(s
 
 /* PoCL 5 renamed `basic` to `cpu-minimal` (and `pthread` to `cpu`); POCL_DEVICES
  * still takes the old names, the device names are the new ones. */
-bool ka__cl_is_basic(cl_device_id d) {
+static bool is_basic(cl_device_id d) {
     char name[64] = "";
     if (clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS) return false;
     return !strncmp(name, "basic", 5) || !strncmp(name, "cpu-minimal", 11);
@@ -39,10 +42,11 @@ bool ka__cl_is_basic(cl_device_id d) {
 static bool is_pocl_platform(cl_platform_id p) {
     char name[128] = "";
     clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name, name, NULL);
-    return strstr(name, "Portable Computing Language") != NULL;
+    return strstr(name, POCL_PLATFORM) != NULL;
 }
 
-cl_int ka__cl_devices(cl_platform_id *plats_out, cl_device_id *devs, uint32_t cap, uint32_t *n) {
+/* Flat list of OpenCL devices in platform order; n set to total. */
+static cl_int list_devices(cl_platform_id *plats_out, cl_device_id *devs, uint32_t cap, uint32_t *n) {
     pthread_once(&env_once, setup_env);
     cl_platform_id plats[16];
     cl_uint np = 0;
@@ -58,7 +62,7 @@ cl_int ka__cl_devices(cl_platform_id *plats_out, cl_device_id *devs, uint32_t ca
         if (nd > 16) nd = 16;
         bool pocl = basic_hidden && is_pocl_platform(plats[p]);
         for (cl_uint i = 0; i < nd; i++) {
-            if (pocl && ka__cl_is_basic(ds[i])) continue;
+            if (pocl && is_basic(ds[i])) continue;
             if (*n < cap) {
                 plats_out[*n] = plats[p];
                 devs[*n] = ds[i];
@@ -94,7 +98,7 @@ static bool has_ext(const char *exts, const char *name) {
     return false;
 }
 
-void ka__cl_fill_info(cl_platform_id plat, cl_device_id d, uint32_t index, ka_device_info *info) {
+static void fill_info(cl_platform_id plat, cl_device_id d, uint32_t index, ka_device_info *info) {
     memset(info, 0, sizeof *info);
     info->backend = KA_BACKEND_OPENCL;
     snprintf(info->selector, sizeof info->selector, "opencl:%u", index);
@@ -146,7 +150,7 @@ void ka__cl_fill_info(cl_platform_id plat, cl_device_id d, uint32_t index, ka_de
 /* Builds a one-line kernel to read what OpenCL reports only per kernel: the
  * preferred work-group multiple and, without cl_intel_required_subgroup_size,
  * the sub-group size. */
-static void probe(cl_dev *cd, ka_device_info *info) {
+static void probe(ka__cl_dev *cd, ka_device_info *info) {
     static const char src[] = "__kernel void ka__probe(__global int *p) { p[get_global_id(0)] = 0; }";
     const char *s = src;
     cl_int err;
@@ -176,30 +180,39 @@ static void probe(cl_dev *cd, ka_device_info *info) {
     clReleaseProgram(p);
 }
 
-ka_status ka__cl_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
-    cl_platform_id plats[64];
-    cl_device_id devs[64];
-    uint32_t total = 0;
-    cl_int err = ka__cl_devices(plats, devs, 64, &total);
+/* The first KA__CL_MAX_DEVICES devices (list_devices), *total of them. */
+#define KA__CL_MAX_DEVICES 64
+static ka_status first_devices(cl_platform_id *plats, cl_device_id *devs, uint32_t *total) {
+    *total = 0;
+    cl_int err = list_devices(plats, devs, KA__CL_MAX_DEVICES, total);
     if (err != CL_SUCCESS) return ka__cl_fail("clGetPlatformIDs", err);
-    if (total > 64) total = 64;
-    for (uint32_t i = 0; i < total && i < cap; i++) ka__cl_fill_info(plats[i], devs[i], i, &out[i]);
+    if (*total > KA__CL_MAX_DEVICES) *total = KA__CL_MAX_DEVICES;
+    return KA_OK;
+}
+
+ka_status ka__cl_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
+    cl_platform_id plats[KA__CL_MAX_DEVICES];
+    cl_device_id devs[KA__CL_MAX_DEVICES];
+    uint32_t total;
+    ka_status st = first_devices(plats, devs, &total);
+    if (st != KA_OK) return st;
+    for (uint32_t i = 0; i < total && i < cap; i++) fill_info(plats[i], devs[i], i, &out[i]);
     *n = total;
     return KA_OK;
 }
 
 ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
-    cl_platform_id plats[64];
-    cl_device_id devs[64];
-    uint32_t total = 0;
-    cl_int err = ka__cl_devices(plats, devs, 64, &total);
-    if (err != CL_SUCCESS) return ka__cl_fail("clGetPlatformIDs", err);
-    if (index >= total || index >= 64) return ka__fail(KA_ERR_NO_DEVICE, "opencl:%u: no such device", index);
-    cl_dev *cd = ka__calloc(1, sizeof *cd);
+    cl_platform_id plats[KA__CL_MAX_DEVICES];
+    cl_device_id devs[KA__CL_MAX_DEVICES];
+    uint32_t total;
+    ka_status st = first_devices(plats, devs, &total);
+    if (st != KA_OK) return st;
+    if (index >= total) return ka__fail(KA_ERR_NO_DEVICE, "opencl:%u: no such device", index);
+    ka__cl_dev *cd = ka__calloc(1, sizeof *cd);
     if (!cd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
     cd->platform = plats[index];
     cd->device = devs[index];
-    ka__cl_fill_info(cd->platform, cd->device, index, &d->info);
+    fill_info(cd->platform, cd->device, index, &d->info);
     int maj = 1, min = 2;
     sscanf(d->info.version, "OpenCL %d.%d", &maj, &min);
     cd->cl_version = maj * 10 + min;
@@ -212,13 +225,15 @@ ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
      * routing small launches (buffers are shared within a context). */
     cl_device_id both[2] = {cd->device, NULL};
     cl_uint ndev = 1;
-    if (is_pocl_platform(cd->platform) && !ka__cl_is_basic(cd->device)) {
+    cd->pocl = is_pocl_platform(cd->platform);
+    if (cd->pocl && !is_basic(cd->device)) {
         cl_device_id ds[16];
         cl_uint nd = 0;
         if (clGetDeviceIDs(cd->platform, CL_DEVICE_TYPE_ALL, 16, ds, &nd) == CL_SUCCESS)
             for (cl_uint i = 0; i < nd && i < 16 && ndev == 1; i++)
-                if (ka__cl_is_basic(ds[i])) both[ndev++] = cd->inline_device = ds[i];
+                if (is_basic(ds[i])) both[ndev++] = cd->inline_device = ds[i];
     }
+    cl_int err;
     cd->context = clCreateContext(props, ndev, both, NULL, NULL, &err);
     if (err != CL_SUCCESS) {
         ka__free(cd, sizeof *cd);
@@ -231,8 +246,15 @@ ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
 }
 
 void ka__cl_device_close(ka__device *d) {
-    cl_dev *cd = d->native;
+    ka__cl_dev *cd = d->native;
     clReleaseContext(cd->context);
     ka__free(cd, sizeof *cd);
 }
 
+
+void ka__cl_device_native(ka__device *d, ka_native_device *out) {
+    ka__cl_dev *cd = d->native;
+    out->device = cd->device;
+    out->context = cd->context;
+    out->inline_device = cd->inline_device;
+}

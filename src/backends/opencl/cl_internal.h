@@ -1,4 +1,5 @@
-/* OpenCL back-end internals. */
+/* The OpenCL back-end's own objects and the functions its files share. Not
+ * installed. Everything here is ka__cl_*: Khronos owns cl_ and CL_. */
 #ifndef KA_CL_INTERNAL_H
 #define KA_CL_INTERNAL_H
 
@@ -9,18 +10,28 @@
 
 #include "backend.h"
 
-typedef struct cl_dev {
+/* Returns the failure of an OpenCL call as a status (ka__cl_fail). */
+#define KA__CL_CHECK(call, expr)                                             \
+    do {                                                                     \
+        cl_int err_ = (expr);                                                \
+        if (KA_UNLIKELY(err_ != CL_SUCCESS)) return ka__cl_fail(call, err_); \
+    } while (0)
+
+/* ka__device.native */
+typedef struct ka__cl_dev {
     cl_platform_id platform;
     cl_device_id device;
     cl_context context;
     int cl_version;      /* device OpenCL version * 10, e.g. 30 */
     char std_option[24]; /* "-cl-std=CL3.0" */
+    bool pocl;           /* on PoCL's platform: builds add the size probes */
     cl_device_id inline_device; /* PoCL's `basic` device in the same context, or NULL */
-} cl_dev;
+} ka__cl_dev;
 
-/* A queue: the device's own, and for PoCL a second one on `basic`, where a
- * launch of at most inline_max work-items runs in the calling thread. */
-typedef struct cl_queue {
+/* ka__queue.native: the device's own queue, and for PoCL a second one on
+ * `basic`, where a launch of at most inline_max work-items runs in the
+ * calling thread (cl_route.c). */
+typedef struct ka__cl_queue {
     cl_command_queue main;
     cl_command_queue inl;       /* NULL: no routing */
     uint64_t inline_max;        /* work-items; 0 = routing off */
@@ -37,29 +48,30 @@ typedef struct cl_queue {
      * the command, and PoCL 3.1 deadlocks on its event lock (seen in
      * ka_testsuite's concurrent launches). Taken before the kernel's lock. */
     _Atomic uint32_t inl_spin;
-} cl_queue;
+} ka__cl_queue;
 
-/* A build variant: the main device's program, and `basic`'s, built when a
+/* ka__variant.native: the main device's program, and `basic`'s, built when a
  * small launch first needs it (PoCL compiles per device). */
-typedef struct cl_prog {
+typedef struct ka__cl_prog {
     cl_program main;
     cl_program inl;
-    char *opts;                /* the build options, for `basic` */
-    bool probes;               /* built with the size probes (cl_backend.c) */
+    char *opts;                /* the full build options, kept for `basic` */
+    bool probes;               /* built with the size probes (cl_program.c) */
     size_t opts_len;
-    pthread_mutex_t lock;
-} cl_prog;
+    pthread_mutex_t lock;      /* building inl */
+} ka__cl_prog;
 
 /* Argument values last set on a cl_kernel (values persist there): a launch
- * skips clSetKernelArg for an argument that did not change. */
-typedef struct argcache {
+ * skips clSetKernelArg for an argument that did not change. One per user
+ * argument (ka__cl_argcache_new). */
+typedef struct ka__cl_argcache {
     uint64_t v;
     uint32_t size;
     uint32_t kind; /* KA_ARG_*, 0 = never set */
-} argcache;
+} ka__cl_argcache;
 
-/* Per-kernel state: the argument caches of the main and inline cl_kernels. */
-typedef struct cl_kern {
+/* ka__kernel.bk: the argument caches of the main and inline cl_kernels. */
+typedef struct ka__cl_kern {
     _Atomic uint32_t spin;     /* set-args + enqueue on the cl_kernel must not interleave */
     uint64_t last_nd[4];       /* hidden argument last set on the cl_kernel (under spin) */
     pthread_mutex_t lock;      /* making inl; off the launch path */
@@ -69,33 +81,91 @@ typedef struct cl_kern {
     uint32_t inl_count;        /* inline launches (under inl_spin) */
     uint32_t slow_streak;      /* consecutive timed inline launches that were slow */
     _Atomic uint32_t demoted;  /* too slow inline: always on the threaded device */
-    argcache *cache, *inl_cache;
-} cl_kern;
+    ka__cl_argcache *cache, *inl_cache;
+} ka__cl_kern;
 
-bool ka__cl_is_basic(cl_device_id d);
-/* Selector words of the OpenCL back-end ("pocl"), and the default device. */
-bool ka__cl_selects(const char *sel, const ka_device_info *d);
-bool ka__cl_preferred(const ka_device_info *d);
+static inline ka__cl_dev *ka__cl_dev_of(const ka__device *d) { return d->native; }
+static inline cl_command_queue ka__cl_main_q(const ka__queue *q) { return ((ka__cl_queue *)q->native)->main; }
 
+/* Wraps every enqueue on main: ka__cl_counted(q, async, clEnqueue...(ka__cl_main_q(q), ...)).
+ * An asynchronous command counts once its enqueue has returned: counted
+ * before, another thread's ka__cl_finish_main could take the count, finish
+ * before the command is in the queue, and mark it finished. A blocking one is
+ * complete on return, and so is all before it (an in-order queue): not counted. */
+static inline cl_int ka__cl_counted(ka__queue *q, bool async, cl_int err) {
+    if (KA_LIKELY(err == CL_SUCCESS) && async)
+        atomic_fetch_add_explicit(&((ka__cl_queue *)q->native)->main_enqueued, 1, memory_order_release);
+    return err;
+}
+
+/* ---- cl_errors.c ---- */
 const char *ka__cl_error_name(cl_int err);
 /* Maps an OpenCL error to a status and records "call: CL_NAME" in the detail. */
 ka_status ka__cl_fail(const char *call, cl_int err);
 
-/* Flat list of OpenCL devices in platform order; n set to total. */
-cl_int ka__cl_devices(cl_platform_id *plats, cl_device_id *devs, uint32_t cap, uint32_t *n);
-void ka__cl_fill_info(cl_platform_id plat, cl_device_id dev, uint32_t index, ka_device_info *info);
+/* ---- cl_device.c ---- */
+ka_status ka__cl_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n);
+/* Selector words of the OpenCL back-end ("pocl"), and the default device. */
+bool ka__cl_selects(const char *sel, const ka_device_info *d);
+bool ka__cl_preferred(const ka_device_info *d);
+ka_status ka__cl_device_open(ka__device *d, uint32_t index);
+void ka__cl_device_close(ka__device *d);
+void ka__cl_device_native(ka__device *d, ka_native_device *out);
 
-/* Persistent kernel cache (cl_kcache.c). */
+/* ---- cl_queue.c ---- */
+ka_status ka__cl_queue_create(ka__queue *q);
+void ka__cl_queue_release(ka__queue *q);
+ka_status ka__cl_queue_finish(ka__queue *q);
+ka_status ka__cl_queue_flush(ka__queue *q);
+void ka__cl_queue_native(ka__queue *q, ka_native_queue *out);
+void ka__cl_queue_stats(ka__queue *q, ka_queue_stats *out);
+
+/* ---- cl_memory.c ---- */
+ka_status ka__cl_buffer_create(ka__buffer *b);
+void ka__cl_buffer_release(ka__buffer *b);
+ka_status ka__cl_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
+ka_status ka__cl_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
+ka_status ka__cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
+ka_status ka__cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+
+/* ---- cl_program.c ---- */
+ka_status ka__cl_program_build(ka__program *p, ka__variant *v, const char *options);
+void ka__cl_program_release(ka__program *p, ka__variant *v);
+/* Builds cp->inl for `basic` unless built (under cp->lock). */
+ka_status ka__cl_program_inline(ka__program *p, ka__cl_prog *cp);
+
+/* ---- cl_kernel.c ---- */
+ka_status ka__cl_kernel_create(ka__kernel *k);
+void ka__cl_kernel_release(ka__kernel *k);
+/* A zeroed argument cache for k (NULL when out of memory). */
+ka__cl_argcache *ka__cl_argcache_new(const ka__kernel *k);
+
+/* ---- cl_launch.c ---- */
+ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev);
+
+/* ---- cl_route.c: PoCL routing, off the launch path ---- */
+/* Sets q's routing limits and, where the device has `basic`, its queue there. */
+ka_status ka__cl_route_open(const ka__queue *q, ka__cl_queue *cq);
+/* Finishes main and records that every command counted before is covered. */
+ka_status ka__cl_finish_main(ka__cl_queue *cq);
+/* First inline launch of k: its program built for `basic`, the kernel made there. */
+ka_status ka__cl_make_inline(ka__kernel *k, ka__cl_kern *kk);
+/* A timed inline launch of k took ns (under kk->inl_spin): may demote k. */
+void ka__cl_route_timed(const ka__kernel *k, ka__cl_kern *kk, const ka__cl_queue *cq, int64_t ns);
+
+/* ---- cl_event.c ---- */
+int ka__cl_event_query(void *ev, ka_status *st);
+const char *ka__cl_event_error(void *ev);
+ka_status ka__cl_event_callback(void *ev, ka__native_cb cb, void *ctx);
+ka_status ka__cl_event_wait(void *ev);
+void ka__cl_event_release(void *ev);
+
+/* ---- cl_kcache.c: the persistent kernel cache ---- */
 void ka__cl_cache_key(const ka__device *d, cl_device_id dev, const char *src, const char *opts, ka__kcache_key *key);
 /* A program for dev from a cached binary, built with opts; false on a miss or
  * if the driver refuses the binary (then compile). */
-bool ka__cl_cache_load(cl_dev *cd, cl_device_id dev, const ka__kcache_key *key, const char *opts, cl_program *out);
+bool ka__cl_cache_load(ka__cl_dev *cd, cl_device_id dev, const ka__kcache_key *key, const char *opts, cl_program *out);
 /* Stores prog's binary for dev (nothing on failure). */
 void ka__cl_cache_store(cl_program prog, cl_device_id dev, const ka__kcache_key *key);
-
-ka_status ka__cl_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n);
-ka_status ka__cl_device_open(ka__device *d, uint32_t index);
-void ka__cl_device_close(ka__device *d);
-
 
 #endif

@@ -1,0 +1,122 @@
+/* The launch: the hot path. Arguments are set from the per-kernel cache and
+ * the kernel enqueued on the threaded device or, for a small PoCL launch, run
+ * in this thread on `basic` (routing's set-up and policy: cl_route.c). The
+ * hot path's helpers stay static in this file, so they can be inlined. */
+#include "cl_internal.h"
+
+#include <string.h>
+
+static ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache, uint64_t last_nd[4], const ka__launch *l,
+                          const ka_arg *args, uint32_t nargs) {
+    /* The hidden range argument is set only when it changed: argument values
+     * persist on the cl_kernel. */
+    if (KA_UNLIKELY((last_nd[0] ^ l->nd[0]) | (last_nd[1] ^ l->nd[1]) | (last_nd[2] ^ l->nd[2]) | (last_nd[3] ^ l->nd[3]))) {
+        KA__CL_CHECK("clSetKernelArg(hidden range)", clSetKernelArg(ck, 0, sizeof l->nd, l->nd));
+        memcpy(last_nd, l->nd, sizeof l->nd);
+    }
+    for (uint32_t i = 0; i < nargs; i++) {
+        const ka_arg *a = &args[i];
+        ka__cl_argcache *c = &cache[i];
+        uint64_t v = a->u.u64;
+        cl_int err;
+        switch (a->kind) {
+        case KA_ARG_BUFFER: /* resolved by the core */
+            v = (uint64_t)(uintptr_t)l->mem[i];
+            if (c->kind == KA_ARG_BUFFER && c->v == v) continue;
+            err = clSetKernelArg(ck, i + 1, sizeof(cl_mem), &l->mem[i]);
+            break;
+        case KA_ARG_LOCAL:
+            if (c->kind == KA_ARG_LOCAL && c->size == a->size) continue;
+            err = clSetKernelArg(ck, i + 1, a->size, NULL);
+            break;
+        case KA_ARG_BYTES: /* not cached: the bytes live behind a pointer */
+            c->kind = 0;
+            err = clSetKernelArg(ck, i + 1, a->size, a->u.ptr);
+            if (KA_UNLIKELY(err != CL_SUCCESS)) goto fail;
+            continue;
+        case KA_ARG_SCALAR:
+            if (c->kind == KA_ARG_SCALAR && c->size == a->size && c->v == v) continue;
+            err = clSetKernelArg(ck, i + 1, a->size, &a->u);
+            break;
+        default: /* reaches here only past the fast check: garbage of exactly an unknown argument's tag */
+            c->kind = 0;
+            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u",
+                            k->name, i, k->sig[i].name, a->kind);
+        }
+        if (KA_UNLIKELY(err != CL_SUCCESS)) {
+        fail:
+            c->kind = 0;
+            ka_status st = ka__cl_fail("clSetKernelArg", err);
+            return ka__fail(st, "ka_launch: kernel '%s' argument %u ('%s'): clSetKernelArg: %s", k->name, i, k->sig[i].name,
+                            ka__cl_error_name(err));
+        }
+        c->v = v;
+        c->size = a->size;
+        c->kind = a->kind;
+    }
+    return KA_OK;
+}
+
+/* A small launch on PoCL's `basic` device: it runs inside clFlush, in this
+ * thread. Ordering with the threaded device is kept on the host: pending work
+ * there is finished first, and the inline launch is complete on return, so
+ * later commands anywhere see its results. For the same reason it needs no
+ * native event: a launch that asks for one gets *ev = NULL, which the core
+ * binds as an event complete at once (saving PoCL's event, a status query and
+ * a release per launch + wait). */
+static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                               void **ev) {
+    ka__cl_queue *cq = q->native;
+    ka__cl_kern *kk = k->bk;
+    ka_status st;
+    if (KA_UNLIKELY(!atomic_load_explicit((void *_Atomic *)&kk->inl, memory_order_acquire)) &&
+        (st = ka__cl_make_inline(k, kk)) != KA_OK)
+        return st;
+    if (atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) !=
+            atomic_load_explicit(&cq->main_finished, memory_order_relaxed) &&
+        (st = ka__cl_finish_main(cq)) != KA_OK)
+        return st;
+    ka__spin_lock(&cq->inl_spin);
+    ka__spin_lock(&kk->inl_spin);
+    /* Few work-items need not mean little work: the second inline launch of
+     * a kernel and every 8th after are timed (the first may compile); the
+     * verdict is ka__cl_route_timed's. */
+    bool timed = (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
+    int64_t t0 = timed ? ka__now_ns() : 0;
+    st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
+    if (KA_LIKELY(st == KA_OK)) {
+        if (ev) *ev = NULL;
+        cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, NULL);
+        if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel(basic)", err);
+        else if (KA_UNLIKELY((err = clFlush(cq->inl)) != CL_SUCCESS)) st = ka__cl_fail("clFlush(basic)", err);
+    }
+    /* Launches that ran inline. Under the queue's inline lock: a plain
+     * increment, no locked instruction. */
+    if (KA_LIKELY(st == KA_OK))
+        atomic_store_explicit(&cq->inline_launches,
+                              atomic_load_explicit(&cq->inline_launches, memory_order_relaxed) + 1, memory_order_relaxed);
+    if (timed) ka__cl_route_timed(k, kk, cq, ka__now_ns() - t0);
+    ka__spin_unlock(&kk->inl_spin);
+    ka__spin_unlock(&cq->inl_spin);
+    return st;
+}
+
+ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                        void **ev) {
+    ka__cl_queue *cq = q->native;
+    ka__cl_kern *kk = k->bk;
+    if (cq->inl && l->items <= cq->inline_max &&
+        !atomic_load_explicit(&kk->demoted, memory_order_relaxed))
+        return launch_inline(q, k, l, args, nargs, ev);
+    /* clSetKernelArg + enqueue on one cl_kernel must not interleave between
+     * threads. */
+    ka__spin_lock(&kk->spin);
+    ka_status st = set_args(k, k->native, kk->cache, kk->last_nd, l, args, nargs);
+    if (KA_LIKELY(st == KA_OK)) {
+        cl_int err = ka__cl_counted(q, true, clEnqueueNDRangeKernel(ka__cl_main_q(q), k->native, l->dims, NULL, l->global,
+                                                                    l->local, 0, NULL, (cl_event *)ev));
+        if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel", err);
+    }
+    ka__spin_unlock(&kk->spin);
+    return st;
+}

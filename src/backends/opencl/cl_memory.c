@@ -1,0 +1,59 @@
+/* Buffers and transfers, all on the queue's main command queue (never on
+ * `basic`), each counted for routing (ka__cl_counted). */
+#include "cl_internal.h"
+
+ka_status ka__cl_buffer_create(ka__buffer *b) {
+    cl_int err;
+    cl_mem m = clCreateBuffer(ka__cl_dev_of(b->dev)->context, CL_MEM_READ_WRITE, b->bytes, NULL, &err);
+    if (err != CL_SUCCESS) return ka__cl_fail("clCreateBuffer", err);
+    b->native = m;
+    return KA_OK;
+}
+
+void ka__cl_buffer_release(ka__buffer *b) { clReleaseMemObject(b->native); }
+
+ka_status ka__cl_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
+    KA__CL_CHECK("clEnqueueWriteBuffer",
+                 ka__cl_counted(q, ev != NULL,
+                                clEnqueueWriteBuffer(ka__cl_main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, src, 0,
+                                                     NULL, (cl_event *)ev)));
+    return KA_OK;
+}
+
+ka_status ka__cl_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
+    KA__CL_CHECK("clEnqueueReadBuffer",
+                 ka__cl_counted(q, ev != NULL,
+                                clEnqueueReadBuffer(ka__cl_main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, dst, 0,
+                                                    NULL, (cl_event *)ev)));
+    return KA_OK;
+}
+
+/* Copies and fills have no blocking form: without ev, the command's own
+ * event is waited for here. */
+static ka_status event_or_wait(cl_event e, void **ev) {
+    if (ev) {
+        *ev = e;
+        return KA_OK;
+    }
+    cl_int err = clWaitForEvents(1, &e);
+    clReleaseEvent(e);
+    KA__CL_CHECK("clWaitForEvents", err);
+    return KA_OK;
+}
+
+ka_status ka__cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
+    cl_event e;
+    KA__CL_CHECK("clEnqueueCopyBuffer",
+                 ka__cl_counted(q, ev != NULL,
+                                clEnqueueCopyBuffer(ka__cl_main_q(q), s->native, d->native, so, dof, n, 0, NULL, &e)));
+    return event_or_wait(e, ev);
+}
+
+ka_status ka__cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
+                             void **ev) {
+    cl_event e;
+    KA__CL_CHECK("clEnqueueFillBuffer",
+                 ka__cl_counted(q, ev != NULL,
+                                clEnqueueFillBuffer(ka__cl_main_q(q), b->native, pat, psz, off, n, 0, NULL, &e)));
+    return event_or_wait(e, ev);
+}

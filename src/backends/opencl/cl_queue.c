@@ -1,0 +1,55 @@
+/* Queues: the device's command queue, and PoCL's second one on `basic` made
+ * by cl_route.c. */
+#include "cl_internal.h"
+
+ka_status ka__cl_queue_create(ka__queue *q) {
+    ka__cl_dev *cd = ka__cl_dev_of(q->dev);
+    ka__cl_queue *cq = ka__calloc(1, sizeof *cq);
+    if (!cq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
+    cl_int err;
+    cq->main = clCreateCommandQueue(cd->context, cd->device, 0, &err);
+    if (err != CL_SUCCESS) {
+        ka__free(cq, sizeof *cq);
+        return ka__cl_fail("clCreateCommandQueue", err);
+    }
+    ka_status st = ka__cl_route_open(q, cq);
+    if (st != KA_OK) {
+        clReleaseCommandQueue(cq->main);
+        ka__free(cq, sizeof *cq);
+        return st;
+    }
+    q->native = cq;
+    return KA_OK;
+}
+
+void ka__cl_queue_release(ka__queue *q) {
+    ka__cl_queue *cq = q->native;
+    clReleaseCommandQueue(cq->main);
+    if (cq->inl) clReleaseCommandQueue(cq->inl);
+    ka__free(cq, sizeof *cq);
+}
+
+ka_status ka__cl_queue_finish(ka__queue *q) {
+    ka__cl_queue *cq = q->native;
+    ka_status st = ka__cl_finish_main(cq);
+    if (st != KA_OK) return st;
+    if (cq->inl) KA__CL_CHECK("clFinish(basic)", clFinish(cq->inl));
+    return KA_OK;
+}
+
+ka_status ka__cl_queue_flush(ka__queue *q) {
+    KA__CL_CHECK("clFlush", clFlush(ka__cl_main_q(q)));
+    return KA_OK;
+}
+
+void ka__cl_queue_native(ka__queue *q, ka_native_queue *out) {
+    ka__cl_queue *cq = q->native;
+    out->queue = cq->main;
+    out->inline_queue = cq->inl;
+}
+
+void ka__cl_queue_stats(ka__queue *q, ka_queue_stats *out) {
+    ka__cl_queue *cq = q->native;
+    out->inline_max_items = cq->inl ? cq->inline_max : 0;
+    out->inline_launches = atomic_load_explicit(&cq->inline_launches, memory_order_relaxed);
+}
