@@ -15,7 +15,7 @@
  * Two CUevents an event. What a command records is `ev`, with default sync
  * (CU_EVENT_DISABLE_TIMING only): on an H200 a launch + record + poll cost
  * 1.2 us more with a CU_EVENT_BLOCKING_SYNC event than with this one, the
- * whole gap between libka's launch + wait and the raw one (ka bench launch's
+ * whole gap between libka's launch + wait and the raw one (ka-bench launch's
  * raw_poll_* rows). A waiter that must sleep needs a blocking-sync event, or
  * cuEventSynchronize spins a core: `bev`, recorded on the queue's side stream
  * behind a cuStreamWaitEvent on `ev` (chain(), once per recording of ev), so
