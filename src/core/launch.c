@@ -75,7 +75,7 @@ static ka_status __attribute__((noinline, cold)) bad_buffer(const ka__kernel *k,
 /* Checks every argument against the kernel's signature (one compare each in
  * the common case) and resolves each buffer argument, once for every
  * back-end: mem[i] gets its native object. */
-static inline ka_status check_args(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs,
+static inline __attribute__((always_inline)) ka_status check_args(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs,
                                    void **mem) {
     if (KA_UNLIKELY(nargs != k->nargs))
         return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
