@@ -68,7 +68,10 @@ struct ka__backend {
     void (*device_native)(ka__device *d, ka_native_device *out);
 
     /* ---- queues ---------------------------------------------------------- */
-    ka_status (*queue_create)(ka__queue *q); /* sets q->native; q->spin_ns, inline_max set */
+    /* Sets q->native (q->spin_ns and q->nevents are set). cfg is the
+     * user's (may be NULL): what it says to a back-end (PoCL routing's
+     * inline_max_items) the back-end keeps in its own queue state. */
+    ka_status (*queue_create)(ka__queue *q, const ka_queue_config *cfg);
     void (*queue_release)(ka__queue *q);     /* after queue_finish and every event's release */
     ka_status (*queue_finish)(ka__queue *q); /* blocks until every command completed */
     ka_status (*queue_flush)(ka__queue *q);  /* submits; must not block on the device */
@@ -153,7 +156,9 @@ const ka__backend *ka__backend_layer(const ka__backend *be);
 /* ---- the wrappers: every call into a back-end goes through one of these -- */
 static inline ka_status ka__be_device_open(const ka__backend *be, ka__device *d, uint32_t i) { return be->device_open(d, i); }
 static inline void ka__be_device_close(ka__device *d) { d->ops->device_close(d); }
-static inline ka_status ka__be_queue_create(ka__queue *q) { return q->dev->ops->queue_create(q); }
+static inline ka_status ka__be_queue_create(ka__queue *q, const ka_queue_config *cfg) {
+    return q->dev->ops->queue_create(q, cfg);
+}
 static inline void ka__be_queue_release(ka__queue *q) { q->dev->ops->queue_release(q); }
 static inline ka_status ka__be_queue_finish(ka__queue *q) { return q->dev->ops->queue_finish(q); }
 static inline ka_status ka__be_queue_flush(ka__queue *q) { return q->dev->ops->queue_flush(q); }

@@ -214,7 +214,6 @@ struct ka__queue {
     ka__device *dev;
     void *native;
     int64_t spin_ns;
-    int64_t inline_max;        /* ka_queue_config.inline_max_items */
     int efd;                   /* eventfd, -1 until asked for */
     ka__graph *rec;            /* the graph being recorded (ka_graph_begin), else NULL */
     ka__event *events;

@@ -18,9 +18,8 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
     q->dev = d;
     q->efd = -1;
     q->spin_ns = cfg ? cfg->spin_ns : -1;
-    q->inline_max = cfg ? cfg->inline_max_items : 0;
     q->nevents = cap; /* back-ends size their native event pools by it */
-    ka_status st = ka__be_queue_create(q);
+    ka_status st = ka__be_queue_create(q, cfg);
     if (st != KA_OK) goto fail_q;
     st = ka__events_init(q, cap);
     if (st != KA_OK) goto fail_native;

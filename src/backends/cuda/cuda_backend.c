@@ -20,7 +20,8 @@
 #define KA__CUDA_EVENT_MARGIN 64
 #define KA__CUDA_DEFAULT_EVENTS 1024
 
-static ka_status cuda_queue_create(ka__queue *kq) {
+static ka_status cuda_queue_create(ka__queue *kq, const ka_queue_config *cfg) {
+    (void)cfg; /* nothing in it is the back-end's */
     ka__cudev *d = kq->dev->native;
     ka_status st = ka__cuda_bind(d);
     if (st != KA_OK) return st;

@@ -35,6 +35,7 @@ static ka_status n_device_open(ka__device *d, uint32_t index) {
 
 static void n_device_close(ka__device *d) { (void)d; }
 static ka_status n_ok_q(ka__queue *q) { (void)q; return KA_OK; }
+static ka_status n_queue_create(ka__queue *q, const ka_queue_config *cfg) { (void)q; (void)cfg; return KA_OK; }
 static void n_void_q(ka__queue *q) { (void)q; }
 
 static ka_status n_buffer_create(ka__buffer *b) {
@@ -148,7 +149,7 @@ static const char *n_event_error(void *ev) { return ev == &failed_event ? "a ka_
 const ka__backend ka__null_backend = {
     .version = KA__BACKEND_VERSION, .name = "null", .kind = KA_BACKEND_NULL, .flags = KA__BE_UNLISTED,
     .enumerate = n_enumerate, .device_open = n_device_open, .device_close = n_device_close,
-    .queue_create = n_ok_q, .queue_release = n_void_q, .queue_finish = n_ok_q, .queue_flush = n_ok_q,
+    .queue_create = n_queue_create, .queue_release = n_void_q, .queue_finish = n_ok_q, .queue_flush = n_ok_q,
     .buffer_create = n_buffer_create, .buffer_release = n_buffer_release,
     .buffer_write = n_write, .buffer_read = n_read, .buffer_copy = n_copy, .buffer_fill = n_fill,
     .program_build = n_build, .program_release = n_prog_release,

@@ -113,7 +113,7 @@ void ka__cl_device_close(ka__device *d);
 void ka__cl_device_native(ka__device *d, ka_native_device *out);
 
 /* ---- cl_queue.c ---- */
-ka_status ka__cl_queue_create(ka__queue *q);
+ka_status ka__cl_queue_create(ka__queue *q, const ka_queue_config *cfg);
 void ka__cl_queue_release(ka__queue *q);
 ka_status ka__cl_queue_finish(ka__queue *q);
 ka_status ka__cl_queue_flush(ka__queue *q);
@@ -145,7 +145,7 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
 
 /* ---- cl_route.c: PoCL routing, off the launch path ---- */
 /* Sets q's routing limits and, where the device has `basic`, its queue there. */
-ka_status ka__cl_route_open(const ka__queue *q, ka__cl_queue *cq);
+ka_status ka__cl_route_open(const ka__queue *q, const ka_queue_config *cfg, ka__cl_queue *cq);
 /* Finishes main and records that every command counted before is covered. */
 ka_status ka__cl_finish_main(ka__cl_queue *cq);
 /* First inline launch of k: its program built for `basic`, the kernel made there. */

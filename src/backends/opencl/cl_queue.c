@@ -2,7 +2,7 @@
  * by cl_route.c. */
 #include "cl_internal.h"
 
-ka_status ka__cl_queue_create(ka__queue *q) {
+ka_status ka__cl_queue_create(ka__queue *q, const ka_queue_config *cfg) {
     ka__cl_dev *cd = ka__cl_dev_of(q->dev);
     ka__cl_queue *cq = ka__calloc(1, sizeof *cq);
     if (!cq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
@@ -12,7 +12,7 @@ ka_status ka__cl_queue_create(ka__queue *q) {
         ka__free(cq, sizeof *cq);
         return ka__cl_fail("clCreateCommandQueue", err);
     }
-    ka_status st = ka__cl_route_open(q, cq);
+    ka_status st = ka__cl_route_open(q, cfg, cq);
     if (st != KA_OK) {
         clReleaseCommandQueue(cq->main);
         ka__free(cq, sizeof *cq);

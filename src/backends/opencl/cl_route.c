@@ -29,15 +29,16 @@ static uint64_t env_u64(const char *name, uint64_t dflt) {
     return *end || errno ? dflt : (uint64_t)v;
 }
 
-static uint64_t inline_limit(const ka__queue *q) {
-    if (q->inline_max > 0) return (uint64_t)q->inline_max;
-    if (q->inline_max < 0) return 0;
+static uint64_t inline_limit(const ka_queue_config *cfg) {
+    int64_t want = cfg ? cfg->inline_max_items : 0;
+    if (want > 0) return (uint64_t)want;
+    if (want < 0) return 0;
     return env_u64("KA_INLINE_MAX_ITEMS", KA__INLINE_DEFAULT);
 }
 
-ka_status ka__cl_route_open(const ka__queue *q, ka__cl_queue *cq) {
+ka_status ka__cl_route_open(const ka__queue *q, const ka_queue_config *cfg, ka__cl_queue *cq) {
     ka__cl_dev *cd = ka__cl_dev_of(q->dev);
-    cq->inline_max = inline_limit(q);
+    cq->inline_max = inline_limit(cfg);
     /* Past 1000 s is as good as never timed out; clamped, not wrapped. */
     uint64_t slow_us = env_u64("KA_INLINE_SLOW_US", KA__INLINE_SLOW_NS / 1000);
     cq->inline_slow_ns = (int64_t)(slow_us > 1000000000u ? 1000000000u : slow_us) * 1000;
