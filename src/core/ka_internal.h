@@ -144,7 +144,7 @@ struct ka__variant {           /* one native build of a program */
     uint64_t nd[3];
     uint64_t defines_hash;
     char *defines;
-    void *native;              /* cl_program / CUmodule */
+    void *native;              /* the back-end's build: ka__cl_prog * / ka__cumod * */
 };
 
 struct ka__kernel {
