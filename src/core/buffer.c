@@ -112,16 +112,7 @@ static ka_status begin(ka__queue *q, ka_event *ev, pending *p) {
     return KA_OK;
 }
 
-static ka_status end(ka_status st, ka_event *ev, pending *p) {
-    if (!p->e) return st;
-    if (st != KA_OK) {
-        ka__event_abandon(p->e);
-        return st;
-    }
-    ka__event_bind(p->e, p->native);
-    ev->id = p->e->id;
-    return KA_OK;
-}
+static ka_status end(ka_status st, ka_event *ev, pending *p) { return ka__event_publish(p->e, st, p->native, ev); }
 
 /* An empty transfer is a no-op whose event (if any) is already complete.
  * Runs call with the event plumbing, unpins, returns the status. */

@@ -234,15 +234,7 @@ static ka_status graph_launch(ka__queue *q, ka__graph *g, ka_event *ev) {
     void *native = NULL;
     if (g->native) st = ka__be_graph_launch(q, g, e ? &native : NULL);
     else if (g->last < g->n) st = replay(q, g, e ? &native : NULL);
-    if (e) {
-        if (st != KA_OK) {
-            ka__event_abandon(e);
-            return st;
-        }
-        ka__event_bind(e, native);
-        ev->id = e->id;
-    }
-    return st;
+    return ka__event_publish(e, st, native, ev);
 }
 
 /* One replay or update of a graph at a time: a second is refused, not raced. */

@@ -237,6 +237,19 @@ void ka__event_native_done(void *ctx, ka_status st);
 ka_status ka__event_acquire(ka__queue *q, ka__event **out);
 void ka__event_bind(ka__event *e, void *native);
 void ka__event_abandon(ka__event *e);
+/* The end of an enqueue that asked for an event (e from ka__event_acquire,
+ * NULL when none was asked): on success binds the native event and gives the
+ * caller its handle; on failure gives the slot back. Returns st. */
+static inline ka_status ka__event_publish(ka__event *e, ka_status st, void *native, ka_event *ev) {
+    if (!e) return st;
+    if (KA_UNLIKELY(st != KA_OK)) {
+        ka__event_abandon(e);
+        return st;
+    }
+    ka__event_bind(e, native);
+    ev->id = e->id;
+    return KA_OK;
+}
 ka_status ka__events_init(ka__queue *q, uint32_t n);
 void ka__events_fini(ka__queue *q);
 void ka__queue_wait_callbacks(ka__queue *q);

@@ -266,13 +266,5 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
     if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
     void *native = NULL;
     if (KA_LIKELY(l->items)) st = ka__be_launch(q, k, l, args, nargs, e ? &native : NULL);
-    if (e) {
-        if (st != KA_OK) {
-            ka__event_abandon(e);
-            return st;
-        }
-        ka__event_bind(e, native);
-        ev->id = e->id;
-    }
-    return st;
+    return ka__event_publish(e, st, native, ev);
 }
