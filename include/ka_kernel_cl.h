@@ -112,39 +112,28 @@ typedef ulong ka_size_t;
 
 /* ---- atomics (return the old value) ------------------------------------ */
 #define KA__OVL __attribute__((overloadable)) static inline
-#define KA__ATOMIC32(T, AS)                                                                      \
-    KA__OVL T ka_atomic_add(volatile AS T *p, T v) { return atomic_add(p, v); }                  \
-    KA__OVL T ka_atomic_sub(volatile AS T *p, T v) { return atomic_sub(p, v); }                  \
-    KA__OVL T ka_atomic_min(volatile AS T *p, T v) { return atomic_min(p, v); }                  \
-    KA__OVL T ka_atomic_max(volatile AS T *p, T v) { return atomic_max(p, v); }                  \
-    KA__OVL T ka_atomic_and(volatile AS T *p, T v) { return atomic_and(p, v); }                  \
-    KA__OVL T ka_atomic_or(volatile AS T *p, T v) { return atomic_or(p, v); }                    \
-    KA__OVL T ka_atomic_xor(volatile AS T *p, T v) { return atomic_xor(p, v); }                  \
-    KA__OVL T ka_atomic_xchg(volatile AS T *p, T v) { return atomic_xchg(p, v); }                \
-    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return atomic_cmpxchg(p, cmp, v); } \
-    KA__OVL T ka_atomic_load(volatile AS T *p) { return atomic_or(p, (T)0); }                    \
-    KA__OVL void ka_atomic_store(volatile AS T *p, T v) { (void)atomic_xchg(p, v); }
-KA__ATOMIC32(int, __global)
-KA__ATOMIC32(uint, __global)
-KA__ATOMIC32(int, __local)
-KA__ATOMIC32(uint, __local)
+/* F: OpenCL's prefix for the width, atomic_ (32-bit) or atom_ (64-bit extensions). */
+#define KA__ATOMICS(T, AS, F)                                                                    \
+    KA__OVL T ka_atomic_add(volatile AS T *p, T v) { return F##add(p, v); }                      \
+    KA__OVL T ka_atomic_sub(volatile AS T *p, T v) { return F##sub(p, v); }                      \
+    KA__OVL T ka_atomic_min(volatile AS T *p, T v) { return F##min(p, v); }                      \
+    KA__OVL T ka_atomic_max(volatile AS T *p, T v) { return F##max(p, v); }                      \
+    KA__OVL T ka_atomic_and(volatile AS T *p, T v) { return F##and(p, v); }                      \
+    KA__OVL T ka_atomic_or(volatile AS T *p, T v) { return F##or(p, v); }                        \
+    KA__OVL T ka_atomic_xor(volatile AS T *p, T v) { return F##xor(p, v); }                      \
+    KA__OVL T ka_atomic_xchg(volatile AS T *p, T v) { return F##xchg(p, v); }                    \
+    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return F##cmpxchg(p, cmp, v); }  \
+    KA__OVL T ka_atomic_load(volatile AS T *p) { return F##or(p, (T)0); }                        \
+    KA__OVL void ka_atomic_store(volatile AS T *p, T v) { (void)F##xchg(p, v); }
+KA__ATOMICS(int, __global, atomic_)
+KA__ATOMICS(uint, __global, atomic_)
+KA__ATOMICS(int, __local, atomic_)
+KA__ATOMICS(uint, __local, atomic_)
 #ifdef KA_HAS_ATOMIC64
-#define KA__ATOMIC64(T, AS)                                                                      \
-    KA__OVL T ka_atomic_add(volatile AS T *p, T v) { return atom_add(p, v); }                    \
-    KA__OVL T ka_atomic_sub(volatile AS T *p, T v) { return atom_sub(p, v); }                    \
-    KA__OVL T ka_atomic_min(volatile AS T *p, T v) { return atom_min(p, v); }                    \
-    KA__OVL T ka_atomic_max(volatile AS T *p, T v) { return atom_max(p, v); }                    \
-    KA__OVL T ka_atomic_and(volatile AS T *p, T v) { return atom_and(p, v); }                    \
-    KA__OVL T ka_atomic_or(volatile AS T *p, T v) { return atom_or(p, v); }                      \
-    KA__OVL T ka_atomic_xor(volatile AS T *p, T v) { return atom_xor(p, v); }                    \
-    KA__OVL T ka_atomic_xchg(volatile AS T *p, T v) { return atom_xchg(p, v); }                  \
-    KA__OVL T ka_atomic_cmpxchg(volatile AS T *p, T cmp, T v) { return atom_cmpxchg(p, cmp, v); } \
-    KA__OVL T ka_atomic_load(volatile AS T *p) { return atom_or(p, (T)0); }                      \
-    KA__OVL void ka_atomic_store(volatile AS T *p, T v) { (void)atom_xchg(p, v); }
-KA__ATOMIC64(long, __global)
-KA__ATOMIC64(ulong, __global)
-KA__ATOMIC64(long, __local)
-KA__ATOMIC64(ulong, __local)
+KA__ATOMICS(long, __global, atom_)
+KA__ATOMICS(ulong, __global, atom_)
+KA__ATOMICS(long, __local, atom_)
+KA__ATOMICS(ulong, __local, atom_)
 #ifdef KA_HAS_DOUBLE
 /* Double add: a compare-exchange loop on the 64-bit pattern; xchg, load and
  * store through the 64-bit integer atomics. */
