@@ -1,0 +1,105 @@
+/* What the event files share (sync.c, event_pool.c, event_done.c, wait.c).
+ * Not installed; nothing outside src/core/ includes it.
+ *
+ * Each queue owns a fixed array of event slots made when the queue is made;
+ * a launch pops one from a lock-free stack, a release pushes it back, and the
+ * handle's generation changes on release, so a stale handle is detected.
+ *
+ * Threading: the driver's completion callback (on a driver thread) only does
+ * atomic stores, a futex wake, an eventfd write, the user's callback and a
+ * lock-free push; it takes no lock that a user thread could hold.
+ *
+ * The helpers below are static inline because a launch + wait runs them
+ * (bind marks a no-op launch done, a wait pins and polls, a release unrefs):
+ * split over files they would otherwise become calls. */
+#ifndef KA_EVENT_H
+#define KA_EVENT_H
+
+#include "backend.h"
+#include "freelist.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ka__cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define ka__cpu_relax() __asm__ __volatile__("yield")
+#else
+#define ka__cpu_relax() ((void)0)
+#endif
+
+/* ---- futex (sync.c): only a sleeping wait or a wake of one calls these -- */
+/* Sleeps while *addr == val, at most timeout_ns (INT64_MAX: no limit; <= 0:
+ * returns at once). May return early: callers re-check. */
+void ka__futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns);
+void ka__futex_wake_all(_Atomic uint32_t *addr);
+
+/* ---- ka_wait_any's wake (wait.c) --------------------------------------- */
+/* ka_wait_any sleeps on ka__any_seq, bumped by every completion while a
+ * wait_any is in progress (ka__any_waiters > 0). Hidden: read in mark_done
+ * directly, not through the GOT. */
+extern KA_HIDDEN _Atomic uint32_t ka__any_seq;
+extern KA_HIDDEN _Atomic uint32_t ka__any_waiters;
+
+/* Marks the event done (once); wakes sleepers. */
+static inline void ka__event_mark_done(ka__event *e, ka_status st) {
+    uint32_t expect = KA__EV_PENDING;
+    atomic_store_explicit(&e->status, st, memory_order_relaxed);
+    /* seq_cst on state and sleepers: either the sleeper sees DONE before it
+     * sleeps, or this sees the sleeper and wakes it. A wake is a system call,
+     * so it is skipped when nobody sleeps (the common, short-kernel case). */
+    if (atomic_compare_exchange_strong(&e->state, &expect, KA__EV_DONE)) {
+        if (atomic_load(&e->sleepers)) ka__futex_wake_all(&e->state);
+        if (atomic_load(&ka__any_waiters)) {
+            atomic_fetch_add(&ka__any_seq, 1);
+            ka__futex_wake_all(&ka__any_seq);
+        }
+    }
+}
+
+/* Asks the driver; marks done if so. true when done. */
+static inline bool ka__event_poll(ka__event *e) {
+    if (atomic_load_explicit(&e->state, memory_order_acquire) == KA__EV_DONE) return true;
+    ka_status st = KA_OK;
+    int r = ka__be_event_query(e->q, e->native, &st);
+    if (r == 0) return false;
+    ka__event_mark_done(e, r > 0 ? KA_OK : st);
+    return true;
+}
+
+/* ---- the pool's free list (event_pool.c) ------------------------------- */
+/* free_head is the list's head (freelist.h), each slot's `next` its link. */
+static inline void ka__event_push_free(ka__queue *q, ka__event *e) {
+    ka__freelist_push(&q->free_head, &e->next, (uint32_t)(e - q->events) + 1);
+}
+
+/* Drops a reference; the last returns the slot to the pool. */
+static inline void ka__event_unref(ka__event *e) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+    /* The native event may be the one whose callback is running now: release
+     * it when the slot is next used, not from inside its own callback. */
+    e->stale_native = e->native;
+    e->native = NULL;
+    atomic_store_explicit(&e->state, KA__EV_FREE, memory_order_release);
+    ka__event_push_free(e->q, e);
+}
+
+/* The event behind a live handle, its slot pinned for the call: a release of
+ * its queue in another thread waits for the call (ka__events_fini drains the
+ * slots). NULL for a stale handle or a free slot. */
+static inline ka__event *ka__event_pin(ka_event ev, ka__slot **s) {
+    ka__event *e = ka__pin(ev.id, KA__T_EVENT, s);
+    if (KA_UNLIKELY(e && atomic_load_explicit(&e->state, memory_order_acquire) == KA__EV_FREE)) {
+        ka__unpin(*s);
+        return NULL;
+    }
+    return e;
+}
+
+/* ---- completion (event_done.c) ----------------------------------------- */
+/* Registers the driver's completion callback for this use of the event, once
+ * (later calls return KA_OK); it holds a reference until it has run. Off the
+ * hot path: only a wait past its spin, ka_wait_any, ka_event_on_complete and
+ * ka_event_notify arm it. */
+ka_status ka__event_arm_callback(ka__event *e);
+
+#endif
