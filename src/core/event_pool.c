@@ -36,7 +36,10 @@ void ka__events_fini(ka__queue *q) {
     if (!q->events) return;
     for (uint32_t i = 0; i < q->nevents; i++) {
         ka__event *e = &q->events[i];
-        ka__handle_drain(e->id); /* calls on the event in other threads return first */
+        /* A ka_event_release in flight may be storing a renewed id: both
+         * sides atomic (the slot index, all drain needs, stays). After the
+         * drain it is done, so e->id below is its final value. */
+        ka__handle_drain(__atomic_load_n(&e->id, __ATOMIC_RELAXED)); /* calls on the event in other threads return first */
         if (e->native) ka__be_event_release(q, e->native);
         if (e->stale_native) ka__be_event_release(q, e->stale_native);
         ka__handle_free(e->id);
@@ -120,7 +123,7 @@ ka_status ka_event_release(ka_event ev) {
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
     if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_release: invalid, released or stale event");
-    e->id = ka__handle_renew(e->id);
+    __atomic_store_n(&e->id, ka__handle_renew(e->id), __ATOMIC_RELAXED); /* ka__events_fini may read it meanwhile */
     atomic_store_explicit(&e->released, 1, memory_order_relaxed);
     ka__event_unref(e);
     ka__unpin(s);
