@@ -233,7 +233,8 @@ if [[ $STEPS == *f* ]]; then
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')
   [[ $cc =~ ^[0-9]+$ ]] || cc=90
   {
-    cat "$REPO/include/ka_kernel_cuda.h"
+    # As libka embeds it: the shared header's text in place of its #include.
+    sed -e '/^#include "ka_kernel_common.h"/{r '"$REPO/include/ka_kernel_common.h" -e 'd' -e '}' "$REPO/include/ka_kernel_cuda.h"
     printf '#line 1 "kernel source"\n'
     cat <<'EOF'
 KA_KERNEL(saxpy, KA_GLOBAL float *y, KA_CONST(float) x, float a, uint n) {
