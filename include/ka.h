@@ -141,7 +141,7 @@ KA_API ka_status ka_device_describe(uint32_t index, ka_device_info *out);
  * here, once (ka_device_describe leaves the probed ones, the preferred
  * multiple and sub-group sizes, at 0). The null device is not counted. */
 KA_API ka_status ka_device_open(const char *selector, ka_device *out);
-/* KA_ERR_IN_USE while queues, buffers or programs of the device are alive. */
+/* KA_ERR_IN_USE while queues, buffers, programs or graphs of the device are alive. */
 KA_API ka_status ka_device_close(ka_device dev);
 KA_API ka_status ka_device_get_info(ka_device dev, const ka_device_info **out);
 /* The native objects behind a device, for interop with raw OpenCL or CUDA:
@@ -346,7 +346,7 @@ KA_API void ka_set_wait_spin(int64_t spin_ns);
  * and ka_graph_end, ka_launch, ka_buffer_copy and ka_buffer_fill on the queue
  * are checked as always and recorded instead of run; node i is the i-th
  * command recorded. CUDA replays a CUDA graph; OpenCL and null replay the
- * pre-validated launches. docs/API.md, "Graphs". */
+ * pre-validated launches. docs/API.md, section 16. */
 typedef struct ka_graph { uint64_t id; } ka_graph;
 typedef struct ka_graph_info {
     uint32_t nodes;      /* commands recorded */

@@ -7,10 +7,15 @@
  * hooks run under the program's mutex). Objects a hook is given are alive
  * for the whole call: the core pins their handles (ka__pin) and a release
  * waits for the pins, so a *_release hook never runs while another hook
- * uses the same object. A hook that fails returns the status through
+ * uses the same object. Exceptions: the buffers named in a launch's
+ * arguments (resolved and checked live, not pinned), and the kernels and
+ * buffers of a graph's nodes (checked live before graph_make and each
+ * replay, not pinned): releasing one during that call is the user's race
+ * (docs/API.md, threading rules). A hook that fails returns the status through
  * ka__fail (the per-thread detail names the native call); release hooks
- * cannot fail. Launch, enqueue and event hooks are the hot path: no heap
- * allocation once a kernel is made (tests/test_zero_alloc.c).
+ * cannot fail. Launch, enqueue, graph replay and event hooks are the hot
+ * path: no heap allocation of libka's once a kernel is made, but for the
+ * first inline launch of a kernel on PoCL (tests/test_zero_alloc.c).
  *
  * Required unless marked "may be NULL"; ka__backend_check() refuses a table
  * that lacks one, or whose version is not KA__BACKEND_VERSION, when a device
@@ -32,7 +37,8 @@ enum {
     KA__BE_WAIT_SLEEPS = 1u << 1,
 };
 
-/* A launch as the back-end sees it: validated, padded, on the stack. */
+/* A launch as the back-end sees it: validated and padded; the calling
+ * thread's geometry cache (ka_launch) or a graph's node (replays). */
 typedef struct ka__launch {
     uint32_t dims;
     size_t global[3];
@@ -154,6 +160,17 @@ ka_status ka__backend_check(const ka__backend *be);
 const ka__backend *ka__backend_layer(const ka__backend *be);
 
 /* ---- the wrappers: every call into a back-end goes through one of these -- */
+/* Device discovery and selection run before any device exists: they take
+ * the back-end's own table (checked by ka__backend_check first). */
+static inline ka_status ka__be_enumerate(const ka__backend *be, ka_device_info *out, uint32_t cap, uint32_t *n) {
+    return be->enumerate(out, cap, n);
+}
+static inline bool ka__be_selects(const ka__backend *be, const char *sel, const ka_device_info *d) {
+    return be->selects && be->selects(sel, d);
+}
+static inline bool ka__be_preferred(const ka__backend *be, const ka_device_info *d) {
+    return be->preferred && be->preferred(d);
+}
 static inline ka_status ka__be_device_open(const ka__backend *be, ka__device *d, uint32_t i) { return be->device_open(d, i); }
 static inline void ka__be_device_close(ka__device *d) { d->ops->device_close(d); }
 static inline ka_status ka__be_queue_create(ka__queue *q, const ka_queue_config *cfg) {

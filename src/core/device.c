@@ -21,10 +21,11 @@ static pthread_once_t enum_once = PTHREAD_ONCE_INIT;
 static void enumerate_all(void) {
     for (uint32_t b = 0; b < ka__nbackends; b++) {
         const ka__backend *be = ka__backends[b];
-        if (be->flags & KA__BE_UNLISTED) continue;
+        /* A table this core cannot call is left out (ka_device_open of it would say why). */
+        if ((be->flags & KA__BE_UNLISTED) || ka__backend_check(be) != KA_OK) continue;
         ka_device_info tmp[16];
         uint32_t n = 0;
-        if (be->enumerate(tmp, 16, &n) != KA_OK) continue;
+        if (ka__be_enumerate(be, tmp, 16, &n) != KA_OK) continue;
         if (n > 16) n = 16;
         for (uint32_t i = 0; i < n && ndevices < KA__MAX_DEVICES; i++) {
             devices[ndevices].be = be;
@@ -79,7 +80,7 @@ static int select_entry(const char *sel) {
         return -1;
     }
     for (uint32_t i = 0; i < ndevices; i++)
-        if (devices[i].be->selects && devices[i].be->selects(sel, &devices[i].info)) return (int)i;
+        if (ka__be_selects(devices[i].be, sel, &devices[i].info)) return (int)i;
     for (uint32_t i = 0; i < ndevices; i++)
         if (ka__icontains(devices[i].info.name, sel) || ka__icontains(devices[i].info.platform, sel)) return (int)i;
     return -1;
@@ -108,7 +109,7 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
                                 selector, ndevices);
         } else {
             for (uint32_t i = 0; i < ndevices && idx < 0; i++)
-                if (devices[i].be->preferred && devices[i].be->preferred(&devices[i].info)) idx = (int)i;
+                if (ka__be_preferred(devices[i].be, &devices[i].info)) idx = (int)i;
             if (idx < 0 && ndevices) idx = 0;
             if (idx < 0) return ka__fail(KA_ERR_NO_DEVICE, "ka_device_open: no OpenCL or CUDA device found");
         }
@@ -140,7 +141,7 @@ ka_status ka_device_close(ka_device dev) {
     if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_device_close: invalid or released device");
     uint32_t live = atomic_load(&d->live);
     if (live)
-        return ka__fail(KA_ERR_IN_USE, "ka_device_close: %u queues, buffers or programs of the device are alive", live);
+        return ka__fail(KA_ERR_IN_USE, "ka_device_close: %u queues, buffers, programs or graphs of the device are alive", live);
     ka__handle_free(d->id);
     ka__be_device_close(d);
     ka__free(d, sizeof *d);

@@ -58,8 +58,14 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
     if (st != KA_OK) return st;
     ka__graph *g = q->rec;
     size_t nbytes = 0;
-    for (uint32_t i = 0; i < nargs; i++)
-        if (args[i].kind == KA_ARG_BYTES) nbytes += (args[i].size + 15u) & ~(size_t)15;
+    for (uint32_t i = 0; i < nargs; i++) {
+        /* ka_launch leaves a kind its one-compare check let through to the
+         * back-end; a recording must refuse it now, not at every replay. */
+        if (args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_BYTES)
+            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u: unknown argument kind %u", k->name, i,
+                            args[i].kind);
+        if (args[i].kind == KA_ARG_BYTES) nbytes += 2 * ((args[i].size + 15u) & ~(size_t)15);
+    }
     ka__gnode *nd;
     if ((st = node_new(g, "ka_launch", &nd)) != KA_OK) return st;
     nd->args = ka__alloc(sizeof(ka_arg) * slots(nargs));
@@ -85,7 +91,7 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
         if (args[i].kind == KA_ARG_BYTES) { /* the bytes, not the caller's pointer */
             memcpy(nd->bytes + at, args[i].u.ptr, args[i].size);
             nd->args[i].u.ptr = nd->bytes + at;
-            at += (args[i].size + 15u) & ~(size_t)15;
+            at += 2 * ((args[i].size + 15u) & ~(size_t)15); /* the value, then room to save it */
         }
     }
     g->n++;
@@ -138,12 +144,8 @@ ka_status ka_graph_begin(ka_queue queue) {
     return st;
 }
 
-/* Whether a node enqueues anything (an empty range or transfer does not). */
-static bool does_work(const ka__gnode *nd) { return nd->type == KA__GN_LAUNCH ? nd->l.items != 0 : nd->n != 0; }
-
 ka_status ka_graph_end(ka_queue queue, ka_graph *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: out is NULL");
-    out->id = 0;
+    if (out) out->id = 0;
     ka__slot *qs;
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_end: invalid or released queue");
@@ -151,19 +153,23 @@ ka_status ka_graph_end(ka_queue queue, ka_graph *out) {
     q->rec = NULL;
     ka__unpin(qs);
     if (!g) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: the queue is not recording (ka_graph_begin)");
+    /* From here the recording is the graph's or discarded: the queue is free. */
+    if (!out) {
+        ka__graph_free(g);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: out is NULL (the recording is discarded)");
+    }
     if (!g->n) {
         ka__graph_free(g);
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: nothing was recorded");
     }
     g->last = g->n;
     for (uint32_t i = 0; i < g->n; i++)
-        if (does_work(&g->nodes[i])) g->last = i;
-    if (ka__be_has_graphs(g->dev)) {
-        ka_status st = ka__be_graph_make(g);
-        if (st != KA_OK && st != KA_ERR_UNSUPPORTED) {
-            ka__graph_free(g);
-            return st;
-        }
+        if (ka__gnode_does_work(&g->nodes[i])) g->last = i;
+    ka_status st = ka__graph_check_live(g, "ka_graph_end");
+    if (st == KA_OK && ka__be_has_graphs(g->dev) && (st = ka__be_graph_make(g)) == KA_ERR_UNSUPPORTED) st = KA_OK;
+    if (st != KA_OK) {
+        ka__graph_free(g);
+        return st;
     }
     if (!(g->id = ka__handle_new(KA__T_GRAPH, g))) {
         ka__graph_free(g);
@@ -176,21 +182,20 @@ ka_status ka_graph_end(ka_queue queue, ka_graph *out) {
 
 /* Every kernel and buffer the graph names is still alive: checked before
  * anything is enqueued. */
-static ka_status check_live(const ka__graph *g) {
+ka_status ka__graph_check_live(const ka__graph *g, const char *call) {
     for (uint32_t i = 0; i < g->n; i++) {
         const ka__gnode *nd = &g->nodes[i];
         if (nd->type == KA__GN_LAUNCH) {
             if (ka__resolve(nd->kernel, KA__T_KERNEL) != nd->k)
-                return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: node %u: its kernel (or its program) was released",
-                                i);
+                return ka__fail(KA_ERR_INVALID_HANDLE, "%s: node %u: its kernel (or its program) was released", call, i);
             for (uint32_t a = 0; a < nd->nargs; a++)
                 if (nd->args[a].kind == KA_ARG_BUFFER && !ka__resolve(nd->args[a].u.buffer, KA__T_BUFFER))
-                    return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: node %u (kernel '%s'): argument %u's buffer was released",
-                                    i, nd->k->name, a);
+                    return ka__fail(KA_ERR_INVALID_HANDLE, "%s: node %u (kernel '%s'): argument %u's buffer was released",
+                                    call, i, nd->k->name, a);
         } else {
             for (int b = 0; b < (nd->type == KA__GN_COPY ? 2 : 1); b++)
                 if (!ka__resolve(nd->buf[b], KA__T_BUFFER))
-                    return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: node %u (%s): a buffer was released", i,
+                    return ka__fail(KA_ERR_INVALID_HANDLE, "%s: node %u (%s): a buffer was released", call, i,
                                     nd->type == KA__GN_COPY ? "copy" : "fill");
         }
     }
@@ -198,12 +203,15 @@ static ka_status check_live(const ka__graph *g) {
 }
 
 /* Node by node through the ordinary hooks; the last node that enqueues
- * anything gets the event. */
+ * anything gets the event. A transfer asked for no event may block until it
+ * is done (backend.h): a copy or fill node asks for one, released at once,
+ * so the replay only enqueues. */
 static ka_status replay(ka__queue *q, const ka__graph *g, void **ev) {
     ka_status st = KA_OK;
     for (uint32_t i = 0; i < g->n && st == KA_OK; i++) {
         const ka__gnode *nd = &g->nodes[i];
-        void **evp = i == g->last ? ev : NULL;
+        void *own = NULL;
+        void **evp = i == g->last && ev ? ev : nd->type != KA__GN_LAUNCH ? &own : NULL;
         switch (nd->type) {
         case KA__GN_LAUNCH:
             if (nd->l.items) st = ka__be_launch(q, nd->k, &nd->l, nd->args, nd->nargs, evp);
@@ -218,6 +226,7 @@ static ka_status replay(ka__queue *q, const ka__graph *g, void **ev) {
                 st = ka__be_buffer_fill(q, ka__resolve(nd->buf[0], KA__T_BUFFER), nd->pattern, nd->psz, nd->off[0],
                                         nd->n, evp);
         }
+        if (own) ka__be_event_release(q, own);
     }
     return st;
 }
@@ -227,7 +236,7 @@ static ka_status graph_launch(ka__queue *q, ka__graph *g, ka_event *ev) {
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_launch: the graph and the queue are on different devices");
     if (KA_UNLIKELY(q->rec))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_launch: the queue is recording a graph");
-    ka_status st = check_live(g);
+    ka_status st = ka__graph_check_live(g, "ka_graph_launch");
     if (KA_UNLIKELY(st != KA_OK)) return st;
     ka__event *e = NULL;
     if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
@@ -277,6 +286,9 @@ static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg
         return ka__fail(KA_ERR_ARG_COUNT, "ka_graph_set_arg: node %u: kernel '%s' takes %u arguments, index %u", node,
                         nd->k->name, nd->nargs, index);
     const ka_arg *old = &nd->args[index];
+    if (arg.kind < KA_ARG_BUFFER || arg.kind > KA_ARG_BYTES)
+        return ka__fail(KA_ERR_ARG_TYPE, "ka_graph_set_arg: node %u: kernel '%s' argument %u: unknown argument kind %u", node,
+                        nd->k->name, index, arg.kind);
     if (arg.kind == KA_ARG_BYTES && !(old->kind == KA_ARG_BYTES && old->size == arg.size))
         return ka__fail(KA_ERR_ARG_TYPE,
                         "ka_graph_set_arg: node %u: kernel '%s' argument %u ('%s'): bytes must keep the size recorded "
@@ -296,18 +308,19 @@ static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg
     }
     ka_arg saved = *old;
     void *saved_mem = nd->mem[index];
-    uint8_t saved_bytes[1024];
-    bool restorable = arg.kind != KA_ARG_BYTES || arg.size <= sizeof saved_bytes;
-    if (arg.kind == KA_ARG_BYTES) { /* into the graph's own storage, the same size */
-        if (restorable) memcpy(saved_bytes, old->u.ptr, arg.size);
-        memcpy((void *)old->u.ptr, arg.u.ptr, arg.size);
+    /* Bytes go into the graph's storage (the same size); the old value to
+     * the room recorded after it, to undo a failed update. */
+    uint8_t *value = (uint8_t *)old->u.ptr, *undo = value + ((arg.size + 15u) & ~(size_t)15);
+    if (arg.kind == KA_ARG_BYTES) {
+        memcpy(undo, value, arg.size);
+        memcpy(value, arg.u.ptr, arg.size);
     } else {
         nd->args[index] = arg;
         if (arg.kind == KA_ARG_BUFFER) nd->mem[index] = mem[index];
     }
-    if (g->native && (st = ka__be_graph_update(g, node)) != KA_OK && restorable) {
+    if (g->native && (st = ka__be_graph_update(g, node)) != KA_OK) {
         /* The executable graph keeps the old value: so does the node. */
-        if (arg.kind == KA_ARG_BYTES) memcpy((void *)old->u.ptr, saved_bytes, arg.size);
+        if (arg.kind == KA_ARG_BYTES) memcpy(value, undo, arg.size);
         nd->args[index] = saved;
         nd->mem[index] = saved_mem;
     }

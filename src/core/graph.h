@@ -16,7 +16,7 @@ typedef struct ka__gnode {
     ka__launch l;              /* padded geometry as recorded; l.mem = mem; items 0: an empty range */
     ka_arg *args;              /* nargs, the graph's copy; KA_ARG_BYTES point into bytes */
     void **mem;                /* nargs: natives of the buffer arguments (current) */
-    uint8_t *bytes;            /* storage of the KA_ARG_BYTES values, nbytes */
+    uint8_t *bytes;            /* the KA_ARG_BYTES values (nbytes), then as much room to undo a set_arg */
     size_t nbytes;
     /* copy (buf[0] -> buf[1]) and fill (buf[0]) */
     uint64_t buf[2];           /* buffer handles: checked live at each replay */
@@ -41,6 +41,15 @@ static inline ka_status ka__be_graph_make(ka__graph *g) { return g->dev->ops->gr
 static inline ka_status ka__be_graph_launch(ka__queue *q, ka__graph *g, void **ev) { return q->dev->ops->graph_launch(q, g, ev); }
 static inline ka_status ka__be_graph_update(ka__graph *g, uint32_t node) { return g->dev->ops->graph_update(g, node); }
 static inline void ka__be_graph_release(ka__graph *g) { g->dev->ops->graph_release(g); }
+
+/* Whether a node enqueues anything (an empty range or transfer does not). */
+static inline bool ka__gnode_does_work(const ka__gnode *nd) {
+    return nd->type == KA__GN_LAUNCH ? nd->l.items != 0 : nd->n != 0;
+}
+/* KA_OK when every kernel and buffer the graph names is live; else
+ * KA_ERR_INVALID_HANDLE naming the node, the message starting with call.
+ * A back-end's graph_make may rely on it: ka_graph_end checks first. */
+ka_status ka__graph_check_live(const ka__graph *g, const char *call);
 
 /* Recording, called by ka_launch, ka_buffer_copy and ka_buffer_fill once
  * their checks passed on a queue with q->rec set. */

@@ -47,7 +47,6 @@ typedef struct cugraph {
     size_t nvals;
 } cugraph;
 
-static bool does_work(const ka__gnode *nd) { return nd->type == KA__GN_LAUNCH ? nd->l.items != 0 : nd->n != 0; }
 
 static CUdeviceptr dptr(uint64_t buffer, size_t off) {
     ka__buffer *b = ka__resolve(buffer, KA__T_BUFFER);
@@ -70,22 +69,16 @@ static bool representable(const ka__graph *g, size_t *nparams, size_t *nvals) {
     *nparams = *nvals = 0;
     for (uint32_t i = 0; i < g->n; i++) {
         const ka__gnode *nd = &g->nodes[i];
-        if (!does_work(nd)) continue;
+        if (!ka__gnode_does_work(nd)) continue;
         work++;
         switch (nd->type) {
         case KA__GN_LAUNCH:
-            /* nd->k is only safe to read while its handle is live. */
-            if (ka__resolve(nd->kernel, KA__T_KERNEL) != nd->k) return false;
-            for (uint32_t a = 0; a < nd->nargs; a++)
-                if (nd->args[a].kind == KA_ARG_BUFFER && !ka__resolve(nd->args[a].u.buffer, KA__T_BUFFER)) return false;
+            /* Kernels and buffers: checked live by the core before graph_make. */
             *nparams += nd->nargs + 1u;
             *nvals += nd->nargs;
             break;
-        case KA__GN_COPY:
-            if (!ka__resolve(nd->buf[0], KA__T_BUFFER) || !ka__resolve(nd->buf[1], KA__T_BUFFER)) return false;
-            break;
+        case KA__GN_COPY: break;
         default:
-            if (!ka__resolve(nd->buf[0], KA__T_BUFFER)) return false;
             /* A memset node sets 1-, 2- or 4-byte elements: a longer pattern
              * fits only when it is one such element repeated. */
             if (ka__cuda_fill_period(nd->pattern, nd->psz) > 4) return false;
@@ -172,7 +165,7 @@ ka_status ka__cuda_graph_make(ka__graph *g) {
     for (uint32_t i = 0; i < g->n && st == KA_OK; i++) {
         ka__gnode *nd = &g->nodes[i];
         nd->native = NULL;
-        if (!does_work(nd)) continue;
+        if (!ka__gnode_does_work(nd)) continue;
         cugk *kn = &cg->kn[i];
         if (nd->type == KA__GN_LAUNCH) {
             kn->p.kernelParams = cg->params + pat;
