@@ -121,8 +121,9 @@ static void release_while_in_use(void **state) {
 typedef struct twice {
     ka_queue q;
     ka_buffer b;
+    ka_event ev;
     _Atomic int go;
-    ka_status st[2][2];
+    ka_status st[2][3];
 } twice;
 
 static void *release_both(void *arg) {
@@ -130,6 +131,7 @@ static void *release_both(void *arg) {
     int me = atomic_fetch_add(&w->go, 1);
     while (atomic_load(&w->go) < 2) {
     }
+    w->st[me][2] = ka_event_release(w->ev); /* both pin it; one renews its id, the other must not drop it again */
     w->st[me][0] = ka_queue_release(w->q);
     w->st[me][1] = ka_buffer_release(w->b);
     return NULL;
@@ -144,10 +146,12 @@ static void double_release(void **state) {
         memset(&w, 0, sizeof w);
         KA_OK_OR_FAIL(ka_queue_create(dev, NULL, &w.q));
         KA_OK_OR_FAIL(ka_buffer_create(dev, 64, &w.b));
+        const uint32_t zero = 0;
+        KA_OK_OR_FAIL(ka_buffer_fill(w.q, w.b, &zero, sizeof zero, 0, 64, &w.ev));
         pthread_t t[2];
         for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, release_both, &w), 0);
         for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
-        for (int j = 0; j < 2; j++) {
+        for (int j = 0; j < 3; j++) {
             int ok = (w.st[0][j] == KA_OK) + (w.st[1][j] == KA_OK);
             int stale = (w.st[0][j] == KA_ERR_INVALID_HANDLE) + (w.st[1][j] == KA_ERR_INVALID_HANDLE);
             assert_int_equal(ok, 1);

@@ -123,7 +123,12 @@ ka_status ka_event_release(ka_event ev) {
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
     if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_release: invalid, released or stale event");
-    __atomic_store_n(&e->id, ka__handle_renew(e->id), __ATOMIC_RELAXED); /* ka__events_fini may read it meanwhile */
+    uint64_t renewed = ka__handle_renew(ev.id);
+    if (KA_UNLIKELY(!renewed)) { /* another thread released it meanwhile: it dropped the reference */
+        ka__unpin(s);
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_release: invalid, released or stale event");
+    }
+    __atomic_store_n(&e->id, renewed, __ATOMIC_RELAXED); /* ka__events_fini may read it meanwhile */
     atomic_store_explicit(&e->released, 1, memory_order_relaxed);
     ka__event_unref(e);
     ka__unpin(s);

@@ -70,9 +70,10 @@ uint64_t ka__handle_new(enum ka__type type, void *obj) {
 uint64_t ka__handle_renew(uint64_t id) {
     ka__slot *s = ka__slot_of(id);
     /* Per-slot step: renew is on the event hot path, the shared counter is not. */
-    uint32_t g = (uint32_t)(id >> 32) + 1;
+    uint32_t old = (uint32_t)(id >> 32), g = old + 1;
     if (g == 0) g = 1;
-    atomic_store_explicit(&s->gen, g, memory_order_release);
+    /* Of two threads renewing one id (a double release), one wins. */
+    if (!atomic_compare_exchange_strong_explicit(&s->gen, &old, g, memory_order_acq_rel, memory_order_relaxed)) return 0;
     return ((uint64_t)g << 32) | (uint32_t)id;
 }
 

@@ -58,7 +58,8 @@ extern ka__slot *_Atomic ka__chunks[KA__MAX_CHUNKS];
 uint64_t ka__handle_new(enum ka__type type, void *obj);
 /* Makes every outstanding id of the slot stale and frees the slot. */
 void ka__handle_free(uint64_t id);
-/* Makes the current id stale but keeps the slot bound to obj; returns new id. */
+/* Makes id stale but keeps the slot bound to obj; returns the new id, or 0
+ * when id was already stale (another thread renewed or retired it first). */
 uint64_t ka__handle_renew(uint64_t id);
 /* Makes id stale at once and waits until no call has its object pinned; the
  * object can then be freed, and the slot with ka__handle_free. False (and
