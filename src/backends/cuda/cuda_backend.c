@@ -160,18 +160,7 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
     if (ev && KA_UNLIKELY(!(e = ka__cuda_event_pop(q)))) return KA_ERR_EVENT_POOL_EXHAUSTED;
     CUresult r = ka__cu.cuLaunchKernel(p.func, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
                                        p.sharedMemBytes, q->stream, params, NULL);
-    if (KA_UNLIKELY(r != CUDA_SUCCESS)) {
-        if (e) ka__cuda_event_unpop(e);
-        return ka__cu_fail(r, "cuLaunchKernel");
-    }
-    if (e) {
-        if (KA_UNLIKELY((st = ka__cuda_event_record(e)) != KA_OK)) {
-            ka__cuda_event_unpop(e);
-            return st;
-        }
-        *ev = e;
-    }
-    return KA_OK;
+    return ka__cuda_event_after(e, r, "cuLaunchKernel", ev);
 }
 
 /* Interop: the CUdevice (an int, carried in the pointer) and the retained

@@ -198,19 +198,7 @@ ka_status ka__cuda_graph_launch(ka__queue *kq, ka__graph *g, void **ev) {
     if (KA_UNLIKELY(st != KA_OK)) return st;
     ka__cuev *e = NULL;
     if (ev && KA_UNLIKELY(!(e = ka__cuda_event_pop(q)))) return KA_ERR_EVENT_POOL_EXHAUSTED;
-    CUresult r = ka__cu.cuGraphLaunch(cg->exec, q->stream);
-    if (KA_UNLIKELY(r != CUDA_SUCCESS)) {
-        if (e) ka__cuda_event_unpop(e);
-        return ka__cu_fail(r, "cuGraphLaunch");
-    }
-    if (e) {
-        if (KA_UNLIKELY((st = ka__cuda_event_record(e)) != KA_OK)) {
-            ka__cuda_event_unpop(e);
-            return st;
-        }
-        *ev = e;
-    }
-    return KA_OK;
+    return ka__cuda_event_after(e, ka__cu.cuGraphLaunch(cg->exec, q->stream), "cuGraphLaunch", ev);
 }
 
 ka_status ka__cuda_graph_update(ka__graph *g, uint32_t node) {

@@ -98,6 +98,24 @@ ka__cuev *ka__cuda_event_pop(ka__cuq *q);
 void ka__cuda_event_unpop(ka__cuev *e);
 /* Records e on the queue's stream. */
 ka_status ka__cuda_event_record(ka__cuev *e);
+/* The end of an enqueue (r, named call) that popped e when an event was
+ * asked for: on success records e behind it and hands it out in *ev; on
+ * failure gives e back to the pool. */
+static inline ka_status ka__cuda_event_after(ka__cuev *e, CUresult r, const char *call, void **ev) {
+    if (KA_UNLIKELY(r != CUDA_SUCCESS)) {
+        if (e) ka__cuda_event_unpop(e);
+        return ka__cu_fail(r, call);
+    }
+    if (e) {
+        ka_status st = ka__cuda_event_record(e);
+        if (KA_UNLIKELY(st != KA_OK)) {
+            ka__cuda_event_unpop(e);
+            return st;
+        }
+        *ev = e;
+    }
+    return KA_OK;
+}
 /* Pops, records and publishes an event into *ev (ev non-NULL). */
 ka_status ka__cuda_event_out(ka__cuq *q, void **ev);
 int ka__cuda_event_query(void *ev, ka_status *st);
