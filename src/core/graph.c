@@ -14,6 +14,10 @@ static ka__graph *graph_pin(ka_graph g, ka__slot **s) { return ka__pin(g.id, KA_
 /* A launch node's arrays hold at least one element (no 0-byte request). */
 static size_t slots(uint32_t nargs) { return nargs ? nargs : 1; }
 
+/* A KA_ARG_BYTES value's place in a node's storage: its size rounded to 16,
+ * once for the value and once more for the room to undo a set_arg. */
+static size_t bytes_room(uint32_t size) { return ((size_t)size + 15u) & ~(size_t)15; }
+
 void ka__graph_free(ka__graph *g) {
     if (!g) return;
     if (g->native) ka__be_graph_release(g);
@@ -57,15 +61,14 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
     ka_status st = no_event("ka_launch", ev);
     if (st != KA_OK) return st;
     ka__graph *g = q->rec;
+    /* ka_launch's one-compare check leaves garbage of exactly a parameter's
+     * likely word to the back-end; a recording is refused it now, not at
+     * every replay. */
+    void *scratch[KA_MAX_ARGS];
+    if ((st = ka__args_check_full(k, q->dev, args, nargs, scratch)) != KA_OK) return st;
     size_t nbytes = 0;
-    for (uint32_t i = 0; i < nargs; i++) {
-        /* ka_launch leaves a kind its one-compare check let through to the
-         * back-end; a recording must refuse it now, not at every replay. */
-        if (args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_BYTES)
-            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u: unknown argument kind %u", k->name, i,
-                            args[i].kind);
-        if (args[i].kind == KA_ARG_BYTES) nbytes += 2 * ((args[i].size + 15u) & ~(size_t)15);
-    }
+    for (uint32_t i = 0; i < nargs; i++)
+        if (args[i].kind == KA_ARG_BYTES) nbytes += 2 * bytes_room(args[i].size);
     ka__gnode *nd;
     if ((st = node_new(g, "ka_launch", &nd)) != KA_OK) return st;
     nd->args = ka__alloc(sizeof(ka_arg) * slots(nargs));
@@ -91,7 +94,7 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
         if (args[i].kind == KA_ARG_BYTES) { /* the bytes, not the caller's pointer */
             memcpy(nd->bytes + at, args[i].u.ptr, args[i].size);
             nd->args[i].u.ptr = nd->bytes + at;
-            at += 2 * ((args[i].size + 15u) & ~(size_t)15); /* the value, then room to save it */
+            at += 2 * bytes_room(args[i].size); /* the value, then room to save it */
         }
     }
     g->n++;
@@ -286,21 +289,18 @@ static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg
         return ka__fail(KA_ERR_ARG_COUNT, "ka_graph_set_arg: node %u: kernel '%s' takes %u arguments, index %u", node,
                         nd->k->name, nd->nargs, index);
     const ka_arg *old = &nd->args[index];
-    if (arg.kind < KA_ARG_BUFFER || arg.kind > KA_ARG_BYTES)
-        return ka__fail(KA_ERR_ARG_TYPE, "ka_graph_set_arg: node %u: kernel '%s' argument %u: unknown argument kind %u", node,
-                        nd->k->name, index, arg.kind);
     if (arg.kind == KA_ARG_BYTES && !(old->kind == KA_ARG_BYTES && old->size == arg.size))
         return ka__fail(KA_ERR_ARG_TYPE,
                         "ka_graph_set_arg: node %u: kernel '%s' argument %u ('%s'): bytes must keep the size recorded "
                         "(%u bytes of bytes)",
                         node, nd->k->name, index, nd->k->sig[index].name, old->kind == KA_ARG_BYTES ? old->size : 0);
-    /* The whole argument list checked as ka_launch checks it (local memory
+    /* The whole argument list checked as a recording checks it (local memory
      * is a sum over the arguments). */
     ka_arg args[KA_MAX_ARGS];
     void *mem[KA_MAX_ARGS];
     memcpy(args, nd->args, sizeof(ka_arg) * nd->nargs);
     args[index] = arg;
-    ka_status st = ka__args_check(nd->k, g->dev, args, nd->nargs, mem);
+    ka_status st = ka__args_check_full(nd->k, g->dev, args, nd->nargs, mem);
     if (st != KA_OK) { /* the check's message names ka_launch: say which call it was */
         char why[512];
         snprintf(why, sizeof why, "%s", ka_last_error());
@@ -310,7 +310,7 @@ static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg
     void *saved_mem = nd->mem[index];
     /* Bytes go into the graph's storage (the same size); the old value to
      * the room recorded after it, to undo a failed update. */
-    uint8_t *value = (uint8_t *)old->u.ptr, *undo = value + ((arg.size + 15u) & ~(size_t)15);
+    uint8_t *value = (uint8_t *)old->u.ptr, *undo = value + bytes_room(arg.size);
     if (arg.kind == KA_ARG_BYTES) {
         memcpy(undo, value, arg.size);
         memcpy(value, arg.u.ptr, arg.size);

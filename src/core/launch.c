@@ -72,11 +72,13 @@ static ka_status __attribute__((noinline, cold)) bad_buffer(const ka__kernel *k,
                     i, k->sig[i].name);
 }
 
-/* Checks every argument against the kernel's signature (one compare each in
- * the common case) and resolves each buffer argument, once for every
- * back-end: mem[i] gets its native object. */
-static inline __attribute__((always_inline)) ka_status check_args(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs,
-                                   void **mem) {
+/* Checks every argument against the kernel's signature and resolves each
+ * buffer argument, once for every back-end: mem[i] gets its native object.
+ * A launch checks in full only an argument whose (kind, size) word is not its
+ * parameter's likely one (one compare each); full checks every argument, so
+ * garbage of exactly that word is refused here, not left to the back-end. */
+static inline __attribute__((always_inline)) ka_status check_args(const ka__kernel *k, const ka__device *dev,
+                                                                  const ka_arg *args, uint32_t nargs, void **mem, bool full) {
     if (KA_UNLIKELY(nargs != k->nargs))
         return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
     if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
@@ -86,7 +88,7 @@ static inline __attribute__((always_inline)) ka_status check_args(const ka__kern
         uint64_t tag;
         memcpy(&tag, a, sizeof tag); /* kind and size */
         ka_status st;
-        if (KA_UNLIKELY(tag != k->fast_tag[i]) && (st = check_arg(k, i, a, &dyn_local)) != KA_OK) return st;
+        if (KA_UNLIKELY(full || tag != k->fast_tag[i]) && (st = check_arg(k, i, a, &dyn_local)) != KA_OK) return st;
         if ((uint32_t)tag == KA_ARG_BUFFER) { /* the kind: tag's low half (ka_arg starts with it; little-endian) */
             const ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
             if (KA_UNLIKELY(!b || b->dev != dev)) return bad_buffer(k, i, b);
@@ -96,8 +98,8 @@ static inline __attribute__((always_inline)) ka_status check_args(const ka__kern
     return KA_OK;
 }
 
-ka_status ka__args_check(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs, void **mem) {
-    return check_args(k, dev, args, nargs, mem);
+ka_status ka__args_check_full(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs, void **mem) {
+    return check_args(k, dev, args, nargs, mem, true);
 }
 
 static inline uint32_t pow2ceil(uint64_t n) {
@@ -237,7 +239,7 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
         return ka__fail(KA_ERR_INVALID_RANGE, "ka_launch: a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
                         r->dims);
     void *mem[KA_MAX_ARGS]; /* native buffers by argument (buffer arguments only); k->nargs <= KA_MAX_ARGS */
-    ka_status st = check_args(k, q->dev, args, nargs, mem);
+    ka_status st = check_args(k, q->dev, args, nargs, mem, false);
     if (KA_UNLIKELY(st != KA_OK)) return st;
 
     /* The geometry of recent launches on this thread, a slot per kernel
