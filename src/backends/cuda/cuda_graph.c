@@ -116,17 +116,9 @@ static ka_status add_node(cugraph *cg, ka__gnode *nd, cugk *kn, CUgraphNode prev
     /* The pattern's period (1, 2 or 4: checked by representable) is the
      * element; offset and size are multiples of the pattern, hence of it. */
     size_t per = ka__cuda_fill_period(nd->pattern, nd->psz);
-    unsigned int v = nd->pattern[0];
-    if (per == 2) {
-        uint16_t v16;
-        memcpy(&v16, nd->pattern, 2);
-        v = v16;
-    } else if (per == 4) {
-        memcpy(&v, nd->pattern, 4);
-    }
     CUDA_MEMSET_NODE_PARAMS m = {
         .dst = dptr(nd->buf[0], nd->off[0]),
-        .value = v,
+        .value = ka__cuda_fill_value(nd->pattern, per),
         .elementSize = (unsigned int)per,
         .width = nd->n / per,
         .height = 1,

@@ -144,6 +144,8 @@ void ka__cuda_graph_release(ka__graph *g);
 /* cuda_memory.c */
 /* Smallest period (1, 2 or 4 bytes) a fill pattern repeats with, else psz. */
 size_t ka__cuda_fill_period(const unsigned char *p, size_t psz);
+/* The first per (1, 2 or 4) bytes of a pattern as the memset element's value. */
+unsigned int ka__cuda_fill_value(const unsigned char *p, size_t per);
 ka_status ka__cuda_buffer_create(ka__buffer *b);
 void ka__cuda_buffer_release(ka__buffer *b);
 ka_status ka__cuda_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);

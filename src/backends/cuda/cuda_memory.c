@@ -71,6 +71,18 @@ size_t ka__cuda_fill_period(const unsigned char *p, size_t psz) {
     return psz;
 }
 
+unsigned int ka__cuda_fill_value(const unsigned char *p, size_t per) {
+    if (per == 1) return p[0];
+    if (per == 2) {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
 ka_status ka__cuda_buffer_fill(ka__queue *kq, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
                                void **ev) {
     ka__cuq *q = kq->native;
@@ -80,23 +92,14 @@ ka_status ka__cuda_buffer_fill(ka__queue *kq, ka__buffer *b, const void *pat, si
     CUdeviceptr dst = DPTR(b, off);
     size_t per = ka__cuda_fill_period(p, psz);
     CUresult r;
-    if (per == 1) return finish(q, ka__cu.cuMemsetD8Async(dst, p[0], n, q->stream), "cuMemsetD8Async", ev);
-    if (per == 2) {
-        unsigned short v;
-        memcpy(&v, p, 2);
-        return finish(q, ka__cu.cuMemsetD16Async(dst, v, n / 2, q->stream), "cuMemsetD16Async", ev);
-    }
-    if (per == 4) {
-        unsigned int v;
-        memcpy(&v, p, 4);
-        return finish(q, ka__cu.cuMemsetD32Async(dst, v, n / 4, q->stream), "cuMemsetD32Async", ev);
-    }
+    unsigned int v = per <= 4 ? ka__cuda_fill_value(p, per) : 0;
+    if (per == 1) return finish(q, ka__cu.cuMemsetD8Async(dst, (unsigned char)v, n, q->stream), "cuMemsetD8Async", ev);
+    if (per == 2) return finish(q, ka__cu.cuMemsetD16Async(dst, (unsigned short)v, n / 2, q->stream), "cuMemsetD16Async", ev);
+    if (per == 4) return finish(q, ka__cu.cuMemsetD32Async(dst, v, n / 4, q->stream), "cuMemsetD32Async", ev);
     /* psz is 8..128 and a power of two: 4096 is a whole number of patterns. */
     size_t tile = n < 4096 ? n : 4096;
     for (size_t w = 0; w < psz / 4; w++) {
-        unsigned int v;
-        memcpy(&v, p + 4 * w, 4);
-        r = ka__cu.cuMemsetD2D32Async(dst + 4 * w, psz, v, 1, tile / psz, q->stream);
+        r = ka__cu.cuMemsetD2D32Async(dst + 4 * w, psz, ka__cuda_fill_value(p + 4 * w, 4), 1, tile / psz, q->stream);
         if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuMemsetD2D32Async");
     }
     for (size_t done = tile; done < n;) {
