@@ -4,7 +4,8 @@
 # with sudo available). Idempotent: does nothing when all are present.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
-      libcmocka-dev libxxhash-dev libuv1-dev valgrind python3 python3-matplotlib clang-15)
+      libcmocka-dev libxxhash-dev libuv1-dev valgrind python3 python3-matplotlib clang-15
+      openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
