@@ -52,9 +52,10 @@ static bool is_entry_name(const char *n) {
     return true;
 }
 
-/* Entries (32 hex digits), temp files (".tmp.") and anything else in dir. */
+/* Entries (32 hex digits), temp files (".tmp."), the entries' empty lock
+ * files (".lock", kept) and anything else in dir. */
 typedef struct listing {
-    int entries, temps, other;
+    int entries, temps, locks, other;
     char first[512]; /* path of one entry */
 } listing;
 
@@ -69,6 +70,8 @@ static listing list_dir(const char *dir) {
             if (!l.entries++) snprintf(l.first, sizeof l.first, "%s/%s", dir, e->d_name);
         } else if (strstr(e->d_name, ".tmp.")) {
             l.temps++;
+        } else if (strlen(e->d_name) == 37 && !strcmp(e->d_name + 32, ".lock")) {
+            l.locks++;
         } else {
             l.other++;
         }
@@ -469,10 +472,13 @@ static void test_routed_basic_build(void **state) {
 }
 
 /* Builders racing on an empty cache: every build succeeds and runs, one
- * valid entry is left, no temp files. */
+ * valid entry is left, no temp files, and the entry is compiled once: the
+ * first builder holds its lock while compiling, the others wait and load
+ * it (whatever the timing: a builder arriving after the store loads too). */
 typedef struct racer {
     pthread_t t;
     int ok;
+    uint32_t hits;
     char err[256];
 } racer;
 
@@ -485,7 +491,8 @@ static void *race(void *arg) {
     ka_buffer b;
     uint32_t out[256];
     if (ka_queue_create(g_dev, &off, &q) != KA_OK || ka_program_build(g_dev, src_fill, NULL, &p) != KA_OK ||
-        ka_kernel_get(p, "fill", NULL, &k) != KA_OK || ka_buffer_create(g_dev, sizeof out, &b) != KA_OK) {
+        ka_kernel_get(p, "fill", NULL, &k) != KA_OK || ka_buffer_create(g_dev, sizeof out, &b) != KA_OK ||
+        ka_program_cache_hits(p, &r->hits) != KA_OK) {
         snprintf(r->err, sizeof r->err, "%s", ka_last_error());
         return NULL;
     }
@@ -505,12 +512,15 @@ static void test_concurrent_builders(void **state) {
     (void)state;
     const char *dir = use_dir("race");
     racer r[4];
+    uint32_t hits = 0;
     memset(r, 0, sizeof r);
     for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&r[i].t, NULL, race, &r[i]), 0);
     for (int i = 0; i < 4; i++) {
         pthread_join(r[i].t, NULL);
         if (!r[i].ok) fail_msg("builder %d failed: %s", i, r[i].err);
+        hits += r[i].hits;
     }
+    assert_int_equal(hits, 3); /* one compile, three loads */
     only_entry(dir);
     build_run(src_fill, NULL, 1);
 }

@@ -265,6 +265,7 @@ uint64_t ka__hash(const void *p, size_t n, uint64_t seed);
  * per-thread error detail is left alone). */
 typedef struct ka__kcache_key {
     uint64_t lo, hi;
+    int lock; /* the entry's lock file while this process compiles it, else -1 */
 } ka__kcache_key;
 /* false when KA_CACHE is "0", "off", "no" or "false". Read at each call. */
 bool ka__kcache_enabled(void);
@@ -277,11 +278,18 @@ void ka__kcache_key_make(const ka__device *d, const char *target, const char *so
 void ka__kcache_key_hex(const ka__kcache_key *key, char out[33]);
 /* KA_OK: *data (ka__alloc'd, *size bytes; the caller frees it with ka__free)
  * holds a verified entry. Anything else is a miss: absent, corrupt, truncated,
- * untrusted (owner, mode), cache off, or I/O trouble. */
-ka_status ka__kcache_load(const ka__kcache_key *key, void **data, size_t *size);
+ * untrusted (owner, mode), cache off, or I/O trouble. On a miss the entry's
+ * lock is taken first (it waits while another process or thread compiles the
+ * same entry, then loads what that one stored): the caller compiles, then
+ * ka__kcache_store or ka__kcache_unlock releases it. */
+ka_status ka__kcache_load(ka__kcache_key *key, void **data, size_t *size);
 /* Writes the entry atomically (temp file, fsync, rename); silently does
- * nothing on any failure, or when an untrusted entry is in the way. */
-void ka__kcache_store(const ka__kcache_key *key, const void *data, size_t size);
+ * nothing on any failure, or when an untrusted entry is in the way. Then
+ * releases the entry's lock. */
+void ka__kcache_store(ka__kcache_key *key, const void *data, size_t size);
+/* Releases the entry's lock if a miss of ka__kcache_load left it held (the
+ * build failed, or its result is not stored). Idempotent. */
+void ka__kcache_unlock(ka__kcache_key *key);
 
 /* Embedded kernel dialect preludes (generated from include/ka_kernel_*.h). */
 extern const char ka__prelude_opencl[];

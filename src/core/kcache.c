@@ -17,6 +17,15 @@
  * mkstemp file in the same directory, are fsync'd and renamed over the entry,
  * so a reader sees the old entry or the new one, never a mix.
  *
+ * One compile: processes started together (MPI ranks) and threads that miss
+ * the same entry would all compile it. A miss therefore takes an exclusive
+ * flock on "<entry>.lock" and looks again: the first to get it compiles and
+ * stores, the others wait and then load that entry. flock, not fcntl locks:
+ * its lock belongs to the open file, so two threads of one process exclude
+ * each other too, and a process that dies releases it. Lock files stay
+ * (unlinking one while another process waits on it would let two hold
+ * "the" lock); they are empty.
+ *
  * The directory is used only when it is a directory owned by the effective
  * user and not writable by group or others; an entry likewise (else it is
  * neither loaded nor replaced). Every failure here means "compile normally":
@@ -32,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,6 +83,7 @@ static void put_str(XXH3_state_t *st, const char *s) {
 void ka__kcache_key_make(const ka__device *d, const char *target, const char *source, const char *options,
                          ka__kcache_key *key) {
     XXH3_state_t st;
+    key->lock = -1;
     XXH3_INITSTATE(&st);
     XXH3_128bits_reset_withSeed(&st, 0x6b61636163686531ull); /* "kacache1" */
     uint32_t fmt = KCACHE_FORMAT;
@@ -185,7 +196,7 @@ static bool write_all(int fd, const void *buf, size_t n) {
 static uint64_t header_sum(const kc_header *h) { return XXH3_64bits(h, offsetof(kc_header, header_sum)); }
 
 /* ---- load ---------------------------------------------------------------- */
-ka_status ka__kcache_load(const ka__kcache_key *key, void **data, size_t *size) {
+static ka_status load_entry(const ka__kcache_key *key, void **data, size_t *size) {
     *data = NULL;
     *size = 0;
     char path[PATH_MAX];
@@ -227,8 +238,47 @@ ka_status ka__kcache_load(const ka__kcache_key *key, void **data, size_t *size) 
     return KA_OK;
 }
 
+/* The entry's lock, blocking while another holder compiles; -1 when the
+ * directory is unusable or the lock cannot be had (then: compile unlocked). */
+static int lock_entry(const ka__kcache_key *key) {
+    char path[PATH_MAX];
+    size_t dirlen;
+    if (!entry_path(key, true, path, sizeof path, &dirlen)) return -1;
+    memcpy(path + strlen(path), ".lock", 6); /* entry_path left room for it */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        ka__log(KA_LOG_INFO, "kernel cache: cannot open %s: %s; compiling without it", path, strerror(errno));
+        return -1;
+    }
+    int r;
+    while ((r = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (r != 0) {
+        ka__log(KA_LOG_INFO, "kernel cache: cannot lock %s: %s; compiling without it", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void ka__kcache_unlock(ka__kcache_key *key) {
+    if (key->lock < 0) return;
+    close(key->lock); /* the open file's last descriptor: the flock goes with it */
+    key->lock = -1;
+}
+
+ka_status ka__kcache_load(ka__kcache_key *key, void **data, size_t *size) {
+    if (load_entry(key, data, size) == KA_OK) return KA_OK;
+    if (!ka__kcache_enabled()) return KA_ERR_IO;
+    if (key->lock < 0 && (key->lock = lock_entry(key)) < 0) return KA_ERR_IO;
+    /* Whoever held the lock may have stored the entry meanwhile. */
+    if (load_entry(key, data, size) != KA_OK) return KA_ERR_IO; /* ours to compile; the lock stays */
+    ka__kcache_unlock(key);
+    return KA_OK;
+}
+
 /* ---- store --------------------------------------------------------------- */
-void ka__kcache_store(const ka__kcache_key *key, const void *data, size_t size) {
+static void store_entry(const ka__kcache_key *key, const void *data, size_t size) {
     if (!data || size == 0) return;
     if ((uint64_t)size > KCACHE_MAX_PAYLOAD) {
         ka__log(KA_LOG_INFO, "kernel cache: a %zu-byte binary is over the %llu-byte limit: not stored", size,
@@ -282,4 +332,9 @@ void ka__kcache_store(const ka__kcache_key *key, const void *data, size_t size) 
     }
     path[dirlen] = '/';
     ka__log(KA_LOG_DEBUG, "kernel cache: stored %s (%zu bytes)", path, size);
+}
+
+void ka__kcache_store(ka__kcache_key *key, const void *data, size_t size) {
+    store_entry(key, data, size);
+    ka__kcache_unlock(key);
 }

@@ -146,6 +146,8 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
     size_t log_len = 0, image_len = 0;
     nvrtcProgram prog = NULL;
     ka__cumod *m = NULL;
+    ka__kcache_key key = {.lock = -1};
+    bool cache = false;
     if (!src || !obuf || !argv) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
         goto out;
@@ -158,8 +160,7 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
      * an earlier process skips NVRTC. Not used when a cubin's signatures
      * would need the PTX (driver without cuFuncGetParamInfo). Any trouble
      * there just means compiling. */
-    ka__kcache_key key;
-    bool cache = ka__kcache_enabled() && (ka__cu.cuFuncGetParamInfo || !cubin);
+    cache = ka__kcache_enabled() && (ka__cu.cuFuncGetParamInfo || !cubin);
     if (cache) {
         char target[160];
         cache_target(arch, target, sizeof target);
@@ -253,6 +254,7 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
     v->native = m;
     st = KA_OK;
 out:
+    ka__kcache_unlock(&key); /* a miss's lock, when not stored */
     if (prog) ka__nvrtc.nvrtcDestroyProgram(&prog);
     if (log) ka__free(log, log_len);
     if (image) ka__free(image, image_len);

@@ -164,8 +164,8 @@ void ka__cl_event_release(void *ev);
 void ka__cl_cache_key(const ka__device *d, cl_device_id dev, const char *src, const char *opts, ka__kcache_key *key);
 /* A program for dev from a cached binary, built with opts; false on a miss or
  * if the driver refuses the binary (then compile). */
-bool ka__cl_cache_load(ka__cl_dev *cd, cl_device_id dev, const ka__kcache_key *key, const char *opts, cl_program *out);
+bool ka__cl_cache_load(ka__cl_dev *cd, cl_device_id dev, ka__kcache_key *key, const char *opts, cl_program *out);
 /* Stores prog's binary for dev (nothing on failure). */
-void ka__cl_cache_store(cl_program prog, cl_device_id dev, const ka__kcache_key *key);
+void ka__cl_cache_store(cl_program prog, cl_device_id dev, ka__kcache_key *key);
 
 #endif

@@ -20,7 +20,7 @@ void ka__cl_cache_key(const ka__device *d, cl_device_id dev, const char *src, co
     ka__kcache_key_make(d, target, src, opts, key);
 }
 
-bool ka__cl_cache_load(ka__cl_dev *cd, cl_device_id dev, const ka__kcache_key *key, const char *opts, cl_program *out) {
+bool ka__cl_cache_load(ka__cl_dev *cd, cl_device_id dev, ka__kcache_key *key, const char *opts, cl_program *out) {
     void *bin;
     size_t n;
     if (ka__kcache_load(key, &bin, &n) != KA_OK) return false;
@@ -44,7 +44,7 @@ bool ka__cl_cache_load(ka__cl_dev *cd, cl_device_id dev, const ka__kcache_key *k
     return true;
 }
 
-void ka__cl_cache_store(cl_program prog, cl_device_id dev, const ka__kcache_key *key) {
+void ka__cl_cache_store(cl_program prog, cl_device_id dev, ka__kcache_key *key) {
     /* The program may belong to several devices (PoCL's two share a context):
      * the binary is the entry of dev. */
     cl_uint ndev = 0;

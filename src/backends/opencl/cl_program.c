@@ -10,19 +10,7 @@
 /* The probes' file name in #line, so a build log that names it is theirs. */
 #define PROBE_FILE "libka-size-probes"
 
-static ka_status build_for(ka__program *p, cl_device_id dev, const char *src, const char *opts, cl_program *out) {
-    ka__cl_dev *cd = ka__cl_dev_of(p->dev);
-    /* The persistent kernel cache first (cl_kcache.c); any trouble there
-     * just means compiling. */
-    ka__kcache_key key;
-    bool cache = ka__kcache_enabled();
-    if (cache) {
-        ka__cl_cache_key(p->dev, dev, src, opts, &key);
-        if (ka__cl_cache_load(cd, dev, &key, opts, out)) {
-            atomic_fetch_add_explicit(&p->cache_hits, 1, memory_order_relaxed);
-            return KA_OK;
-        }
-    }
+static ka_status compile(ka__cl_dev *cd, cl_device_id dev, const char *src, const char *opts, cl_program *out) {
     cl_int err;
     cl_program prog = clCreateProgramWithSource(cd->context, 1, &src, NULL, &err);
     if (err != CL_SUCCESS) return ka__cl_fail("clCreateProgramWithSource", err);
@@ -48,9 +36,29 @@ static ka_status build_for(ka__program *p, cl_device_id dev, const char *src, co
         clReleaseProgram(prog);
         return st;
     }
-    if (cache) ka__cl_cache_store(prog, dev, &key);
     *out = prog;
     return KA_OK;
+}
+
+static ka_status build_for(ka__program *p, cl_device_id dev, const char *src, const char *opts, cl_program *out) {
+    ka__cl_dev *cd = ka__cl_dev_of(p->dev);
+    /* The persistent kernel cache first (cl_kcache.c); any trouble there
+     * just means compiling. A miss holds the entry's lock until stored. */
+    ka__kcache_key key;
+    bool cache = ka__kcache_enabled();
+    if (cache) {
+        ka__cl_cache_key(p->dev, dev, src, opts, &key);
+        if (ka__cl_cache_load(cd, dev, &key, opts, out)) {
+            atomic_fetch_add_explicit(&p->cache_hits, 1, memory_order_relaxed);
+            return KA_OK;
+        }
+    }
+    ka_status st = compile(cd, dev, src, opts, out);
+    if (cache) {
+        if (st == KA_OK) ka__cl_cache_store(*out, dev, &key);
+        ka__kcache_unlock(&key);
+    }
+    return st;
 }
 
 static void emit(char *out, size_t *len, const char *p, size_t n) {
