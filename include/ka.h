@@ -189,6 +189,19 @@ KA_API ka_status ka_queue_flush(ka_queue q);
 KA_API ka_status ka_buffer_create(ka_device dev, size_t bytes, ka_buffer *out);
 KA_API ka_status ka_buffer_release(ka_buffer b);
 KA_API ka_status ka_buffer_size(ka_buffer b, size_t *bytes);
+/* The native memory behind a buffer, for interop with MPI and raw OpenCL or
+ * CUDA. mem: OpenCL's cl_mem; CUDA's CUdeviceptr, as (void *)(uintptr_t);
+ * the host memory on the null back-end. address: the buffer's first byte
+ * where other code may read and write it directly (the CUdeviceptr that a
+ * CUDA-aware MPI sends from and receives into; the null back-end's host
+ * memory), NULL where the buffer has no address (OpenCL). The memory stays
+ * libka's: valid until ka_buffer_release. */
+typedef struct ka_native_buffer {
+    void *mem;
+    void *address;
+    size_t bytes;
+} ka_native_buffer;
+KA_API ka_status ka_buffer_get_native(ka_buffer b, ka_native_buffer *out);
 /* Transfers: with ev == NULL the call blocks until done; with ev non-NULL it
  * is asynchronous and *ev completes when it is done (host memory must stay
  * valid until then). */

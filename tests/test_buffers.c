@@ -17,6 +17,34 @@ static void test_buffer_create_and_size(void **state) {
     EXPECT_DETAIL("ka_buffer_release");
 }
 
+/* The native memory behind a buffer: the back-end's object, and an address
+ * where the memory has one (CUDA's device pointer, the null device's host
+ * memory); the memory a write put there. */
+static void test_buffer_get_native(void **state) {
+    (void)state;
+    ka_buffer b;
+    ka_native_buffer nb;
+    const uint32_t v[4] = {1, 2, 3, 0xdeadbeef};
+    KA_OK_OR_FAIL(ka_buffer_create(g_dev, sizeof v, &b));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, sizeof v, v, NULL));
+    KA_OK_OR_FAIL(ka_buffer_get_native(b, &nb));
+    assert_non_null(nb.mem);
+    assert_int_equal(nb.bytes, sizeof v);
+    switch (g_info->backend) {
+    case KA_BACKEND_OPENCL: assert_null(nb.address); break; /* a cl_mem has no address */
+    case KA_BACKEND_CUDA: assert_ptr_equal(nb.address, nb.mem); break;
+    case KA_BACKEND_NULL:
+        assert_ptr_equal(nb.address, nb.mem);
+        assert_memory_equal(nb.address, v, sizeof v);
+        break;
+    }
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_get_native(b, NULL));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_get_native(b, &nb));
+    EXPECT_DETAIL("ka_buffer_get_native");
+    assert_null(nb.mem);
+}
+
 static void test_buffer_create_zero_bytes(void **state) {
     (void)state;
     ka_buffer b = {77};
@@ -238,6 +266,7 @@ static void test_buffer_released_handle(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buffer_create_and_size),
+        cmocka_unit_test(test_buffer_get_native),
         cmocka_unit_test(test_buffer_create_zero_bytes),
         cmocka_unit_test(test_buffer_create_huge),
         cmocka_unit_test(test_buffer_write_read_blocking),

@@ -87,6 +87,9 @@ struct ka__backend {
     /* ---- buffers: ranges and devices checked by the core ------------------ */
     ka_status (*buffer_create)(ka__buffer *b); /* b->bytes > 0; sets b->native */
     void (*buffer_release)(ka__buffer *b);
+    /* May be NULL: then out->mem is b->native and out->address NULL (the
+     * core sets out->bytes). Fills what other libraries (MPI) use. */
+    void (*buffer_native)(ka__buffer *b, ka_native_buffer *out);
     /* Transfers: *ev gets a native event when ev != NULL, else the command
      * may complete before return (blocking) or later (the queue orders it). */
     ka_status (*buffer_write)(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
@@ -219,6 +222,11 @@ static inline bool ka__be_device_native(ka__device *d, ka_native_device *out) {
     if (!d->ops->device_native) return false;
     d->ops->device_native(d, out);
     return true;
+}
+static inline void ka__be_buffer_native(ka__buffer *b, ka_native_buffer *out) {
+    out->mem = b->native;
+    out->address = NULL;
+    if (b->dev->ops->buffer_native) b->dev->ops->buffer_native(b, out);
 }
 static inline bool ka__be_queue_native(ka__queue *q, ka_native_queue *out) {
     if (!q->dev->ops->queue_native) return false;

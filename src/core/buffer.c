@@ -56,6 +56,18 @@ ka_status ka_buffer_size(ka_buffer buf, size_t *bytes) {
     return KA_OK;
 }
 
+ka_status ka_buffer_get_native(ka_buffer buf, ka_native_buffer *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_get_native: out is NULL");
+    memset(out, 0, sizeof *out);
+    ka__slot *bs;
+    ka__buffer *b = ka__pin(buf.id, KA__T_BUFFER, &bs);
+    if (!b) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_get_native: invalid or released buffer");
+    ka__be_buffer_native(b, out);
+    out->bytes = b->bytes;
+    ka__unpin(bs);
+    return KA_OK;
+}
+
 /* The objects a transfer pins (queue, one or two buffers) for the call, so
  * a release in another thread waits for it; done() unpins them. */
 typedef struct pins {

@@ -167,6 +167,10 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
  * primary context, which any CUDA runtime code on the device also uses. */
 static void cuda_queue_native(ka__queue *kq, ka_native_queue *out) { out->queue = ((ka__cuq *)kq->native)->stream; }
 
+/* The device pointer is both: what the driver calls the buffer and the
+ * address a CUDA-aware MPI (or a kernel of the user's) uses. */
+static void cuda_buffer_native(ka__buffer *b, ka_native_buffer *out) { out->address = b->native; }
+
 static void cuda_device_native(ka__device *kd, ka_native_device *out) {
     ka__cudev *d = kd->native;
     out->device = (void *)(intptr_t)d->dev;
@@ -203,6 +207,7 @@ const ka__backend ka__cuda_backend = {
     .event_release = ka__cuda_event_release,
     .device_native = cuda_device_native,
     .queue_native = cuda_queue_native,
+    .buffer_native = cuda_buffer_native,
     .graph_make = ka__cuda_graph_make,
     .graph_launch = ka__cuda_graph_launch,
     .graph_update = ka__cuda_graph_update,

@@ -43,6 +43,7 @@ static ka_status n_buffer_create(ka__buffer *b) {
     return b->native ? KA_OK : ka__fail(KA_ERR_DEVICE_OUT_OF_MEMORY, "null: out of memory for %zu bytes", b->bytes);
 }
 static void n_buffer_release(ka__buffer *b) { ka__free(b->native, b->bytes); }
+static void n_buffer_native(ka__buffer *b, ka_native_buffer *out) { out->address = b->native; } /* host memory */
 
 static ka_status n_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
     (void)q;
@@ -150,7 +151,7 @@ const ka__backend ka__null_backend = {
     .version = KA__BACKEND_VERSION, .name = "null", .kind = KA_BACKEND_NULL, .flags = KA__BE_UNLISTED,
     .enumerate = n_enumerate, .device_open = n_device_open, .device_close = n_device_close,
     .queue_create = n_queue_create, .queue_release = n_void_q, .queue_finish = n_ok_q, .queue_flush = n_ok_q,
-    .buffer_create = n_buffer_create, .buffer_release = n_buffer_release,
+    .buffer_create = n_buffer_create, .buffer_release = n_buffer_release, .buffer_native = n_buffer_native,
     .buffer_write = n_write, .buffer_read = n_read, .buffer_copy = n_copy, .buffer_fill = n_fill,
     .program_build = n_build, .program_release = n_prog_release,
     .kernel_create = n_kernel_create, .kernel_release = n_kernel_release,
