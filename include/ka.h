@@ -165,6 +165,8 @@ typedef struct ka_queue_config {
                                  run on PoCL's `basic` device, in the calling thread;
                                  0 = $KA_INLINE_MAX_ITEMS, else the measured default;
                                  KA_INLINE_OFF (-1) = every launch on the threaded device */
+    uint32_t profiling;       /* 1: the device times each command for ka_event_elapsed_ns
+                                 (OpenCL queue profiling, timed CUDA events); 0 = off */
 } ka_queue_config;
 #define KA_SPIN_DEFAULT (-1)
 #define KA_INLINE_OFF (-1)
@@ -340,6 +342,14 @@ KA_API ka_status ka_event_on_complete(ka_event ev, ka_event_fn fn, void *user);
 KA_API ka_status ka_queue_fd(ka_queue q, int *fd);
 KA_API ka_status ka_event_notify(ka_event ev);
 
+/* Device time of a completed command of a profiling queue
+ * (ka_queue_config.profiling), from the start to the end the driver
+ * reports (OpenCL: CL_PROFILING_COMMAND_START/END; CUDA: timed events around
+ * the command, 0.5 us resolution). A command that ran nothing (an empty
+ * range) takes 0. KA_ERR_UNSUPPORTED: the queue does not profile, or the
+ * back-end cannot (null); KA_ERR_INVALID_ARGUMENT: not complete yet (wait first). */
+KA_API ka_status ka_event_elapsed_ns(ka_event ev, uint64_t *ns);
+
 /* Counters of how waits on a queue's events ended (for tests and tuning). */
 typedef struct ka_queue_stats {
     uint64_t waits_polled;   /* waits that saw completion while polling or spinning */
@@ -384,6 +394,32 @@ KA_API ka_status ka_graph_set_arg(ka_graph g, uint32_t node, uint32_t index, ka_
 KA_API ka_status ka_graph_get_info(ka_graph g, ka_graph_info *out);
 /* Waits for nothing: a replay already enqueued still runs. */
 KA_API ka_status ka_graph_release(ka_graph g);
+
+/* ---- tracing ------------------------------------------------------------ */
+/* Launches, transfers, fills, queue finishes and waits, timed on the host
+ * (CLOCK_MONOTONIC) around each call. KA_TRACE=file.json writes them as a
+ * Chrome trace (chrome://tracing, Perfetto); ka_set_tracer hands each to a
+ * function (NVTX ranges, a profiler). Either is chosen when a device opens:
+ * devices opened without either cost nothing more. docs/API.md, "Tracing". */
+typedef enum ka_trace_kind {
+    KA_TRACE_LAUNCH = 1, KA_TRACE_WRITE, KA_TRACE_READ, KA_TRACE_COPY, KA_TRACE_FILL, KA_TRACE_FINISH, KA_TRACE_WAIT
+} ka_trace_kind;
+typedef struct ka_trace_event {
+    uint32_t kind;        /* ka_trace_kind */
+    uint32_t end;         /* 0: the call begins; 1: it returned */
+    const char *name;     /* the kernel's name, else the call's ("ka_buffer_write"); valid during the call */
+    uint64_t queue;       /* ka_queue.id (a wait: its first event's queue) */
+    int64_t t_ns;         /* CLOCK_MONOTONIC */
+    uint64_t bytes;       /* transfers and fills */
+    uint32_t dims;        /* launches: the padded range and work-group */
+    uint64_t global[3], local[3];
+    ka_status status;     /* end: what the call returns */
+} ka_trace_event;
+typedef void (*ka_tracer_fn)(const ka_trace_event *ev, void *user);
+/* Installs fn (NULL removes it) for devices opened from now on; it is called
+ * in the calling thread before and after each traced call, and must not call
+ * libka. */
+KA_API void ka_set_tracer(ka_tracer_fn fn, void *user);
 
 /* ---- version ------------------------------------------------------------ */
 KA_API const char *ka_version(void);

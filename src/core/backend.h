@@ -26,7 +26,7 @@
 #include "ka_internal.h"
 
 /* Raised whenever a hook's signature or meaning changes. */
-#define KA__BACKEND_VERSION 2u
+#define KA__BACKEND_VERSION 3u
 
 enum {
     /* Not enumerated (ka_device_count does not see it); opened by its bare
@@ -127,6 +127,9 @@ struct ka__backend {
     /* May be NULL. The driver's name for a failed event's error, a static
      * string; off the hot path (a failed wait's detail). */
     const char *(*event_error)(void *ev);
+    /* May be NULL (then KA_ERR_UNSUPPORTED). The device time of a complete
+     * command of a profiling queue (q->profiling), start to end, in ns. */
+    ka_status (*event_elapsed)(void *ev, uint64_t *ns);
 
     /* ---- graphs: all four NULL (the core replays node by node through
      * launch, buffer_copy and buffer_fill), or all four set ------------------ */
@@ -216,6 +219,11 @@ static inline ka_status ka__be_event_wait(const ka__queue *q, void *ev) { return
 static inline void ka__be_event_release(const ka__queue *q, void *ev) { q->dev->ops->event_release(ev); }
 static inline const char *ka__be_event_error(const ka__queue *q, void *ev) {
     return q->dev->ops->event_error ? q->dev->ops->event_error(ev) : NULL;
+}
+static inline ka_status ka__be_event_elapsed(const ka__queue *q, void *ev, uint64_t *ns) {
+    if (!q->dev->ops->event_elapsed)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_event_elapsed_ns: the %s back-end does not time commands", q->dev->ops->name);
+    return q->dev->ops->event_elapsed(ev, ns);
 }
 /* The optional hooks: false when the back-end has none. */
 static inline bool ka__be_device_native(ka__device *d, ka_native_device *out) {

@@ -223,6 +223,7 @@ struct ka__queue {
     _Atomic uint32_t callbacks_pending;
     _Atomic uint32_t callbacks_running; /* completion callbacks between their first and last step */
     _Atomic uint64_t waits_polled, waits_slept, callbacks;
+    bool profiling;            /* ka_queue_config.profiling: ka_event_elapsed_ns may ask the back-end */
 };
 
 /* A test-and-set lock for the few hundred nanoseconds of set-args + enqueue:

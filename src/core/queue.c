@@ -18,6 +18,7 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
     q->dev = d;
     q->efd = -1;
     q->spin_ns = cfg ? cfg->spin_ns : -1;
+    q->profiling = cfg && cfg->profiling;
     q->nevents = cap; /* back-ends size their native event pools by it */
     ka_status st = ka__be_queue_create(q, cfg);
     if (st != KA_OK) goto fail_q;

@@ -29,6 +29,7 @@ static ka_status cuda_queue_create(ka__queue *kq, const ka_queue_config *cfg) {
     if (!q) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
     q->d = d;
     q->kq = kq;
+    q->profiling = kq->profiling;
     CUresult r = ka__cu.cuStreamCreate(&q->stream, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) {
         ka__free(q, sizeof *q);
@@ -205,6 +206,7 @@ const ka__backend ka__cuda_backend = {
     .event_callback = ka__cuda_event_callback,
     .event_wait = ka__cuda_event_wait,
     .event_release = ka__cuda_event_release,
+    .event_elapsed = ka__cuda_event_elapsed,
     .device_native = cuda_device_native,
     .queue_native = cuda_queue_native,
     .buffer_native = cuda_buffer_native,

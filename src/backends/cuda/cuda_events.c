@@ -72,11 +72,20 @@ static ka_status add_events(ka__cuq *q, uint32_t want) {
             atomic_store_explicit(&q->chunks[ci], c, memory_order_release);
         }
         ka__cuev *e = &c[have % KA__CUEV_CHUNK];
-        CUresult r = ka__cu.cuEventCreate(&e->ev, CU_EVENT_DISABLE_TIMING);
+        /* A profiling queue's events time (ka_event_elapsed_ns); others do
+         * not, the cheaper event to record. */
+        unsigned timing = q->profiling ? 0 : CU_EVENT_DISABLE_TIMING;
+        CUresult r = ka__cu.cuEventCreate(&e->ev, timing);
         if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventCreate");
-        if ((r = ka__cu.cuEventCreate(&e->bev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC)) != CUDA_SUCCESS) {
+        if (q->profiling && (r = ka__cu.cuEventCreate(&e->sev, 0)) != CUDA_SUCCESS) {
             ka__cu.cuEventDestroy(e->ev);
             e->ev = NULL;
+            return ka__cu_fail(r, "cuEventCreate(start)");
+        }
+        if ((r = ka__cu.cuEventCreate(&e->bev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC)) != CUDA_SUCCESS) {
+            ka__cu.cuEventDestroy(e->ev);
+            if (e->sev) ka__cu.cuEventDestroy(e->sev);
+            e->ev = e->sev = NULL;
             return ka__cu_fail(r, "cuEventCreate(blocking sync)");
         }
         e->q = q;
@@ -113,6 +122,14 @@ ka__cuev *ka__cuda_event_pop(ka__cuq *q) {
     }
     ka__cuev *e = event_at(q, idx - 1);
     atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
+    if (KA_UNLIKELY(q->profiling)) {
+        CUresult r = ka__cu.cuEventRecord(e->sev, q->stream);
+        if (r != CUDA_SUCCESS) {
+            unref(e);
+            ka__cu_fail(r, "cuEventRecord(start)");
+            return NULL;
+        }
+    }
     return e;
 }
 
@@ -125,15 +142,14 @@ ka_status ka__cuda_event_record(ka__cuev *e) {
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventRecord");
 }
 
-ka_status ka__cuda_event_out(ka__cuq *q, void **ev) {
-    ka__cuev *e = ka__cuda_event_pop(q);
-    if (!e) return KA_ERR_EVENT_POOL_EXHAUSTED;
-    ka_status st = ka__cuda_event_record(e);
-    if (st != KA_OK) {
-        unref(e);
-        return st;
-    }
-    *ev = e;
+ka_status ka__cuda_event_elapsed(void *ev, uint64_t *ns) {
+    ka__cuev *e = ev;
+    if (!e->sev || !ka__cu.cuEventElapsedTime)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_event_elapsed_ns: %s", e->sev ? "the CUDA driver lacks cuEventElapsedTime" : "the event's queue does not profile");
+    float ms = 0;
+    CUresult r = ka__cu.cuEventElapsedTime(&ms, e->sev, e->ev);
+    if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventElapsedTime");
+    *ns = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
     return KA_OK;
 }
 
@@ -319,6 +335,7 @@ void ka__cuda_events_fini(ka__cuq *q) {
     for (uint32_t i = 0; i < n; i++) {
         ka__cu.cuEventDestroy(event_at(q, i)->ev);
         ka__cu.cuEventDestroy(event_at(q, i)->bev);
+        if (event_at(q, i)->sev) ka__cu.cuEventDestroy(event_at(q, i)->sev);
     }
     for (uint32_t c = 0; c < KA__CUEV_MAX_CHUNKS; c++) {
         ka__cuev *chunk = atomic_load(&q->chunks[c]);

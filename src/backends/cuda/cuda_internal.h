@@ -23,6 +23,7 @@ typedef struct ka__cuq ka__cuq;
 typedef struct ka__cuev {
     CUevent ev;                /* recorded behind the command: default sync (cheap to record) */
     CUevent bev;               /* blocking sync, recorded on the side stream behind ev when a wait sleeps */
+    CUevent sev;               /* profiling queues only: recorded before the command (ev then times too) */
     _Atomic uint32_t chain;    /* bev for this recording of ev: 0 none, 1 being recorded, 2 recorded, 3 failed */
     ka__cuq *q;
     _Atomic uint32_t refs;
@@ -57,6 +58,7 @@ struct ka__cuq {
     bool stop;
     bool thread_started;
     bool locks_made;
+    bool profiling;            /* events time their command: sev before it, ev after */
     pthread_t thread;
 };
 
@@ -92,7 +94,9 @@ void ka__cuda_device_close(ka__device *d);
 /* Makes n pooled events and starts the callback thread. */
 ka_status ka__cuda_events_init(ka__cuq *q, uint32_t n);
 void ka__cuda_events_fini(ka__cuq *q);
-/* Pops a pooled event (refs = 1); NULL when all are in use (detail recorded). */
+/* Pops a pooled event (refs = 1); NULL when all are in use (detail recorded).
+ * Called before the command is enqueued: a profiling queue records the
+ * event's start there. */
 ka__cuev *ka__cuda_event_pop(ka__cuq *q);
 /* Returns an event that was popped but never recorded. */
 void ka__cuda_event_unpop(ka__cuev *e);
@@ -116,8 +120,6 @@ static inline ka_status ka__cuda_event_after(ka__cuev *e, CUresult r, const char
     }
     return KA_OK;
 }
-/* Pops, records and publishes an event into *ev (ev non-NULL). */
-ka_status ka__cuda_event_out(ka__cuq *q, void **ev);
 int ka__cuda_event_query(void *ev, ka_status *st);
 const char *ka__cuda_event_error(void *ev);
 ka_status ka__cuda_event_callback(void *ev, ka__native_cb cb, void *ctx);

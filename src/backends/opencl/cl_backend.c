@@ -31,6 +31,7 @@ const ka__backend ka__opencl_backend = {
     .event_callback = ka__cl_event_callback,
     .event_wait = ka__cl_event_wait,
     .event_release = ka__cl_event_release,
+    .event_elapsed = ka__cl_event_elapsed,
     .device_native = ka__cl_device_native,
     .queue_native = ka__cl_queue_native,
     .queue_stats = ka__cl_queue_stats,

@@ -41,3 +41,12 @@ ka_status ka__cl_event_wait(void *ev) {
 }
 
 void ka__cl_event_release(void *ev) { clReleaseEvent(ev); }
+
+ka_status ka__cl_event_elapsed(void *ev, uint64_t *ns) {
+    cl_ulong t0 = 0, t1 = 0;
+    KA__CL_CHECK("clGetEventProfilingInfo(START)",
+                 clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL));
+    KA__CL_CHECK("clGetEventProfilingInfo(END)", clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL));
+    *ns = t1 > t0 ? t1 - t0 : 0;
+    return KA_OK;
+}

@@ -159,6 +159,7 @@ const char *ka__cl_event_error(void *ev);
 ka_status ka__cl_event_callback(void *ev, ka__native_cb cb, void *ctx);
 ka_status ka__cl_event_wait(void *ev);
 void ka__cl_event_release(void *ev);
+ka_status ka__cl_event_elapsed(void *ev, uint64_t *ns);
 
 /* ---- cl_kcache.c: the persistent kernel cache ---- */
 void ka__cl_cache_key(const ka__device *d, cl_device_id dev, const char *src, const char *opts, ka__kcache_key *key);

@@ -85,8 +85,10 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     int64_t t0 = timed ? ka__now_ns() : 0;
     st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
     if (KA_LIKELY(st == KA_OK)) {
+        /* A profiling queue keeps the event: it carries the command's times. */
+        cl_event *out = KA_UNLIKELY(q->profiling) ? (cl_event *)ev : NULL;
         if (ev) *ev = NULL;
-        cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, NULL);
+        cl_int err = clEnqueueNDRangeKernel(cq->inl, kk->inl, l->dims, NULL, l->global, l->local, 0, NULL, out);
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel(basic)", err);
         else if (KA_UNLIKELY((err = clFlush(cq->inl)) != CL_SUCCESS)) st = ka__cl_fail("clFlush(basic)", err);
     }

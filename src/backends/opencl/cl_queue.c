@@ -7,7 +7,7 @@ ka_status ka__cl_queue_create(ka__queue *q, const ka_queue_config *cfg) {
     ka__cl_queue *cq = ka__calloc(1, sizeof *cq);
     if (!cq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
     cl_int err;
-    cq->main = clCreateCommandQueue(cd->context, cd->device, 0, &err);
+    cq->main = clCreateCommandQueue(cd->context, cd->device, q->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (err != CL_SUCCESS) {
         ka__free(cq, sizeof *cq);
         return ka__cl_fail("clCreateCommandQueue", err);

@@ -44,7 +44,7 @@ ka_status ka__cl_route_open(const ka__queue *q, const ka_queue_config *cfg, ka__
     cq->inline_slow_ns = (int64_t)(slow_us > 1000000000u ? 1000000000u : slow_us) * 1000;
     if (cd->inline_device && cq->inline_max) {
         cl_int err;
-        cq->inl = clCreateCommandQueue(cd->context, cd->inline_device, 0, &err);
+        cq->inl = clCreateCommandQueue(cd->context, cd->inline_device, q->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
         if (err != CL_SUCCESS) return ka__cl_fail("clCreateCommandQueue(basic)", err);
     }
     return KA_OK;
