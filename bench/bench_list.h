@@ -11,5 +11,6 @@
     X(route, bench_route_main, "PoCL routing: launch + wait by work size, crossover, saxpy")       \
     X(compile, bench_compile_main, "persistent kernel cache: a new process, cold against warm")    \
     X(saxpy, bench_saxpy_main, "saxpy bandwidth against the device's copy bandwidth")              \
-    X(graph, bench_graph_main, "recorded graph replay against its launches and the raw driver's")
+    X(graph, bench_graph_main, "recorded graph replay against its launches and the raw driver's") \
+    X(primitives, bench_prims_main, "ka_reduce, ka_scan, ka_sort against copy bandwidth and OpenMP")
 #endif

@@ -1,0 +1,463 @@
+/* ka_reduce, ka_scan, ka_sort on the default device ($KA_DEVICE: PoCL, or
+ * cuda:0 on the GPU machine), checked element by element against a host
+ * reference: every type, empty, 1-element, odd and multi-tile sizes, many
+ * work-groups over small inputs (KA_PRIMS_GROUPS), NaN rules, stability with
+ * values, bad input, and calls that allocate nothing. KA_BIG_TESTS=1 adds
+ * inputs of 2^31 + 5 elements (a GPU's memory; skipped where it is lacking). */
+#include "test_util.h"
+
+#include <ka_prims.h>
+#include <math.h>
+
+static ka_device dev;
+static ka_queue q;
+static const ka_device_info *info;
+
+static _Atomic uint64_t allocs;
+static _Atomic int counting;
+static void *count_alloc(size_t n, void *u) {
+    (void)u;
+    if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
+    return malloc(n);
+}
+static void count_free(void *p, size_t n, void *u) {
+    (void)n, (void)u;
+    if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
+    free(p);
+}
+
+static int setup(void **state) {
+    (void)state;
+    static const ka_allocator a = {count_alloc, count_free, NULL};
+    ka_set_allocator(&a);
+    if (ka_device_open(NULL, &dev) || ka_device_get_info(dev, &info) || ka_queue_create(dev, NULL, &q)) {
+        fprintf(stderr, "setup: %s\n", ka_last_error());
+        return -1;
+    }
+    return 0;
+}
+static int teardown(void **state) {
+    (void)state;
+    ka_queue_release(q);
+    ka_device_close(dev);
+    return 0;
+}
+
+static size_t esize(ka_dtype t) { return t == KA_DTYPE_I32 || t == KA_DTYPE_U32 || t == KA_DTYPE_F32 ? 4 : 8; }
+static const char *tname(ka_dtype t) {
+    static const char *n[] = {"?", "i32", "u32", "i64", "u64", "f32", "f64"};
+    return n[t];
+}
+
+/* Values: small integers (exact float sums up to 2^24), signed types get negatives. */
+static void gen(ka_dtype t, void *p, size_t n, uint32_t seed, uint32_t range) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        uint32_t r = (seed >> 8) % range;
+        int32_t s = (int32_t)r - (int32_t)(range / 2);
+        switch (t) {
+        case KA_DTYPE_I32: ((int32_t *)p)[i] = s; break;
+        case KA_DTYPE_U32: ((uint32_t *)p)[i] = r; break;
+        case KA_DTYPE_I64: ((int64_t *)p)[i] = (int64_t)s * 3000000000ll; break;
+        case KA_DTYPE_U64: ((uint64_t *)p)[i] = (uint64_t)r * 5000000000ull; break;
+        case KA_DTYPE_F32: ((float *)p)[i] = (float)s; break;
+        case KA_DTYPE_F64: ((double *)p)[i] = (double)s; break;
+        }
+    }
+}
+
+/* Host reduce as doubles/integers, into out (an element of t). */
+#define HOST_RED(TY, ACC)                                                                           \
+    do {                                                                                            \
+        const TY *a = in;                                                                           \
+        TY r = op == KA_REDUCE_SUM ? (TY)0 : a[0];                                                  \
+        if (!n) r = op == KA_REDUCE_SUM ? (TY)0 : op == KA_REDUCE_MIN ? hi_ : lo_;                  \
+        for (size_t i = 0; i < n; i++) {                                                            \
+            if (op == KA_REDUCE_SUM) r = (TY)((ACC)r + (ACC)a[i]);                                  \
+            else if (op == KA_REDUCE_MIN) r = a[i] < r ? a[i] : r;                                  \
+            else r = a[i] > r ? a[i] : r;                                                           \
+        }                                                                                           \
+        memcpy(out, &r, sizeof r);                                                                  \
+    } while (0)
+static void host_reduce(ka_dtype t, const void *in, size_t n, ka_reduce_op op, void *out) {
+    switch (t) {
+    case KA_DTYPE_I32: { int32_t hi_ = INT32_MAX, lo_ = INT32_MIN; HOST_RED(int32_t, uint32_t); break; }
+    case KA_DTYPE_U32: { uint32_t hi_ = UINT32_MAX, lo_ = 0; HOST_RED(uint32_t, uint32_t); break; }
+    case KA_DTYPE_I64: { int64_t hi_ = INT64_MAX, lo_ = INT64_MIN; HOST_RED(int64_t, uint64_t); break; }
+    case KA_DTYPE_U64: { uint64_t hi_ = UINT64_MAX, lo_ = 0; HOST_RED(uint64_t, uint64_t); break; }
+    case KA_DTYPE_F32: { float hi_ = INFINITY, lo_ = -INFINITY; HOST_RED(float, double); break; }
+    case KA_DTYPE_F64: { double hi_ = INFINITY, lo_ = -INFINITY; HOST_RED(double, double); break; }
+    }
+}
+
+static ka_buffer upload(const void *h, size_t bytes) {
+    ka_buffer b = make_buffer(dev, bytes ? bytes : 8);
+    if (bytes) KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, bytes, h, NULL));
+    return b;
+}
+
+static void check_reduce(ka_prims_plan *p, ka_dtype t, size_t n, uint32_t seed) {
+    size_t es = esize(t);
+    void *h = malloc(n * es + 8);
+    gen(t, h, n, seed, 64);
+    ka_buffer in = upload(h, n * es), out = make_buffer(dev, 3 * 8);
+    for (int op = 0; op < 3; op++) {
+        ka_event ev;
+        KA_OK_OR_FAIL(ka_reduce(q, p, in, n, (ka_reduce_op)op, out, (size_t)op * es, &ev));
+        KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+        uint64_t got = 0, want = 0;
+        KA_OK_OR_FAIL(ka_buffer_read(q, out, (size_t)op * es, es, &got, NULL));
+        host_reduce(t, h, n, (ka_reduce_op)op, &want);
+        if (memcmp(&got, &want, es)) fail_msg("reduce %s op %d n %zu: got 0x%llx, want 0x%llx", tname(t), op, n,
+                                              (unsigned long long)got, (unsigned long long)want);
+    }
+    ka_buffer_release(in), ka_buffer_release(out);
+    free(h);
+}
+
+static const size_t sizes[] = {0, 1, 2, 3, 63, 64, 65, 255, 1000, 4097, 65537, 1000003};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+static int type_ok(ka_dtype t) { return t != KA_DTYPE_F64 || info->has_double; }
+
+static void reduce_all_types(void **state) {
+    (void)state;
+    for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
+        if (!type_ok(t)) continue;
+        ka_prims_plan *p;
+        KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, t, 1000003, 0, &p));
+        for (size_t i = 0; i < NSIZES; i++) check_reduce(p, t, sizes[i], (uint32_t)(i * 7 + t));
+        KA_OK_OR_FAIL(ka_prims_plan_release(p));
+    }
+}
+
+/* Float sums of fractions: within a relative 1e-5 of the double sum (f32:
+ * the device's order, in float, differs from the host's). */
+static void reduce_float_tolerance(void **state) {
+    (void)state;
+    size_t n = 300001;
+    float *h = malloc(n * 4);
+    double want = 0;
+    uint32_t s = 7;
+    for (size_t i = 0; i < n; i++) s = s * 1103515245u + 12345u, h[i] = (float)(s >> 8) / 16777216.0f, want += h[i];
+    ka_prims_plan *p;
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_F32, n, 0, &p));
+    ka_buffer in = upload(h, n * 4), out = make_buffer(dev, 8);
+    KA_OK_OR_FAIL(ka_reduce(q, p, in, n, KA_REDUCE_SUM, out, 0, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    float got;
+    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 4, &got, NULL));
+    if (fabs(got - want) > 1e-5 * want) fail_msg("f32 sum %.9g, double sum %.9g", (double)got, want);
+    ka_buffer_release(in), ka_buffer_release(out), ka_prims_plan_release(p);
+    free(h);
+}
+
+/* min/max propagate NaN; an all-NaN input gives NaN; sum with NaN is NaN. */
+static void reduce_nan(void **state) {
+    (void)state;
+    float h[1001];
+    for (int i = 0; i < 1001; i++) h[i] = (float)(i % 17) - 8.0f;
+    h[777] = NAN;
+    ka_prims_plan *p;
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_F32, 1001, 0, &p));
+    ka_buffer in = upload(h, sizeof h), out = make_buffer(dev, 16);
+    float r[3];
+    for (int op = 0; op < 3; op++) KA_OK_OR_FAIL(ka_reduce(q, p, in, 1001, (ka_reduce_op)op, out, (size_t)op * 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 12, r, NULL));
+    for (int op = 0; op < 3; op++)
+        if (!isnan(r[op])) fail_msg("op %d with a NaN: %g, want NaN", op, (double)r[op]);
+    /* Without the NaN: -8 and 8 exactly. */
+    KA_OK_OR_FAIL(ka_reduce(q, p, in, 777, KA_REDUCE_MIN, out, 0, NULL));
+    KA_OK_OR_FAIL(ka_reduce(q, p, in, 777, KA_REDUCE_MAX, out, 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 8, r, NULL));
+    assert_true(r[0] == -8.0f && r[1] == 8.0f);
+    for (int i = 0; i < 1001; i++) h[i] = NAN;
+    KA_OK_OR_FAIL(ka_buffer_write(q, in, 0, sizeof h, h, NULL));
+    KA_OK_OR_FAIL(ka_reduce(q, p, in, 1001, KA_REDUCE_MIN, out, 0, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 4, r, NULL));
+    assert_true(isnan(r[0]));
+    ka_buffer_release(in), ka_buffer_release(out), ka_prims_plan_release(p);
+}
+
+#define HOST_SCAN(TY, ACC)                                                                          \
+    do {                                                                                            \
+        const TY *a = in;                                                                           \
+        TY *o = out, c = 0;                                                                         \
+        for (size_t i = 0; i < n; i++) {                                                            \
+            TY x = a[i];                                                                            \
+            if (excl) o[i] = c;                                                                     \
+            c = (TY)((ACC)c + (ACC)x);                                                              \
+            if (!excl) o[i] = c;                                                                    \
+        }                                                                                           \
+    } while (0)
+static void host_scan(ka_dtype t, const void *in, void *out, size_t n, int excl) {
+    switch (t) {
+    case KA_DTYPE_I32: HOST_SCAN(int32_t, uint32_t); break;
+    case KA_DTYPE_U32: HOST_SCAN(uint32_t, uint32_t); break;
+    case KA_DTYPE_I64: HOST_SCAN(int64_t, uint64_t); break;
+    case KA_DTYPE_U64: HOST_SCAN(uint64_t, uint64_t); break;
+    case KA_DTYPE_F32: HOST_SCAN(float, double); break;
+    case KA_DTYPE_F64: HOST_SCAN(double, double); break;
+    }
+}
+
+static void check_scan(ka_prims_plan *p, ka_dtype t, size_t n, int excl, int in_place, uint32_t seed) {
+    size_t es = esize(t);
+    uint8_t *h = malloc(n * es + 8), *want = malloc(n * es + 8), *got = malloc(n * es + 8);
+    gen(t, h, n, seed, 16);
+    host_scan(t, h, want, n, excl);
+    ka_buffer in = upload(h, n * es), out = in_place ? in : make_buffer(dev, n * es + 8);
+    ka_event ev;
+    KA_OK_OR_FAIL(ka_scan(q, p, in, out, n, excl, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    if (n) KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, n * es, got, NULL));
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(got + i * es, want + i * es, es))
+            fail_msg("scan %s %s n %zu: element %zu differs", tname(t), excl ? "exclusive" : "inclusive", n, i);
+    ka_buffer_release(in);
+    if (!in_place) ka_buffer_release(out);
+    free(h), free(want), free(got);
+}
+
+static void scan_all_types(void **state) {
+    (void)state;
+    for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
+        if (!type_ok(t)) continue;
+        ka_prims_plan *p;
+        KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SCAN, t, 1000003, 0, &p));
+        for (size_t i = 0; i < NSIZES; i++) check_scan(p, t, sizes[i], (int)(i & 1), i == 5, (uint32_t)(i + 100 * t));
+        check_scan(p, t, 1000003, 1, 0, 9);
+        KA_OK_OR_FAIL(ka_prims_plan_release(p));
+    }
+}
+
+/* ---- sort --------------------------------------------------------------- */
+/* The key's order as an unsigned integer (the transform the sort uses). */
+static uint64_t okey(ka_dtype t, const uint8_t *k) {
+    uint32_t u;
+    uint64_t v;
+    switch (t) {
+    case KA_DTYPE_U32: memcpy(&u, k, 4); return u;
+    case KA_DTYPE_I32: memcpy(&u, k, 4); return u ^ 0x80000000u;
+    case KA_DTYPE_F32: memcpy(&u, k, 4); return u >> 31 ? ~u : u | 0x80000000u;
+    case KA_DTYPE_U64: memcpy(&v, k, 8); return v;
+    case KA_DTYPE_I64: memcpy(&v, k, 8); return v ^ 0x8000000000000000ull;
+    case KA_DTYPE_F64: memcpy(&v, k, 8); return v >> 63 ? ~v : v | 0x8000000000000000ull;
+    }
+    return 0;
+}
+static ka_dtype g_sort_t;
+static int cmp_rec(const void *a, const void *b) { /* records: key bytes, then a u32 index; stable by index */
+    size_t es = esize(g_sort_t);
+    uint64_t x = okey(g_sort_t, a), y = okey(g_sort_t, b);
+    if (x != y) return x < y ? -1 : 1;
+    uint32_t i, j;
+    memcpy(&i, (const uint8_t *)a + es, 4), memcpy(&j, (const uint8_t *)b + es, 4);
+    return i < j ? -1 : i > j;
+}
+
+/* Float keys: some NaN, -NaN, -0.0 and an infinity among the values. */
+static double special(double x, uint64_t r, double inf) {
+    if (r % 29 == 3) return NAN;
+    if (r % 31 == 4) return -NAN;
+    if (r % 37 == 5) return -0.0;
+    if (r % 41 == 6) return inf;
+    return x;
+}
+
+/* Keys from few distinct values (many ties: stability shows), values = index. */
+static void check_sort(ka_prims_plan *p, ka_dtype t, size_t n, int with_vals, uint32_t seed, int wide) {
+    size_t es = esize(t), rs = es + 4;
+    uint8_t *k = malloc(n * es + 8), *rec = malloc(n * rs + 8), *got = malloc(n * es + 8);
+    uint32_t *v = malloc(n * 4 + 8), *gv = malloc(n * 4 + 8);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        uint64_t r = wide ? ((uint64_t)seed << 32 | (seed * 2654435761u)) : (seed >> 8) % 97;
+        int64_t s = (int64_t)(r % 97) - 48;
+        switch (t) {
+        case KA_DTYPE_U32: { uint32_t x = wide ? (uint32_t)r : (uint32_t)(r * 0x01010101u); memcpy(k + i * es, &x, 4); break; }
+        case KA_DTYPE_I32: { int32_t x = wide ? (int32_t)(uint32_t)r : (int32_t)s * 40000000; memcpy(k + i * es, &x, 4); break; }
+        case KA_DTYPE_F32: { float x = (float)special(s * 0.37, r, INFINITY); memcpy(k + i * es, &x, 4); break; }
+        case KA_DTYPE_U64: { uint64_t x = wide ? r : r * 0x0101010101010101ull; memcpy(k + i * es, &x, 8); break; }
+        case KA_DTYPE_I64: { int64_t x = wide ? (int64_t)r : s * 90000000000000000ll; memcpy(k + i * es, &x, 8); break; }
+        case KA_DTYPE_F64: { double x = special(s * 0.37, r, -INFINITY); memcpy(k + i * es, &x, 8); break; }
+        }
+        v[i] = (uint32_t)i;
+        memcpy(rec + i * rs, k + i * es, es), memcpy(rec + i * rs + es, &v[i], 4);
+    }
+    g_sort_t = t;
+    qsort(rec, n, rs, cmp_rec);
+    ka_buffer kb = upload(k, n * es), vb = with_vals ? upload(v, n * 4) : (ka_buffer){0};
+    ka_event ev;
+    KA_OK_OR_FAIL(ka_sort(q, p, kb, vb, n, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    if (n) KA_OK_OR_FAIL(ka_buffer_read(q, kb, 0, n * es, got, NULL));
+    if (n && with_vals) KA_OK_OR_FAIL(ka_buffer_read(q, vb, 0, n * 4, gv, NULL));
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp(got + i * es, rec + i * rs, es)) fail_msg("sort %s n %zu: key %zu differs", tname(t), n, i);
+        if (with_vals && memcmp(&gv[i], rec + i * rs + es, 4))
+            fail_msg("sort %s n %zu: value %zu is %u, want %u (not stable)", tname(t), n, i, gv[i],
+                     *(uint32_t *)(rec + i * rs + es));
+    }
+    ka_buffer_release(kb);
+    if (with_vals) ka_buffer_release(vb);
+    free(k), free(rec), free(got), free(v), free(gv);
+}
+
+static void sort_all_types(void **state) {
+    (void)state;
+    static const size_t ss[] = {0, 1, 2, 3, 64, 65, 257, 1000, 4099, 100003};
+    for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
+        if (!type_ok(t)) continue;
+        ka_prims_plan *p;
+        KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, t, 100003, KA_PRIM_SORT_VALUES, &p));
+        for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) check_sort(p, t, ss[i], (int)(i % 3 != 2), (uint32_t)(i + t), 0);
+        check_sort(p, t, 100003, 1, 77, 1); /* random wide keys: every digit pass matters */
+        KA_OK_OR_FAIL(ka_prims_plan_release(p));
+    }
+}
+
+/* A larger u32 sort without values (a plan without the flag). */
+static void sort_u32_large(void **state) {
+    (void)state;
+    ka_prims_plan *p;
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, 1 << 20, 0, &p));
+    check_sort(p, KA_DTYPE_U32, (1 << 20) - 3, 0, 5, 1);
+    KA_OK_OR_FAIL(ka_prims_plan_release(p));
+}
+
+/* Many work-groups over small inputs: chunks of one tile, 64-bit chunk
+ * arithmetic and the partials' scan over several tiles of its own. */
+static void many_groups(void **state) {
+    (void)state;
+    setenv("KA_PRIMS_GROUPS", "3001", 1);
+    ka_prims_plan *r, *s, *o;
+    ka_status st1 = ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_I64, 1 << 22, 0, &r);
+    ka_status st2 = ka_prims_plan_create(dev, KA_PRIM_SCAN, KA_DTYPE_U32, 1 << 22, 0, &s);
+    ka_status st3 = ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_I32, 1 << 22, KA_PRIM_SORT_VALUES, &o);
+    unsetenv("KA_PRIMS_GROUPS");
+    KA_OK_OR_FAIL(st1);
+    KA_OK_OR_FAIL(st2);
+    KA_OK_OR_FAIL(st3);
+    check_reduce(r, KA_DTYPE_I64, 1000003, 3);
+    check_scan(s, KA_DTYPE_U32, (1 << 22) - 1, 0, 0, 4);
+    check_sort(o, KA_DTYPE_I32, 300007, 1, 5, 0);
+    ka_prims_plan_release(r), ka_prims_plan_release(s), ka_prims_plan_release(o);
+}
+
+static void bad_input(void **state) {
+    (void)state;
+    ka_prims_plan *p = (ka_prims_plan *)1, *sp;
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_U32, 0, 0, &p));
+    assert_null(p);
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_prims_plan_create(dev, (ka_prim_kind)9, KA_DTYPE_U32, 10, 0, &p));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_prims_plan_create(dev, KA_PRIM_SCAN, (ka_dtype)0, 10, 0, &p));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_prims_plan_create(dev, KA_PRIM_SCAN, KA_DTYPE_U32, 10, KA_PRIM_SORT_VALUES, &p));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_prims_plan_create(dev, KA_PRIM_SCAN, KA_DTYPE_U32, 10, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_prims_plan_create(BAD_DEVICE, KA_PRIM_SCAN, KA_DTYPE_U32, 10, 0, &p));
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_U32, 100, 0, &p));
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, 100, 0, &sp));
+    ka_buffer b = make_buffer(dev, 400), small = make_buffer(dev, 40);
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 101, KA_REDUCE_SUM, b, 0, NULL));
+    EXPECT_DETAIL("n = 101", "max_n 100");
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, small, 100, KA_REDUCE_SUM, b, 0, NULL));
+    EXPECT_DETAIL("in holds 40 bytes");
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 100, KA_REDUCE_SUM, small, 40, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 100, KA_REDUCE_SUM, small, 2, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 100, (ka_reduce_op)7, small, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_reduce(q, p, BAD_BUFFER, 100, KA_REDUCE_SUM, small, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_scan(q, p, b, b, 10, 0, NULL));
+    EXPECT_DETAIL("made for reduce, not scan");
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_scan(q, NULL, b, b, 10, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_sort(q, sp, b, small, 10, NULL));
+    EXPECT_DETAIL("KA_PRIM_SORT_VALUES");
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_sort(q, sp, small, (ka_buffer){0}, 100, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_reduce(BAD_QUEUE, p, b, 100, KA_REDUCE_SUM, small, 0, NULL));
+    KA_OK_OR_FAIL(ka_prims_plan_release(p));
+    KA_OK_OR_FAIL(ka_prims_plan_release(sp));
+    KA_OK_OR_FAIL(ka_prims_plan_release(NULL));
+    ka_buffer_release(b), ka_buffer_release(small);
+}
+
+/* After a warm-up call, reduce, scan and sort allocate nothing in libka. */
+static void zero_alloc(void **state) {
+    (void)state;
+    ka_prims_plan *r, *s, *o;
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_F32, 5000, 0, &r));
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SCAN, KA_DTYPE_I32, 5000, 0, &s));
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, 5000, KA_PRIM_SORT_VALUES, &o));
+    ka_buffer a = make_buffer(dev, 5000 * 4), b = make_buffer(dev, 5000 * 4), c = make_buffer(dev, 5000 * 4);
+    int zero = 0;
+    KA_OK_OR_FAIL(ka_buffer_fill(q, a, &zero, 4, 0, 5000 * 4, NULL));
+    for (int it = -1; it < 50; it++) {
+        if (it == 0) atomic_store(&allocs, 0), atomic_store(&counting, 1);
+        ka_event ev;
+        size_t n = it < 0 ? 5000 : (size_t)(4000 + it * 17);
+        if (ka_reduce(q, r, a, n, KA_REDUCE_MAX, b, 4, NULL) || ka_scan(q, s, a, b, n, it & 1, NULL) ||
+            ka_sort(q, o, a, c, n, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+            fail_msg("iteration %d: %s", it, ka_last_error());
+    }
+    atomic_store(&counting, 0);
+    if (atomic_load(&allocs)) fail_msg("%llu allocations and frees in libka over 50 reduce + scan + sort calls",
+                                       (unsigned long long)atomic_load(&allocs));
+    ka_buffer_release(a), ka_buffer_release(b), ka_buffer_release(c);
+    ka_prims_plan_release(r), ka_prims_plan_release(s), ka_prims_plan_release(o);
+}
+
+/* KA_BIG_TESTS=1: 2^31 + 5 elements (past 32-bit indices). */
+static void big_inputs(void **state) {
+    (void)state;
+    const char *e = getenv("KA_BIG_TESTS");
+    if (!e || strcmp(e, "1")) skip();
+    size_t n = (1ull << 31) + 5;
+    if (info->global_mem_size < 6 * n * 4 || info->max_alloc_size < n * 4) {
+        fprintf(stderr, "[ SKIP     ] %s: not enough device memory for 2^31 + 5 u32\n", info->name);
+        skip();
+    }
+    uint32_t *h = malloc(n * 4), *g = malloc(n * 4);
+    assert_non_null(h), assert_non_null(g);
+    uint32_t x = 1;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) x ^= x << 13, x ^= x >> 17, x ^= x << 5, h[i] = x & 7, sum += h[i];
+    ka_buffer in = upload(h, n * 4), out = make_buffer(dev, 8);
+    ka_prims_plan *p;
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_U32, n, 0, &p));
+    KA_OK_OR_FAIL(ka_reduce(q, p, in, n, KA_REDUCE_SUM, out, 0, NULL));
+    uint32_t r;
+    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 4, &r, NULL));
+    assert_int_equal(r, (uint32_t)sum);
+    ka_prims_plan_release(p);
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SCAN, KA_DTYPE_U32, n, 0, &p));
+    KA_OK_OR_FAIL(ka_scan(q, p, in, in, n, 0, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, in, 0, n * 4, g, NULL));
+    uint32_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (g[i] != (c += h[i])) fail_msg("big scan: element %zu", i);
+    ka_prims_plan_release(p);
+    KA_OK_OR_FAIL(ka_buffer_write(q, in, 0, n * 4, h, NULL));
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, n, 0, &p));
+    KA_OK_OR_FAIL(ka_sort(q, p, in, (ka_buffer){0}, n, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, in, 0, n * 4, g, NULL));
+    size_t cnt[8] = {0};
+    for (size_t i = 0; i < n; i++) cnt[h[i]]++;
+    size_t i = 0;
+    for (uint32_t d = 0; d < 8; d++)
+        for (size_t j = 0; j < cnt[d]; j++, i++)
+            if (g[i] != d) fail_msg("big sort: element %zu is %u, want %u", i, g[i], d);
+    ka_prims_plan_release(p);
+    ka_buffer_release(in), ka_buffer_release(out);
+    free(h), free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bad_input),        cmocka_unit_test(reduce_all_types), cmocka_unit_test(reduce_float_tolerance),
+        cmocka_unit_test(reduce_nan),       cmocka_unit_test(scan_all_types),   cmocka_unit_test(sort_all_types),
+        cmocka_unit_test(sort_u32_large),   cmocka_unit_test(many_groups),      cmocka_unit_test(zero_alloc),
+        cmocka_unit_test(big_inputs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
