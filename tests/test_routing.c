@@ -41,11 +41,14 @@ static struct {
 static int setup(void **state) {
     (void)state;
     ka_queue_config off = {.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF};
-    /* The tests count exactly which launches ran inline: the routed queue never
-     * demotes a kernel (a loaded machine can make two timed launches slow);
-     * slow_small_kernel_demoted tests demotion on a queue of its own. */
+    /* The tests count exactly which launches ran inline: the routed queue has
+     * a fixed limit (the default queue's adaptive choice depends on measured
+     * times: test_route_calib tests it) and never demotes a kernel (a loaded
+     * machine can make two timed launches slow); slow_small_kernel_demoted
+     * tests demotion on a queue of its own. */
+    ka_queue_config fixed = {.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = 262144};
     setenv("KA_INLINE_SLOW_US", "0", 1);
-    int bad = ka_device_open(NULL, &F.dev) || ka_queue_create(F.dev, NULL, &F.routed);
+    int bad = ka_device_open(NULL, &F.dev) || ka_queue_create(F.dev, &fixed, &F.routed);
     unsetenv("KA_INLINE_SLOW_US");
     if (bad ||
         ka_queue_create(F.dev, &off, &F.direct) || ka_program_build(F.dev, src, NULL, &F.prog) ||
@@ -211,8 +214,8 @@ static void slow_small_kernel_demoted(void **state) {
                               "}\n";
     ka_program p;
     ka_kernel k;
-    ka_queue dq; /* the default threshold (100 us) */
-    KA_OK_OR_FAIL(ka_queue_create(F.dev, NULL, &dq));
+    ka_queue dq; /* a limit set (demotion is for fixed limits), the default threshold (100 us) */
+    KA_OK_OR_FAIL(ka_queue_create(F.dev, &(ka_queue_config){.inline_max_items = 262144}, &dq));
     KA_OK_OR_FAIL(ka_program_build(F.dev, slow, NULL, &p));
     KA_OK_OR_FAIL(ka_kernel_get(p, "slow", NULL, &k));
     ka_arg args[] = {ka_arg_buffer(F.a), ka_arg_u32(200000)}; /* milliseconds per launch */
@@ -239,19 +242,26 @@ static void slow_small_kernel_demoted(void **state) {
 
 /* $KA_INLINE_MAX_ITEMS, read at each ka_queue_create whose config leaves the
  * limit at 0: a plain decimal sets it (0 turns routing off), anything else
- * gives the default. */
+ * gives the default (adaptive routing, whose limit is the largest launch it
+ * may run inline). */
 static void knob_from_environment(void **state) {
     (void)state;
     need_routing();
     static const struct {
         const char *value;
-        uint64_t want; /* 0: routing off; UINT64_MAX: the default (the fixture's limit, set without the variable) */
+        uint64_t want; /* 0: routing off; UINT64_MAX: the default (a queue's limit without the variable) */
     } cases[] = {{"100", 100}, {"0", 0}, {"-1", UINT64_MAX}, {"+5", UINT64_MAX}, {" 100", UINT64_MAX},
                  {"12abc", UINT64_MAX}, {"", UINT64_MAX}, {"99999999999999999999999", UINT64_MAX}};
     if (getenv("KA_INLINE_MAX_ITEMS")) { /* the fixture's limit must be the default */
         print_message("skipped: KA_INLINE_MAX_ITEMS is set in the environment\n");
         skip();
     }
+    ka_queue dq;
+    ka_queue_stats ds;
+    KA_OK_OR_FAIL(ka_queue_create(F.dev, NULL, &dq));
+    KA_OK_OR_FAIL(ka_queue_get_stats(dq, &ds));
+    KA_OK_OR_FAIL(ka_queue_release(dq));
+    assert_true(ds.inline_max_items > F.limit); /* adaptive: up to 2^22 work-items may run inline */
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         setenv("KA_INLINE_MAX_ITEMS", cases[c].value, 1);
         ka_queue q;
@@ -260,7 +270,7 @@ static void knob_from_environment(void **state) {
         KA_OK_OR_FAIL(st);
         ka_queue_stats s;
         KA_OK_OR_FAIL(ka_queue_get_stats(q, &s));
-        uint64_t want = cases[c].want == UINT64_MAX ? F.limit : cases[c].want;
+        uint64_t want = cases[c].want == UINT64_MAX ? ds.inline_max_items : cases[c].want;
         if (s.inline_max_items != want)
             fail_msg("KA_INLINE_MAX_ITEMS=\"%s\": limit %llu, expected %llu", cases[c].value,
                      (unsigned long long)s.inline_max_items, (unsigned long long)want);

@@ -36,6 +36,10 @@ typedef struct ka__cl_queue {
     cl_command_queue inl;       /* NULL: no routing */
     uint64_t inline_max;        /* work-items; 0 = routing off */
     int64_t inline_slow_ns;     /* a timed inline launch slower than this counts as slow; 0 = never demote */
+    /* Adaptive routing (no limit given by the user): each kernel's measured
+     * times per size class decide (ka__cl_route_pick). Off: the size rule. */
+    bool adaptive;
+    uint64_t seed_items;        /* before any measurement: inline up to this many work-items */
     /* Commands enqueued on main, and how many of them a clFinish has covered:
      * an inline launch finishes main only when they differ. Counters, not a
      * flag, so a command enqueued by another thread during that clFinish is
@@ -70,6 +74,23 @@ typedef struct ka__cl_argcache {
     uint32_t kind; /* KA_ARG_*, 0 = never set */
 } ka__cl_argcache;
 
+/* Adaptive routing's record for one size class of one kernel: launches of
+ * 2^b to 2^(b+1)-1 work-items (cl_route.c). Relaxed atomics, plain loads and
+ * stores: a lost update between racing threads only delays a probe or a
+ * sample, and the launch path takes no lock for it. */
+#define KA__CL_BUCKETS 23 /* up to 2^23 - 1 work-items: KA__ADAPT_MAX (cl_route.c) is 2^22 */
+typedef struct ka__cl_bucket {
+    _Atomic uint32_t n;     /* launches seen */
+    _Atomic uint32_t state; /* KA__RB_* bits (cl_route.c) */
+    _Atomic uint32_t ns[2]; /* moving averages of a launch's time, ns: [KA__PATH_THREADED], [KA__PATH_INLINE]; 0 = none yet */
+} ka__cl_bucket;
+enum { KA__PATH_THREADED = 0, KA__PATH_INLINE = 1 };
+/* ka__cl_bucket.state: the chosen path, whether seeded, and the log2 of the
+ * period (launches) between two probes of the other path, in bits 4-7. */
+#define KA__RB_INLINE 1u
+#define KA__RB_SEEDED 2u
+#define KA__RB_PERIOD(s) (((s) >> 4) & 15u)
+
 /* ka__kernel.bk: the argument caches of the main and inline cl_kernels. */
 typedef struct ka__cl_kern {
     _Atomic uint32_t spin;     /* set-args + enqueue on the cl_kernel must not interleave */
@@ -82,6 +103,7 @@ typedef struct ka__cl_kern {
     uint32_t slow_streak;      /* consecutive timed inline launches that were slow */
     _Atomic uint32_t demoted;  /* too slow inline: always on the threaded device */
     ka__cl_argcache *cache, *inl_cache;
+    ka__cl_bucket route[KA__CL_BUCKETS]; /* adaptive routing, by log2 of the work-items */
 } ka__cl_kern;
 
 static inline ka__cl_dev *ka__cl_dev_of(const ka__device *d) { return d->native; }
@@ -152,6 +174,17 @@ ka_status ka__cl_finish_main(ka__cl_queue *cq);
 ka_status ka__cl_make_inline(ka__kernel *k, ka__cl_kern *kk);
 /* A timed inline launch of k took ns (under kk->inl_spin): may demote k. */
 void ka__cl_route_timed(const ka__kernel *k, ka__cl_kern *kk, const ka__cl_queue *cq, int64_t ns);
+/* Adaptive routing: a launch of `items` work-items of a kernel whose record
+ * is b, with b's launch count before it n and its state s: which path, and
+ * whether the launch is timed (KA__ROUTE_*). The common case is inlined at
+ * the launch (cl_launch.c); the rest is here. */
+enum { KA__ROUTE_TIMED = 2 }; /* | KA__PATH_* */
+unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items, uint32_t n, uint32_t s);
+/* A timed launch on `path` took ns: the record's average, and its choice. */
+void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_t ns);
+/* Tests only: when set, replaces each measured time (ns) of a timed launch of
+ * `items` work-items on `path`, so tests of the policy need no real timing. */
+extern int64_t (*_Atomic ka__cl_route_sample_hook)(unsigned path, uint64_t items, int64_t ns);
 
 /* ---- cl_event.c ---- */
 int ka__cl_event_query(void *ev, ka_status *st);

@@ -103,13 +103,10 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     return st;
 }
 
-ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
-                        void **ev) {
-    ka__cl_queue *cq = q->native;
+/* On the threaded device. */
+static ka_status launch_threaded(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                                 void **ev) {
     ka__cl_kern *kk = k->bk;
-    if (cq->inl && l->items <= cq->inline_max &&
-        !atomic_load_explicit(&kk->demoted, memory_order_relaxed))
-        return launch_inline(q, k, l, args, nargs, ev);
     /* clSetKernelArg + enqueue on one cl_kernel must not interleave between
      * threads. */
     ka__spin_lock(&kk->spin);
@@ -121,4 +118,55 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
     }
     ka__spin_unlock(&kk->spin);
     return st;
+}
+
+/* Adaptive routing's choice for this launch (KA__PATH_*, | KA__ROUTE_TIMED
+ * for a measured one). The common case, a launch between two probes, is a
+ * load, a store and a load here; warm-up, probes and seeding are
+ * ka__cl_route_pick_slow's. */
+static inline unsigned route_pick(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items) {
+    uint32_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
+    atomic_store_explicit(&b->n, n + 1, memory_order_relaxed); /* no locked instruction: a lost count only shifts a probe */
+    uint32_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
+    uint32_t mask = (1u << KA__RB_PERIOD(s)) - 1;
+    if (KA_LIKELY(n >= 4 && (n & mask) > 1)) return s & KA__RB_INLINE;
+    return ka__cl_route_pick_slow(cq, b, items, n, s);
+}
+
+/* A measured launch: the time of this launch alone, from the host's clock,
+ * with work already queued on the threaded device finished first. Inline:
+ * the call itself (complete on return). Threaded: enqueue to clFinish. */
+static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel *k, const ka__launch *l,
+                                                         const ka_arg *args, uint32_t nargs, void **ev, ka__cl_bucket *b,
+                                                         unsigned path) {
+    ka__cl_queue *cq = q->native;
+    ka_status st;
+    if (atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) !=
+            atomic_load_explicit(&cq->main_finished, memory_order_relaxed) &&
+        (st = ka__cl_finish_main(cq)) != KA_OK)
+        return st;
+    int64_t t0 = ka__now_ns();
+    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev);
+    else if ((st = launch_threaded(q, k, l, args, nargs, ev)) == KA_OK) st = ka__cl_finish_main(cq);
+    if (st == KA_OK) ka__cl_route_sample(b, path, l->items, ka__now_ns() - t0);
+    return st;
+}
+
+ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                        void **ev) {
+    ka__cl_queue *cq = q->native;
+    ka__cl_kern *kk = k->bk;
+    if (cq->inl && l->items <= cq->inline_max) {
+        if (!cq->adaptive) {
+            if (!atomic_load_explicit(&kk->demoted, memory_order_relaxed)) return launch_inline(q, k, l, args, nargs, ev);
+        } else {
+            /* items >= 1 here (an empty range never reaches the back-end) and
+             * <= KA__ADAPT_MAX, so the index is below KA__CL_BUCKETS. */
+            ka__cl_bucket *b = &kk->route[63 - __builtin_clzll(l->items | 1)];
+            unsigned how = route_pick(cq, b, l->items);
+            if (KA_UNLIKELY(how & KA__ROUTE_TIMED)) return launch_timed(q, k, l, args, nargs, ev, b, how & 1);
+            if (how == KA__PATH_INLINE) return launch_inline(q, k, l, args, nargs, ev);
+        }
+    }
+    return launch_threaded(q, k, l, args, nargs, ev);
 }

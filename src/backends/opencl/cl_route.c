@@ -1,8 +1,10 @@
 /* PoCL routing (docs/DESIGN.md, "PoCL routing"): a launch of few work-items
  * runs on PoCL's `basic` device in the calling thread (cl_launch.c), the rest
  * on the threaded device. Here: the limits, `basic`'s queue, ordering with
- * the main queue, the kernel made on `basic` at its first inline launch, and
- * the demotion of kernels too slow to run inline. */
+ * the main queue, the kernel made on `basic` at its first inline launch, the
+ * adaptive policy (each kernel's measured times per size class choose the
+ * path) and, under a limit the user set, the demotion of kernels too slow to
+ * run inline. */
 #include "cl_internal.h"
 
 #include <errno.h>
@@ -17,6 +19,22 @@
  * device (its launch + wait costs 20-60 us on PoCL, the work then splits over
  * the cores). */
 #define KA__INLINE_SLOW_NS 100000
+/* Adaptive routing considers `basic` for launches up to this many
+ * work-items; past it the threaded device always wins (ka-bench timeloop:
+ * a 1024x1024 step is already faster threaded on 2 cores). */
+#define KA__ADAPT_MAX (1u << 22)
+/* The seed model, used for a size class's first launches only: a threaded
+ * launch + wait costs about KA__THREADED_NS more than an inline one
+ * (33-64 us against 0.6-0.9 us on PoCL 3.1, ka-bench route), and
+ * a simple kernel about 1 ns per work-item on one core; on c cores inline
+ * wins while items * (1 - 1/c) ns < KA__THREADED_NS. */
+#define KA__THREADED_NS 20000
+/* Probes of the other path come every 2^p launches of a size class: p starts
+ * at 2, grows by one each time a probe confirms the choice, up to 10 (a probe
+ * of the slower path then costs at most its extra time once per 1024
+ * launches), and falls back to 2 when the choice flips. */
+#define KA__PERIOD_MIN 2u
+#define KA__PERIOD_MAX 10u
 
 /* A non-negative decimal from the environment, else dflt (a sign, other
  * characters or an overflow also give dflt). */
@@ -29,19 +47,32 @@ static uint64_t env_u64(const char *name, uint64_t dflt) {
     return *end || errno ? dflt : (uint64_t)v;
 }
 
+/* The limit the user gave (the queue's config, else $KA_INLINE_MAX_ITEMS),
+ * or UINT64_MAX for none. */
 static uint64_t inline_limit(const ka_queue_config *cfg) {
     int64_t want = cfg ? cfg->inline_max_items : 0;
     if (want > 0) return (uint64_t)want;
     if (want < 0) return 0;
-    return env_u64("KA_INLINE_MAX_ITEMS", KA__INLINE_DEFAULT);
+    uint64_t env = env_u64("KA_INLINE_MAX_ITEMS", UINT64_MAX);
+    return env;
 }
 
 ka_status ka__cl_route_open(const ka__queue *q, const ka_queue_config *cfg, ka__cl_queue *cq) {
     ka__cl_dev *cd = ka__cl_dev_of(q->dev);
-    cq->inline_max = inline_limit(cfg);
+    uint64_t limit = inline_limit(cfg);
     /* Past 1000 s is as good as never timed out; clamped, not wrapped. */
     uint64_t slow_us = env_u64("KA_INLINE_SLOW_US", KA__INLINE_SLOW_NS / 1000);
     cq->inline_slow_ns = (int64_t)(slow_us > 1000000000u ? 1000000000u : slow_us) * 1000;
+    /* No limit from the user: adaptive, unless KA_INLINE_SLOW_US=0 asks for
+     * a path fixed by size alone (callgrind runs and tests that count inline
+     * launches), which keeps the former default limit. */
+    cq->adaptive = limit == UINT64_MAX && cq->inline_slow_ns;
+    cq->inline_max = cq->adaptive ? KA__ADAPT_MAX : limit == UINT64_MAX ? KA__INLINE_DEFAULT : limit;
+    if (cq->adaptive) {
+        cq->inline_slow_ns = 0; /* measured per size class instead of demoted */
+        uint32_t c = q->dev->info.compute_units > 1 ? q->dev->info.compute_units : 2;
+        cq->seed_items = (uint64_t)KA__THREADED_NS * c / (c - 1);
+    }
     if (cd->inline_device && cq->inline_max) {
         cl_int err;
         cq->inl = clCreateCommandQueue(cd->context, cd->inline_device, q->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
@@ -92,4 +123,49 @@ void ka__cl_route_timed(const ka__kernel *k, ka__cl_kern *kk, const ka__cl_queue
         ka__log(KA_LOG_INFO, "kernel '%s' runs longer than %lld us inline: launching it on the threaded device", k->name,
                 (long long)(cq->inline_slow_ns / 1000));
     }
+}
+
+int64_t (*_Atomic ka__cl_route_sample_hook)(unsigned path, uint64_t items, int64_t ns);
+
+/* A size class's first four launches: twice on the seed model's path (the
+ * first untimed: it may build the kernel for `basic` or a new local size),
+ * then twice on the other; then, every 2^period launches, one timed on the
+ * other path (the probe) and one timed on the chosen path (its refresh). */
+unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items, uint32_t n, uint32_t s) {
+    if (!(s & KA__RB_SEEDED)) {
+        s = KA__RB_SEEDED | (items <= cq->seed_items ? KA__RB_INLINE : 0) | KA__PERIOD_MIN << 4;
+        atomic_store_explicit(&b->state, s, memory_order_relaxed);
+    }
+    unsigned chosen = s & KA__RB_INLINE, other = chosen ^ 1;
+    if (n < 4) return (n < 2 ? chosen : other) | (n & 1 ? KA__ROUTE_TIMED : 0);
+    uint32_t phase = n & ((1u << KA__RB_PERIOD(s)) - 1);
+    return phase == 0 ? other | KA__ROUTE_TIMED : phase == 1 ? chosen | KA__ROUTE_TIMED : chosen;
+}
+
+void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
+    int64_t (*hook)(unsigned, uint64_t, int64_t) = atomic_load_explicit(&ka__cl_route_sample_hook, memory_order_relaxed);
+    if (hook) ns = hook(path, items, ns);
+    uint32_t x = ns < 1 ? 1 : ns > (int64_t)(UINT32_MAX / 4) ? UINT32_MAX / 4 : (uint32_t)ns;
+    uint32_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
+    unsigned chosen = s & KA__RB_INLINE;
+    uint32_t old = atomic_load_explicit(&b->ns[path], memory_order_relaxed);
+    uint32_t other = atomic_load_explicit(&b->ns[path ^ 1], memory_order_relaxed);
+    /* The sample says the times may have changed when the chosen path now
+     * takes longer than the other's average, or the other path less than the
+     * chosen's: probe often again. */
+    bool changed = old && other && (path == chosen ? x > other : x < other);
+    /* The average moves half-way to each sample; one sample counts at most 4
+     * times the average (a stray compile or preemption). */
+    if (old && x > 4 * old) x = 4 * old;
+    uint32_t avg = old ? (uint32_t)(((uint64_t)old + x) / 2) : x;
+    atomic_store_explicit(&b->ns[path], avg, memory_order_relaxed);
+    if (!other) return;
+    uint32_t cur = path == chosen ? avg : other, alt = path == chosen ? other : avg, period = KA__RB_PERIOD(s);
+    /* A margin of 1/8 keeps two paths of about the same time from flipping
+     * back and forth on noise. */
+    if ((uint64_t)cur * 8 > (uint64_t)alt * 9) s = KA__RB_SEEDED | (chosen ^ 1) | KA__PERIOD_MIN << 4;
+    else if (changed) s = (s & ~(15u << 4)) | KA__PERIOD_MIN << 4;
+    else if (path != chosen && period < KA__PERIOD_MAX) s = (s & ~(15u << 4)) | (period + 1) << 4;
+    else return;
+    atomic_store_explicit(&b->state, s, memory_order_relaxed);
 }
