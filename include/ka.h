@@ -186,6 +186,12 @@ typedef struct ka_native_queue {
 KA_API ka_status ka_queue_get_native(ka_queue q, ka_native_queue *out);
 KA_API ka_status ka_queue_finish(ka_queue q);
 KA_API ka_status ka_queue_flush(ka_queue q);
+/* Commands enqueued on q after this call start only once ev (an event of any
+ * queue of q's device) has completed; the host does not block, and nothing is
+ * allocated. A complete event (an inline launch's on PoCL is complete when
+ * ka_launch returns) costs nothing; a failed one is KA_ERR_KERNEL_FAILED and
+ * adds no wait. ev may be released right after the call. */
+KA_API ka_status ka_queue_wait_event(ka_queue q, ka_event ev);
 
 /* ---- buffers ------------------------------------------------------------ */
 KA_API ka_status ka_buffer_create(ka_device dev, size_t bytes, ka_buffer *out);
@@ -217,6 +223,49 @@ KA_API ka_status ka_buffer_copy(ka_queue q, ka_buffer src, size_t src_offset, ka
  * must be multiples of pattern_size. */
 KA_API ka_status ka_buffer_fill(ka_queue q, ka_buffer dst, const void *pattern,
                                 size_t pattern_size, size_t offset, size_t bytes, ka_event *ev);
+/* A buffer of `bytes` zero bytes, or holding a copy of the `bytes` bytes at
+ * src: the contents are in place when the call returns. */
+KA_API ka_status ka_buffer_create_zeroed(ka_device dev, size_t bytes, ka_buffer *out);
+KA_API ka_status ka_buffer_create_with(ka_device dev, size_t bytes, const void *src, ka_buffer *out);
+
+/* A buffer over the caller's host memory [host, host + bytes), which must
+ * outlive the buffer. OpenCL: CL_MEM_USE_HOST_PTR; on PoCL kernels then use
+ * that memory in place (no copy in or out) when host is KA_HOST_ALIGN-aligned
+ * (ka_host_alloc's memory is); unaligned memory still works, but the driver
+ * may keep a copy, seen by the host only between ka_buffer_map and unmap.
+ * CUDA: the memory is page-locked (cuMemHostRegister, unless ka_host_alloc or
+ * ka_host_register did it already) and kernels read and write it over the
+ * bus; KA_ERR_UNSUPPORTED where the device cannot map host memory. Portable
+ * code reads and writes the memory only between ka_buffer_map and unmap. */
+KA_API ka_status ka_buffer_wrap(ka_device dev, void *host, size_t bytes, ka_buffer *out);
+#define KA_HOST_ALIGN 4096
+#define KA_MAP_READ 1u  /* the mapped bytes hold the buffer's contents */
+#define KA_MAP_WRITE 2u /* what the host writes there is in the buffer after unmap */
+/* Host access to bytes [offset, offset + bytes) of any buffer: blocks until
+ * the queue's earlier commands are complete, then *ptr points at the bytes.
+ * Without KA_MAP_READ they are undefined until written. Wrapped buffers
+ * (and, on PoCL, every buffer) map in place; CUDA device memory maps through
+ * a page-locked copy. Until ka_buffer_unmap, commands must not use the
+ * range. At most KA_MAX_MAPS maps of a buffer at once; a mapped buffer's
+ * release is KA_ERR_IN_USE. */
+#define KA_MAX_MAPS 4
+KA_API ka_status ka_buffer_map(ka_queue q, ka_buffer b, size_t offset, size_t bytes, uint32_t flags, void **ptr);
+/* Ends the map whose pointer is ptr; blocks until the buffer holds what was
+ * written (KA_MAP_WRITE), so later commands of any queue see it. */
+KA_API ka_status ka_buffer_unmap(ka_queue q, ka_buffer b, void *ptr);
+
+/* ---- host memory -------------------------------------------------------- */
+/* KA_HOST_ALIGN-aligned host memory for transfers and ka_buffer_wrap: on
+ * CUDA page-locked and mapped for the device (cuMemHostAlloc), so transfers
+ * run at full bus speed; elsewhere plain aligned memory, so the same code
+ * runs everywhere. Freed with ka_host_free on the same device, before it is
+ * closed (ka_device_close is KA_ERR_IN_USE until then). */
+KA_API ka_status ka_host_alloc(ka_device dev, size_t bytes, void **ptr);
+KA_API ka_status ka_host_free(ka_device dev, void *ptr);
+/* Page-locks the caller's memory for fast transfers (CUDA: cuMemHostRegister);
+ * elsewhere only recorded. Unregister before freeing the memory. */
+KA_API ka_status ka_host_register(ka_device dev, void *ptr, size_t bytes);
+KA_API ka_status ka_host_unregister(ka_device dev, void *ptr);
 
 /* ---- programs and kernels ----------------------------------------------- */
 typedef struct ka_build_options {
@@ -312,12 +361,23 @@ typedef struct ka_range {
     uint32_t dims;          /* 1, 2 or 3; anything else is KA_ERR_INVALID_RANGE */
     uint64_t size[3];       /* logical ndrange; unused dimensions may be 0 (taken as 1) */
     uint32_t workgroup[3];  /* 0 = the static size, else chosen by libka */
+    uint32_t flags;         /* KA_LAUNCH_*; 0 = the queue's behaviour */
 } ka_range;
+/* Never run in the calling thread: on PoCL the launch skips routing and goes
+ * to the threaded device, so ka_launch returns at once (CUDA: always so). */
+#define KA_LAUNCH_ASYNC 1u
 
 /* Enqueues the kernel over the range. Padded lanes of a partial last group
  * see ka_in_range() false. A range with a zero extent is a no-op (an event,
  * if asked for, is complete). ev may be NULL. Allocates nothing. Safe to call
- * from several threads on one kernel. */
+ * from several threads on one kernel.
+ * On PoCL a launch of few work-items (the queue's inline_max_items) runs in
+ * the calling thread, on PoCL's `basic` device (routing): ka_launch returns
+ * when the kernel has run, so a kernel that loops for a second blocks
+ * ka_launch for that second, and a later wait, even a timed one, finds it
+ * complete and cannot time out. For a launch that returns at once, set
+ * KA_LAUNCH_ASYNC in range->flags, or inline_max_items = KA_INLINE_OFF for
+ * the whole queue. */
 KA_API ka_status ka_launch(ka_queue q, ka_kernel k, const ka_range *range, const ka_arg *args,
                            uint32_t nargs, ka_event *ev);
 

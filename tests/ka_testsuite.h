@@ -36,7 +36,7 @@ int ts_teardown(void **state);
 
 static inline ka_range ts_range(uint32_t dims, uint64_t n0, uint64_t n1, uint64_t n2, uint32_t w0, uint32_t w1,
                                 uint32_t w2) {
-    ka_range r = {dims, {n0, n1, n2}, {w0, w1, w2}};
+    ka_range r = {dims, {n0, n1, n2}, {w0, w1, w2}, 0};
     return r;
 }
 static inline uint64_t ts_cld(uint64_t a, uint64_t b) { return (a + b - 1) / b; }

@@ -218,7 +218,7 @@ static void check_layout(ka_kernel k, uint32_t dims, const uint64_t ext_in[3], c
     size_t bytes = (size_t)(n + GUARD) * NF * sizeof(int64_t);
     int64_t minus1 = -1;
     ka_buffer b = ts_buffer_fill(bytes, &minus1, sizeof minus1);
-    ka_range r = {dims, {ext_in[0], ext_in[1], ext_in[2]}, {wg_in[0], wg_in[1], wg_in[2]}};
+    ka_range r = {dims, {ext_in[0], ext_in[1], ext_in[2]}, {wg_in[0], wg_in[1], wg_in[2]}, 0};
     ka_arg args[] = {ka_arg_buffer(b)};
     ts_run(k, &r, args, 1);
     int64_t *o = ts_alloc(bytes);
@@ -485,7 +485,7 @@ static void unsafe_indices(void **state) {
         ka_buffer b = ts_buffer(n * sizeof(int64_t), NULL);
         ka_arg args[] = {ka_arg_buffer(b)};
         ka_range r = {cases[c].dims, {cases[c].ext[0], cases[c].ext[1], cases[c].ext[2]},
-                      {cases[c].wg[0], cases[c].wg[1], cases[c].wg[2]}};
+                      {cases[c].wg[0], cases[c].wg[1], cases[c].wg[2]}, 0};
         ts_run(k, &r, args, 1);
         int64_t *A = ts_alloc(n * sizeof(int64_t));
         ts_read(b, A, n * sizeof(int64_t));
@@ -515,7 +515,7 @@ static void zero_iteration_space(void **state) {
         int64_t A[12];
         ka_buffer b = ts_buffer(sizeof A, NULL);
         ka_arg args[] = {ka_arg_buffer(b)};
-        ka_range r = {shapes[s].dims, {shapes[s].ext[0], shapes[s].ext[1], shapes[s].ext[2]}, {0, 0, 0}};
+        ka_range r = {shapes[s].dims, {shapes[s].ext[0], shapes[s].ext[1], shapes[s].ext[2]}, {0, 0, 0}, 0};
         KA_OK_OR_FAIL(ka_launch(ts.q, k, &r, args, 1, &ev));
         KA_OK_OR_FAIL(ka_event_wait(ev, 0));
         KA_OK_OR_FAIL(ka_event_release(ev));
@@ -528,9 +528,9 @@ static void zero_iteration_space(void **state) {
 static void dims_errors(void **state) {
     (void)state;
     ka_kernel e = ts_kernel(prog_index, "kernel_empty", NULL);
-    ka_range r4 = {4, {2, 2, 2}, {2, 2, 2}};
+    ka_range r4 = {4, {2, 2, 2}, {2, 2, 2}, 0};
     KA_EXPECT(KA_ERR_INVALID_RANGE, ka_launch(ts.q, e, &r4, NULL, 0, NULL));
-    ka_range r0 = {0, {2, 2, 2}, {0, 0, 0}};
+    ka_range r0 = {0, {2, 2, 2}, {0, 0, 0}, 0};
     KA_EXPECT(KA_ERR_INVALID_RANGE, ka_launch(ts.q, e, &r0, NULL, 0, NULL));
     /* a static 3-D work-group cannot run a 1-D range */
     ka_kernel_config c3 = {.workgroup = {2, 2, 2}};
@@ -667,7 +667,7 @@ static void sync_with_padding_lanes(void **state) {
         uint64_t n = e[0] * e[1] * e[2];
         ka_buffer b = ts_buffer(n * sizeof(int64_t), NULL);
         ka_arg args[] = {ka_arg_buffer(b)};
-        ka_range r = {cases[c].dims, {e[0], e[1], e[2]}, {0, 0, 0}};
+        ka_range r = {cases[c].dims, {e[0], e[1], e[2]}, {0, 0, 0}, 0};
         ts_run(k, &r, args, 1);
         int64_t *A = ts_alloc(n * sizeof(int64_t));
         ts_read(b, A, n * sizeof(int64_t));

@@ -21,7 +21,8 @@ ka_status ka__backend_check(const ka__backend *be) {
         REQ(queue_finish), REQ(queue_flush), REQ(buffer_create), REQ(buffer_release), REQ(buffer_write),
         REQ(buffer_read), REQ(buffer_copy), REQ(buffer_fill), REQ(program_build), REQ(program_release),
         REQ(kernel_create), REQ(kernel_release), REQ(launch), REQ(event_query), REQ(event_callback),
-        REQ(event_wait), REQ(event_release),
+        REQ(event_wait), REQ(event_release), REQ(buffer_wrap), REQ(buffer_init), REQ(buffer_map),
+        REQ(buffer_unmap), REQ(queue_wait),
     };
 #undef REQ
     for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
@@ -32,6 +33,10 @@ ka_status ka__backend_check(const ka__backend *be) {
     if (graph_hooks != 0 && graph_hooks != 4)
         return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end sets %d of the 4 graph hooks (none or all)",
                         be->name, graph_hooks);
+    int host_hooks = !!be->host_alloc + !!be->host_free + !!be->host_register + !!be->host_unregister;
+    if (host_hooks != 0 && host_hooks != 4)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end sets %d of the 4 host memory hooks (none or all)",
+                        be->name, host_hooks);
     return KA_OK;
 }
 

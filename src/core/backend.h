@@ -26,7 +26,7 @@
 #include "ka_internal.h"
 
 /* Raised whenever a hook's signature or meaning changes. */
-#define KA__BACKEND_VERSION 3u
+#define KA__BACKEND_VERSION 4u
 
 enum {
     /* Not enumerated (ka_device_count does not see it); opened by its bare
@@ -45,6 +45,7 @@ typedef struct ka__launch {
     size_t local[3];
     uint64_t nd[4];            /* logical range + dims: the hidden argument */
     uint64_t items;            /* global[0] * global[1] * global[2], checked not to overflow */
+    uint32_t flags;            /* the range's KA_LAUNCH_* (KA_LAUNCH_ASYNC: never in the calling thread) */
     void *const *mem;          /* by argument: a buffer argument's native object (others undefined) */
 } ka__launch;
 
@@ -96,6 +97,27 @@ struct ka__backend {
     ka_status (*buffer_read)(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
     ka_status (*buffer_copy)(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
     ka_status (*buffer_fill)(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+    /* b->bytes > 0, b->host set: sets b->native to a buffer over the host
+     * memory, used in place where the device can. */
+    ka_status (*buffer_wrap)(ka__buffer *b);
+    /* Right after buffer_create: the bytes at src, or zeros when src is
+     * NULL, in place on return (blocks; no queue of the user's). */
+    ka_status (*buffer_init)(ka__buffer *b, const void *src);
+    /* Blocking host access to [off, off + n) after q's earlier commands:
+     * *ptr the bytes (flags KA_MAP_*), *token anything unmap needs. */
+    ka_status (*buffer_map)(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token);
+    /* Ends a map buffer_map made (m: its record); blocks until the buffer
+     * holds what the host wrote. */
+    ka_status (*buffer_unmap)(ka__queue *q, ka__buffer *b, const struct ka__map *m);
+    /* Commands enqueued on q after this wait for native event ev (of a queue
+     * of q's device, still pending when checked). No host wait, no allocation. */
+    ka_status (*queue_wait)(ka__queue *q, void *ev);
+    /* ---- host memory: all four NULL (the core gives KA_HOST_ALIGN-aligned
+     * plain memory and records registrations), or all four set ---- */
+    ka_status (*host_alloc)(ka__device *d, size_t bytes, void **ptr);
+    void (*host_free)(ka__device *d, void *ptr);
+    ka_status (*host_register)(ka__device *d, void *ptr, size_t bytes);
+    void (*host_unregister)(ka__device *d, void *ptr);
 
     /* ---- programs and kernels: under the program's mutex ------------------ */
     /* Builds p->source (the back-end adds its prelude) with options into
@@ -127,6 +149,10 @@ struct ka__backend {
     /* May be NULL. The driver's name for a failed event's error, a static
      * string; off the hot path (a failed wait's detail). */
     const char *(*event_error)(void *ev);
+    /* May be NULL (ka_assert's record is then never read). After a wait on
+     * q: copies q's assertion record into rec (KA__ASSERT_WORDS words; rec[0]
+     * == 0: no failure) and clears it. */
+    ka_status (*assert_take)(ka__queue *q, uint32_t *rec);
     /* May be NULL (then KA_ERR_UNSUPPORTED). The device time of a complete
      * command of a profiling queue (q->profiling), start to end, in ns. */
     ka_status (*event_elapsed)(void *ev, uint64_t *ns);
@@ -201,6 +227,23 @@ static inline ka_status ka__be_buffer_fill(ka__queue *q, ka__buffer *b, const vo
                                            void **ev) {
     return q->dev->ops->buffer_fill(q, b, pat, psz, off, n, ev);
 }
+static inline ka_status ka__be_buffer_wrap(ka__buffer *b) { return b->dev->ops->buffer_wrap(b); }
+static inline ka_status ka__be_buffer_init(ka__buffer *b, const void *src) { return b->dev->ops->buffer_init(b, src); }
+static inline ka_status ka__be_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr,
+                                          void **token) {
+    return q->dev->ops->buffer_map(q, b, off, n, flags, ptr, token);
+}
+static inline ka_status ka__be_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m) {
+    return q->dev->ops->buffer_unmap(q, b, m);
+}
+static inline ka_status ka__be_queue_wait(ka__queue *q, void *ev) { return q->dev->ops->queue_wait(q, ev); }
+static inline bool ka__be_has_host_memory(const ka__device *d) { return d->ops->host_alloc != NULL; }
+static inline ka_status ka__be_host_alloc(ka__device *d, size_t bytes, void **ptr) { return d->ops->host_alloc(d, bytes, ptr); }
+static inline void ka__be_host_free(ka__device *d, void *ptr) { d->ops->host_free(d, ptr); }
+static inline ka_status ka__be_host_register(ka__device *d, void *ptr, size_t bytes) {
+    return d->ops->host_register(d, ptr, bytes);
+}
+static inline void ka__be_host_unregister(ka__device *d, void *ptr) { d->ops->host_unregister(d, ptr); }
 static inline ka_status ka__be_program_build(ka__program *p, ka__variant *v, const char *options) {
     return p->dev->ops->program_build(p, v, options);
 }

@@ -5,37 +5,72 @@
 
 ka__queue *ka__queue_of(ka_queue q);
 
-ka_status ka_buffer_create(ka_device dev, size_t bytes, ka_buffer *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_create: out is NULL");
+/* What a new buffer starts as. */
+enum make_mode { MAKE_PLAIN, MAKE_ZEROED, MAKE_WITH, MAKE_WRAP };
+
+static ka_status make(const char *fn, ka_device dev, size_t bytes, enum make_mode mode, void *host, ka_buffer *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     out->id = 0;
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_create: invalid or released device");
-    if (bytes == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_create: size is 0");
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released device", fn);
+    if (bytes == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: size is 0", fn);
+    if ((mode == MAKE_WITH || mode == MAKE_WRAP) && !host)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, mode == MAKE_WRAP ? "host" : "src");
     if (d->info.max_alloc_size && bytes > d->info.max_alloc_size)
-        return ka__fail(KA_ERR_DEVICE_OUT_OF_MEMORY, "ka_buffer_create: %zu bytes exceeds the device's largest allocation (%llu)",
+        return ka__fail(KA_ERR_DEVICE_OUT_OF_MEMORY, "%s: %zu bytes exceeds the device's largest allocation (%llu)", fn,
                         bytes, (unsigned long long)d->info.max_alloc_size);
     ka__buffer *b = ka__calloc(1, sizeof *b);
-    if (!b) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: out of memory");
+    if (!b) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     b->dev = d;
     b->bytes = bytes;
-    ka_status st = ka__be_buffer_create(b);
+    b->host = mode == MAKE_WRAP ? host : NULL;
+    ka_status st = mode == MAKE_WRAP ? ka__be_buffer_wrap(b) : ka__be_buffer_create(b);
     if (st != KA_OK) {
         ka__free(b, sizeof *b);
         return st;
     }
-    b->id = ka__handle_new(KA__T_BUFFER, b);
-    if (!b->id) {
+    if (mode == MAKE_ZEROED || mode == MAKE_WITH) st = ka__be_buffer_init(b, host);
+    if (st == KA_OK && !(b->id = ka__handle_new(KA__T_BUFFER, b)))
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory for a handle", fn);
+    if (st != KA_OK) {
         ka__be_buffer_release(b);
         ka__free(b, sizeof *b);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: out of memory for a handle");
+        return st;
     }
     atomic_fetch_add(&d->live, 1);
     out->id = b->id;
     return KA_OK;
 }
 
+ka_status ka_buffer_create(ka_device dev, size_t bytes, ka_buffer *out) {
+    return make("ka_buffer_create", dev, bytes, MAKE_PLAIN, NULL, out);
+}
+
+ka_status ka_buffer_create_zeroed(ka_device dev, size_t bytes, ka_buffer *out) {
+    return make("ka_buffer_create_zeroed", dev, bytes, MAKE_ZEROED, NULL, out);
+}
+
+ka_status ka_buffer_create_with(ka_device dev, size_t bytes, const void *src, ka_buffer *out) {
+    /* Only read: the back-end's init takes it as const. */
+    return make("ka_buffer_create_with", dev, bytes, MAKE_WITH, (void *)(uintptr_t)src, out);
+}
+
+ka_status ka_buffer_wrap(ka_device dev, void *host, size_t bytes, ka_buffer *out) {
+    return make("ka_buffer_wrap", dev, bytes, MAKE_WRAP, host, out);
+}
+
+static bool mapped(ka__buffer *b) {
+    ka__spin_lock(&b->map_lock);
+    bool any = false;
+    for (uint32_t i = 0; i < KA_MAX_MAPS; i++) any |= b->maps[i].ptr != NULL;
+    ka__spin_unlock(&b->map_lock);
+    return any;
+}
+
 ka_status ka_buffer_release(ka_buffer buf) {
     ka__buffer *b = ka__resolve(buf.id, KA__T_BUFFER);
+    if (b && mapped(b))
+        return ka__fail(KA_ERR_IN_USE, "ka_buffer_release: the buffer is mapped (ka_buffer_unmap first)");
     /* Transfers on the buffer in other threads return first. */
     if (!b || !ka__handle_retire(buf.id))
         return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_release: invalid or released buffer");
@@ -192,4 +227,72 @@ ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, siz
     if (st != KA_OK) return done(&pn, st);
     if (q->rec) return done(&pn, ka__graph_add_fill(q, b, pattern, psz, offset, n, ev));
     KA__TRANSFER(&pn, q, ev, ka__be_buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL));
+}
+
+/* Maps: a record per live map in the buffer (no allocation), so an unmap of a
+ * pointer that was not mapped is refused here, not left to the driver. */
+ka_status ka_buffer_map(ka_queue queue, ka_buffer buf, size_t offset, size_t n, uint32_t flags, void **ptr) {
+    if (!ptr) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_map: ptr is NULL");
+    *ptr = NULL;
+    ka__queue *q = NULL;
+    ka__buffer *b = NULL;
+    pins pn = {{NULL}, 0};
+    ka_status st = prep("ka_buffer_map", queue, buf, offset, n, &q, &b, &pn);
+    if (st == KA_OK && n == 0) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_map: size is 0");
+    if (st == KA_OK && (!flags || (flags & ~(KA_MAP_READ | KA_MAP_WRITE))))
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_map: flags 0x%x: KA_MAP_READ, KA_MAP_WRITE or both", flags);
+    if (st == KA_OK && q->rec) st = not_recordable("ka_buffer_map");
+    if (st != KA_OK) return done(&pn, st);
+    /* The entry is claimed (ptr set to a placeholder) before the driver's
+     * call, which may block: other maps of the buffer go on meanwhile. */
+    struct ka__map *m = NULL;
+    ka__spin_lock(&b->map_lock);
+    for (uint32_t i = 0; i < KA_MAX_MAPS && !m; i++)
+        if (!b->maps[i].ptr) {
+            m = &b->maps[i];
+            m->ptr = m;
+        }
+    ka__spin_unlock(&b->map_lock);
+    if (!m) return done(&pn, ka__fail(KA_ERR_IN_USE, "ka_buffer_map: the buffer has %d maps already (KA_MAX_MAPS)", KA_MAX_MAPS));
+    void *p = NULL, *token = NULL;
+    st = ka__be_buffer_map(q, b, offset, n, flags, &p, &token);
+    ka__spin_lock(&b->map_lock);
+    if (st == KA_OK) {
+        m->token = token;
+        m->off = offset;
+        m->n = n;
+        m->flags = flags;
+        m->ptr = p;
+    } else {
+        m->ptr = NULL;
+    }
+    ka__spin_unlock(&b->map_lock);
+    if (st == KA_OK) *ptr = p;
+    return done(&pn, st);
+}
+
+ka_status ka_buffer_unmap(ka_queue queue, ka_buffer buf, void *ptr) {
+    ka__queue *q = NULL;
+    ka__buffer *b = NULL;
+    pins pn = {{NULL}, 0};
+    ka_status st = prep("ka_buffer_unmap", queue, buf, 0, 0, &q, &b, &pn);
+    if (st == KA_OK && !ptr) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_unmap: ptr is NULL");
+    if (st == KA_OK && q->rec) st = not_recordable("ka_buffer_unmap");
+    if (st != KA_OK) return done(&pn, st);
+    /* Taken out of the table first: a second unmap of ptr is refused. */
+    struct ka__map m = {0};
+    uint32_t i = 0;
+    ka__spin_lock(&b->map_lock);
+    while (i < KA_MAX_MAPS && b->maps[i].ptr != ptr) i++;
+    if (i < KA_MAX_MAPS) {
+        m = b->maps[i];
+        b->maps[i].ptr = &b->maps[i]; /* still taken until the driver is done */
+    }
+    ka__spin_unlock(&b->map_lock);
+    if (!m.ptr) return done(&pn, ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_unmap: %p is not a live map of the buffer", ptr));
+    st = ka__be_buffer_unmap(q, b, &m);
+    ka__spin_lock(&b->map_lock);
+    b->maps[i].ptr = NULL; /* the map ends even if the driver failed: its detail says why */
+    ka__spin_unlock(&b->map_lock);
+    return done(&pn, st);
 }

@@ -141,7 +141,10 @@ ka_status ka_device_close(ka_device dev) {
     if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_device_close: invalid or released device");
     uint32_t live = atomic_load(&d->live);
     if (live)
-        return ka__fail(KA_ERR_IN_USE, "ka_device_close: %u queues, buffers, programs or graphs of the device are alive", live);
+        return ka__fail(KA_ERR_IN_USE,
+                        "ka_device_close: %u queues, buffers, programs, graphs or host memory blocks (ka_host_alloc, "
+                        "ka_host_register) of the device are alive",
+                        live);
     ka__handle_free(d->id);
     ka__be_device_close(d);
     ka__free(d, sizeof *d);

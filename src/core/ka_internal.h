@@ -184,6 +184,15 @@ struct ka__buffer {
     ka__device *dev;
     size_t bytes;
     void *native;              /* cl_mem / CUdeviceptr */
+    void *host;                /* ka_buffer_wrap's host memory, else NULL */
+    uint32_t be_flags;         /* the back-end's own (CUDA: it registered host) */
+    /* Live maps (ka_buffer_map), under map_lock; ptr NULL: a free entry. */
+    _Atomic uint32_t map_lock;
+    struct ka__map {
+        void *ptr, *token;     /* what the user got; the back-end's (a staging copy) */
+        size_t off, n;
+        uint32_t flags;
+    } maps[KA_MAX_MAPS];
 };
 
 enum ka__ev_state { KA__EV_FREE = 0, KA__EV_PENDING, KA__EV_DONE };

@@ -159,7 +159,8 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
 
 static inline bool same_range(const ka_range *a, const ka_range *b) {
     return a->dims == b->dims && a->size[0] == b->size[0] && a->size[1] == b->size[1] && a->size[2] == b->size[2] &&
-           a->workgroup[0] == b->workgroup[0] && a->workgroup[1] == b->workgroup[1] && a->workgroup[2] == b->workgroup[2];
+           a->workgroup[0] == b->workgroup[0] && a->workgroup[1] == b->workgroup[1] && a->workgroup[2] == b->workgroup[2] &&
+           a->flags == b->flags;
 }
 
 /* Validates the range against the kernel and fills the padded launch; an
@@ -167,7 +168,11 @@ static inline bool same_range(const ka_range *a, const ka_range *b) {
 static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp) {
     ka__launch l;
     ka_status st;
+    if (KA_UNLIKELY(r->flags & ~KA_LAUNCH_ASYNC))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: unknown flags 0x%x in the range (KA_LAUNCH_ASYNC is 0x%x)",
+                        r->flags, KA_LAUNCH_ASYNC);
     l.dims = r->dims;
+    l.flags = r->flags;
     l.items = 0;
     bool empty = false;
     for (uint32_t d = 0; d < 3; d++) {

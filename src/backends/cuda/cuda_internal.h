@@ -125,6 +125,20 @@ const char *ka__cuda_event_error(void *ev);
 ka_status ka__cuda_event_callback(void *ev, ka__native_cb cb, void *ctx);
 ka_status ka__cuda_event_wait(void *ev);
 void ka__cuda_event_release(void *ev);
+ka_status ka__cuda_event_elapsed(void *ev, uint64_t *ns);
+
+/* cuda_hostmem.c: wrapped buffers, initial contents, maps, waits on another
+ * queue's event, page-locked host memory */
+ka_status ka__cuda_buffer_wrap(ka__buffer *b);
+void ka__cuda_buffer_unwrap(ka__buffer *b);
+ka_status ka__cuda_buffer_init(ka__buffer *b, const void *src);
+ka_status ka__cuda_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token);
+ka_status ka__cuda_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m);
+ka_status ka__cuda_queue_wait(ka__queue *q, void *ev);
+ka_status ka__cuda_host_alloc(ka__device *d, size_t bytes, void **ptr);
+void ka__cuda_host_free(ka__device *d, void *ptr);
+ka_status ka__cuda_host_register(ka__device *d, void *ptr, size_t bytes);
+void ka__cuda_host_unregister(ka__device *d, void *ptr);
 
 /* cuda_backend.c */
 /* cuLaunchKernel's parameters for k on l (l->mem: the buffers' CUdeviceptrs)

@@ -23,7 +23,11 @@
     X(cuEventSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync)                    \
     X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD16Async)         \
     X(cuMemsetD32Async) X(cuMemsetD2D32Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)         \
-    X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)
+    X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) KA__CU_HOSTMEM(X)
+/* Page-locked host memory (cuda_hostmem.c). */
+#define KA__CU_HOSTMEM(X)                                                                    \
+    X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostRegister) X(cuMemHostUnregister)           \
+    X(cuMemHostGetDevicePointer) X(cuMemAllocHost)
 
 /* Optional driver entry points (NULL when the driver is older). The graph
  * ones (cuda_graph.c) as cuda.h 12+ maps them: cuGraphAddKernelNode_v2 and

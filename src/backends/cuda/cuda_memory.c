@@ -26,6 +26,10 @@ ka_status ka__cuda_buffer_create(ka__buffer *b) {
 }
 
 void ka__cuda_buffer_release(ka__buffer *b) {
+    if (b->host) { /* the caller's memory: cuda_hostmem.c */
+        ka__cuda_buffer_unwrap(b);
+        return;
+    }
     if (!b->native) return;
     ka__cudev *d = b->dev->native;
     if (ka__cuda_bind(d) == KA_OK) ka__cu.cuMemFree((CUdeviceptr)(uintptr_t)b->native);

@@ -42,8 +42,36 @@ static ka_status n_buffer_create(ka__buffer *b) {
     b->native = ka__calloc(1, b->bytes);
     return b->native ? KA_OK : ka__fail(KA_ERR_DEVICE_OUT_OF_MEMORY, "null: out of memory for %zu bytes", b->bytes);
 }
-static void n_buffer_release(ka__buffer *b) { ka__free(b->native, b->bytes); }
+static void n_buffer_release(ka__buffer *b) {
+    if (!b->host) ka__free(b->native, b->bytes);
+}
 static void n_buffer_native(ka__buffer *b, ka_native_buffer *out) { out->address = b->native; } /* host memory */
+/* Host memory is the null device's memory: a wrapped buffer is the caller's
+ * bytes, used in place as PoCL's are. */
+static ka_status n_buffer_wrap(ka__buffer *b) {
+    b->native = b->host;
+    return KA_OK;
+}
+static ka_status n_buffer_init(ka__buffer *b, const void *src) {
+    if (src) memcpy(b->native, src, b->bytes);
+    else memset(b->native, 0, b->bytes);
+    return KA_OK;
+}
+static ka_status n_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token) {
+    (void)q; (void)n; (void)flags;
+    *ptr = (char *)b->native + off;
+    *token = NULL;
+    return KA_OK;
+}
+static ka_status n_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m) {
+    (void)q; (void)b; (void)m;
+    return KA_OK;
+}
+/* Every command is complete on return: a pending event never reaches here. */
+static ka_status n_queue_wait(ka__queue *q, void *ev) {
+    (void)q; (void)ev;
+    return KA_OK;
+}
 
 static ka_status n_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
     (void)q;
@@ -153,6 +181,8 @@ const ka__backend ka__null_backend = {
     .queue_create = n_queue_create, .queue_release = n_void_q, .queue_finish = n_ok_q, .queue_flush = n_ok_q,
     .buffer_create = n_buffer_create, .buffer_release = n_buffer_release, .buffer_native = n_buffer_native,
     .buffer_write = n_write, .buffer_read = n_read, .buffer_copy = n_copy, .buffer_fill = n_fill,
+    .buffer_wrap = n_buffer_wrap, .buffer_init = n_buffer_init, .buffer_map = n_map, .buffer_unmap = n_unmap,
+    .queue_wait = n_queue_wait,
     .program_build = n_build, .program_release = n_prog_release,
     .kernel_create = n_kernel_create, .kernel_release = n_kernel_release,
     .launch = n_launch, .event_query = n_query, .event_callback = n_callback, .event_wait = n_wait,

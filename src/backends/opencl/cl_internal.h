@@ -150,6 +150,13 @@ ka_status ka__cl_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, 
 ka_status ka__cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
 ka_status ka__cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
 
+/* ---- cl_hostmem.c ---- */
+ka_status ka__cl_buffer_wrap(ka__buffer *b);
+ka_status ka__cl_buffer_init(ka__buffer *b, const void *src);
+ka_status ka__cl_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token);
+ka_status ka__cl_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m);
+ka_status ka__cl_queue_wait(ka__queue *q, void *ev);
+
 /* ---- cl_program.c ---- */
 ka_status ka__cl_program_build(ka__program *p, ka__variant *v, const char *options);
 void ka__cl_program_release(ka__program *p, ka__variant *v);

@@ -156,7 +156,7 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
                         void **ev) {
     ka__cl_queue *cq = q->native;
     ka__cl_kern *kk = k->bk;
-    if (cq->inl && l->items <= cq->inline_max) {
+    if (cq->inl && l->items <= cq->inline_max && !(l->flags & KA_LAUNCH_ASYNC)) {
         if (!cq->adaptive) {
             if (!atomic_load_explicit(&kk->demoted, memory_order_relaxed)) return launch_inline(q, k, l, args, nargs, ev);
         } else {

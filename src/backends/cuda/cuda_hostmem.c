@@ -1,0 +1,115 @@
+/* Host memory on CUDA: page-locked blocks (cuMemHostAlloc), registered user
+ * memory (cuMemHostRegister), buffers over host memory that kernels reach
+ * over the bus (the registered memory's device pointer), initial contents,
+ * maps, and a stream's wait on another queue's event (cuStreamWaitEvent). */
+#include "cuda_internal.h"
+
+enum { KA__CU_REGISTERED = 1u }; /* ka__buffer.be_flags: wrap registered the memory, release unregisters */
+
+ka_status ka__cuda_buffer_wrap(ka__buffer *b) {
+    ka__cudev *d = b->dev->native;
+    ka_status st = ka__cuda_bind(d);
+    if (st != KA_OK) return st;
+    int can_map = 0;
+    if (ka__cu.cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, d->dev) != CUDA_SUCCESS || !can_map)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_buffer_wrap: the device cannot map host memory (ka_buffer_create_with copies it)");
+    /* Memory of ka_host_alloc or ka_host_register is page-locked already:
+     * the driver says so, and the wrap then leaves its registration alone. */
+    CUresult r = ka__cu.cuMemHostRegister(b->host, b->bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+    if (r == CUDA_SUCCESS) b->be_flags |= KA__CU_REGISTERED;
+    else if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) return ka__cu_fail(r, "ka_buffer_wrap: cuMemHostRegister");
+    CUdeviceptr p = 0;
+    if ((r = ka__cu.cuMemHostGetDevicePointer(&p, b->host, 0)) != CUDA_SUCCESS) {
+        if (b->be_flags & KA__CU_REGISTERED) ka__cu.cuMemHostUnregister(b->host);
+        b->be_flags = 0;
+        return ka__cu_fail(r, "ka_buffer_wrap: cuMemHostGetDevicePointer");
+    }
+    b->native = (void *)(uintptr_t)p;
+    return KA_OK;
+}
+
+void ka__cuda_buffer_unwrap(ka__buffer *b) {
+    if ((b->be_flags & KA__CU_REGISTERED) && ka__cuda_bind(b->dev->native) == KA_OK) ka__cu.cuMemHostUnregister(b->host);
+    b->native = NULL;
+}
+
+/* On the legacy default stream, waited for: no queue of the user's here. */
+ka_status ka__cuda_buffer_init(ka__buffer *b, const void *src) {
+    ka_status st = ka__cuda_bind(b->dev->native);
+    if (st != KA_OK) return st;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)b->native;
+    CUresult r = src ? ka__cu.cuMemcpyHtoDAsync(p, src, b->bytes, 0) : ka__cu.cuMemsetD8Async(p, 0, b->bytes, 0);
+    if (r != CUDA_SUCCESS) return ka__cu_fail(r, src ? "cuMemcpyHtoDAsync" : "cuMemsetD8Async");
+    if ((r = ka__cu.cuStreamSynchronize(0)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuStreamSynchronize");
+    return KA_OK;
+}
+
+/* A wrapped buffer maps in place once the stream is idle; device memory
+ * through a page-locked copy (token), read in for KA_MAP_READ and written
+ * back at unmap for KA_MAP_WRITE. */
+ka_status ka__cuda_buffer_map(ka__queue *kq, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token) {
+    ka__cuq *q = kq->native;
+    ka_status st = ka__cuda_bind(q->d);
+    if (st != KA_OK) return st;
+    *token = NULL;
+    CUresult r;
+    if (b->host) {
+        if ((r = ka__cu.cuStreamSynchronize(q->stream)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuStreamSynchronize");
+        *ptr = (char *)b->host + off;
+        return KA_OK;
+    }
+    void *stage = NULL;
+    if ((r = ka__cu.cuMemAllocHost(&stage, n)) != CUDA_SUCCESS) return ka__cu_fail(r, "ka_buffer_map: cuMemAllocHost");
+    if (flags & KA_MAP_READ) r = ka__cu.cuMemcpyDtoHAsync(stage, (CUdeviceptr)(uintptr_t)b->native + off, n, q->stream);
+    if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(q->stream);
+    if (r != CUDA_SUCCESS) {
+        ka__cu.cuMemFreeHost(stage);
+        return ka__cu_fail(r, "ka_buffer_map: cuMemcpyDtoHAsync");
+    }
+    *ptr = *token = stage;
+    return KA_OK;
+}
+
+ka_status ka__cuda_buffer_unmap(ka__queue *kq, ka__buffer *b, const struct ka__map *m) {
+    ka__cuq *q = kq->native;
+    ka_status st = ka__cuda_bind(q->d);
+    if (st != KA_OK) return st;
+    if (!m->token) return KA_OK; /* in place: the host's stores are the buffer's */
+    CUresult r = CUDA_SUCCESS;
+    if (m->flags & KA_MAP_WRITE) {
+        r = ka__cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)b->native + m->off, m->token, m->n, q->stream);
+        if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(q->stream);
+    }
+    ka__cu.cuMemFreeHost(m->token);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "ka_buffer_unmap: cuMemcpyHtoDAsync");
+}
+
+ka_status ka__cuda_queue_wait(ka__queue *kq, void *ev) {
+    ka__cuq *q = kq->native;
+    ka_status st = ka__cuda_bind(q->d);
+    if (st != KA_OK) return st;
+    CUresult r = ka__cu.cuStreamWaitEvent(q->stream, ((ka__cuev *)ev)->ev, 0);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuStreamWaitEvent");
+}
+
+ka_status ka__cuda_host_alloc(ka__device *kd, size_t bytes, void **ptr) {
+    ka_status st = ka__cuda_bind(kd->native);
+    if (st != KA_OK) return st;
+    CUresult r = ka__cu.cuMemHostAlloc(ptr, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "ka_host_alloc: cuMemHostAlloc");
+}
+
+void ka__cuda_host_free(ka__device *kd, void *ptr) {
+    if (ka__cuda_bind(kd->native) == KA_OK) ka__cu.cuMemFreeHost(ptr);
+}
+
+ka_status ka__cuda_host_register(ka__device *kd, void *ptr, size_t bytes) {
+    ka_status st = ka__cuda_bind(kd->native);
+    if (st != KA_OK) return st;
+    CUresult r = ka__cu.cuMemHostRegister(ptr, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "ka_host_register: cuMemHostRegister");
+}
+
+void ka__cuda_host_unregister(ka__device *kd, void *ptr) {
+    if (ka__cuda_bind(kd->native) == KA_OK) ka__cu.cuMemHostUnregister(ptr);
+}

@@ -1,0 +1,69 @@
+/* Buffers over host memory, initial contents, maps, and waits on another
+ * queue's event. All on the queue's main command queue (never on `basic`):
+ * an inline launch is complete when it returns, so it needs no ordering here.
+ * Host memory (ka_host_alloc) is the core's plain aligned memory: a CPU
+ * device reads it where it is. */
+#include "cl_internal.h"
+
+/* CL_MEM_USE_HOST_PTR: PoCL's CPU devices run kernels on that memory itself
+ * when it is aligned (measured: `ka-bench hostmem`, test_hostmem). */
+ka_status ka__cl_buffer_wrap(ka__buffer *b) {
+    cl_int err;
+    cl_mem m = clCreateBuffer(ka__cl_dev_of(b->dev)->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, b->bytes, b->host,
+                              &err);
+    if (err != CL_SUCCESS) return ka__cl_fail("clCreateBuffer(CL_MEM_USE_HOST_PTR)", err);
+    b->native = m;
+    return KA_OK;
+}
+
+/* A buffer's creation has no queue of the user's: a short-lived one of the
+ * device's context writes or fills it and is finished before return. */
+ka_status ka__cl_buffer_init(ka__buffer *b, const void *src) {
+    ka__cl_dev *cd = ka__cl_dev_of(b->dev);
+    cl_int err;
+    cl_command_queue cq = clCreateCommandQueue(cd->context, cd->device, 0, &err);
+    if (err != CL_SUCCESS) return ka__cl_fail("clCreateCommandQueue", err);
+    static const unsigned char zero = 0;
+    if (src) err = clEnqueueWriteBuffer(cq, b->native, CL_TRUE, 0, b->bytes, src, 0, NULL, NULL);
+    else err = clEnqueueFillBuffer(cq, b->native, &zero, 1, 0, b->bytes, 0, NULL, NULL);
+    ka_status st = err == CL_SUCCESS ? KA_OK : ka__cl_fail(src ? "clEnqueueWriteBuffer" : "clEnqueueFillBuffer", err);
+    if (st == KA_OK && (err = clFinish(cq)) != CL_SUCCESS) st = ka__cl_fail("clFinish", err);
+    clReleaseCommandQueue(cq);
+    return st;
+}
+
+/* Blocking map: complete on return, like every command before it on main
+ * (in order), so it is not counted for routing. Write-only maps invalidate:
+ * the driver need not copy the old contents in. */
+ka_status ka__cl_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token) {
+    cl_map_flags f = flags & KA_MAP_READ ? CL_MAP_READ | (flags & KA_MAP_WRITE ? CL_MAP_WRITE : 0)
+                                         : CL_MAP_WRITE_INVALIDATE_REGION;
+    cl_int err;
+    void *p = clEnqueueMapBuffer(ka__cl_main_q(q), b->native, CL_TRUE, f, off, n, 0, NULL, NULL, &err);
+    if (err != CL_SUCCESS) return ka__cl_fail("clEnqueueMapBuffer", err);
+    *ptr = p;
+    *token = NULL;
+    return KA_OK;
+}
+
+/* Waited for here: the API's unmap returns with the buffer up to date. */
+ka_status ka__cl_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m) {
+    cl_event e;
+    KA__CL_CHECK("clEnqueueUnmapMemObject", clEnqueueUnmapMemObject(ka__cl_main_q(q), b->native, m->ptr, 0, NULL, &e));
+    cl_int err = clWaitForEvents(1, &e);
+    clReleaseEvent(e);
+    KA__CL_CHECK("clWaitForEvents", err);
+    return KA_OK;
+}
+
+/* The event is always of a main queue (transfers and threaded launches; an
+ * inline launch's is complete and never reaches here), on the same device:
+ * no cross-device wait list, which PoCL 3.1 can hang on. Counted like any
+ * asynchronous command, so a later inline launch finishes main, barrier
+ * included, before it runs. */
+ka_status ka__cl_queue_wait(ka__queue *q, void *ev) {
+    cl_event e = ev;
+    KA__CL_CHECK("clEnqueueBarrierWithWaitList",
+                 ka__cl_counted(q, true, clEnqueueBarrierWithWaitList(ka__cl_main_q(q), 1, &e, NULL)));
+    return KA_OK;
+}
