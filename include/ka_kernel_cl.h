@@ -71,7 +71,15 @@ typedef ulong4 ka_nd_t;
  * build error naming an unknown type, libka_could_not_rewrite_this_KA_KERNEL. */
 #define KA__KERNEL_OPEN(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd
 #define KA_KERNEL libka_could_not_rewrite_this_KA_KERNEL KA__KERNEL_UNKNOWN_TYPE
-#define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd)
+#define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd KA__ASSERT_PARAMS)
+/* A program that calls ka_assert is built with KA__ASSERT: its kernels take
+ * the queue's assertion record and their own handle last (libka's rewrite
+ * puts KA__ASSERT_PARAMS before each KA_KERNEL's closing parenthesis). */
+#ifdef KA__ASSERT
+#define KA__ASSERT_PARAMS , __global uint *ka__arec, ulong ka__akid
+#else
+#define KA__ASSERT_PARAMS
+#endif
 #define KA_GLOBAL __global
 /* Local storage declared at kernel scope: KA_LOCAL float tile[64]; */
 #define KA_LOCAL __local
@@ -269,6 +277,25 @@ typedef char ka_i8;
 
 /* KA_PRINTF(fmt, ...): object-like, so no variadic macro is needed. */
 #define KA_PRINTF printf
+
+/* ka_assert(cond), in a kernel's body: the first work-item of the queue to
+ * fail one records the line, its global id and the kernel; it goes on. The
+ * next wait on the queue returns KA_ERR_KERNEL_FAILED (docs/KERNELS.md). */
+#ifdef KA__ASSERT
+void ka__assert_fail(__global uint *r, ulong kid, uint line);
+void ka__assert_fail(__global uint *r, ulong kid, uint line) {
+    if (atomic_cmpxchg((volatile __global uint *)r, 0u, 1u) != 0u) return;
+    r[1] = line;
+    for (uint d = 0; d < 3; d++) {
+        ulong g = get_global_id(d);
+        r[2 + 2 * d] = (uint)g;
+        r[3 + 2 * d] = (uint)(g >> 32);
+    }
+    r[8] = (uint)kid;
+    r[9] = (uint)(kid >> 32);
+}
+#define ka_assert(c) do { if (!(c)) ka__assert_fail(ka__arec, ka__akid, __LINE__); } while (0)
+#endif
 
 #endif
 /* ---- user source follows ---- */

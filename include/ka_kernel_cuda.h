@@ -71,8 +71,15 @@ struct ka_nd_t {
 #define __private
 
 /* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first. */
-#define KA_KERNEL(name, ...) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd, __VA_ARGS__)
-#define KA_KERNEL_NOARGS(name) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd)
+#define KA_KERNEL(name, ...) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS)
+#define KA_KERNEL_NOARGS(name) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd KA__ASSERT_PARAMS)
+/* A program that calls ka_assert is built with KA__ASSERT: its kernels take
+ * the queue's assertion record and their own handle last. */
+#ifdef KA__ASSERT
+#define KA__ASSERT_PARAMS , unsigned int *ka__arec, unsigned long long ka__akid
+#else
+#define KA__ASSERT_PARAMS
+#endif
 #define KA_GLOBAL
 /* Local storage declared at kernel scope: KA_LOCAL float tile[64]; */
 #define KA_LOCAL __shared__
@@ -408,6 +415,24 @@ KA__CONV_ALL(double, double)
 #undef KA__CONV_NARROW
 
 #define KA_PRINTF(...) printf(__VA_ARGS__)
+
+/* ka_assert(cond), in a kernel's body: the first work-item of the queue to
+ * fail one records the line, its global id and the kernel; it goes on. The
+ * next wait on the queue returns KA_ERR_KERNEL_FAILED (docs/KERNELS.md). */
+#ifdef KA__ASSERT
+static __device__ __noinline__ void ka__assert_fail(unsigned int *r, unsigned long long kid, unsigned int line) {
+    if (atomicCAS(r, 0u, 1u) != 0u) return;
+    r[1] = line;
+    for (unsigned d = 0; d < 3; d++) {
+        unsigned long long g = ka_global_id(d);
+        r[2 + 2 * d] = (unsigned int)g;
+        r[3 + 2 * d] = (unsigned int)(g >> 32);
+    }
+    r[8] = (unsigned int)kid;
+    r[9] = (unsigned int)(kid >> 32);
+}
+#define ka_assert(c) do { if (!(c)) ka__assert_fail(ka__arec, ka__akid, __LINE__); } while (0)
+#endif
 
 #endif
 /* ---- user source follows ---- */

@@ -60,6 +60,8 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
                                uint32_t nargs, ka_event *ev) {
     ka_status st = no_event("ka_launch", ev);
     if (st != KA_OK) return st;
+    if (k->prog->asserts) /* its record is the queue's, chosen per launch */
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_launch: kernel '%s' calls ka_assert: a graph cannot record it", k->name);
     ka__graph *g = q->rec;
     /* ka_launch's one-compare check leaves garbage of exactly a parameter's
      * likely word to the back-end; a recording is refused it now, not at

@@ -174,6 +174,7 @@ struct ka__program {
     ka__variant *variants;
     uint32_t builds;
     _Atomic uint32_t cache_hits; /* native builds loaded from the persistent cache */
+    bool asserts;              /* the source calls ka_assert: kernels take the assertion record last */
     pthread_mutex_t lock;      /* kernel table and variants */
     ka__kernel **table;        /* open addressing, power-of-two capacity */
     uint32_t cap, count;
@@ -233,7 +234,19 @@ struct ka__queue {
     _Atomic uint32_t callbacks_running; /* completion callbacks between their first and last step */
     _Atomic uint64_t waits_polled, waits_slept, callbacks;
     bool profiling;            /* ka_queue_config.profiling: ka_event_elapsed_ns may ask the back-end */
+    _Atomic uint32_t asserts;  /* a kernel calling ka_assert was launched: waits read the record */
 };
+
+/* ---- ka_assert (kassert.c) ---------------------------------------------- */
+/* The record a kernel's failing ka_assert fills in the queue's buffer, as
+ * 32-bit words: set (the first failure's flag), line, global id x, y, z
+ * (64 bits each, low word first), the kernel's handle (64 bits). Written by
+ * the dialect's ka__assert_fail (include/ka_kernel_cl.h, ka_kernel_cuda.h). */
+#define KA__ASSERT_WORDS 10
+/* After a successful wait on q: KA_ERR_KERNEL_FAILED with the failure's
+ * detail when a kernel's ka_assert failed since the last check (the record
+ * is cleared), else KA_OK. Only for queues with q->asserts set. */
+ka_status ka__assert_check(ka__queue *q, const char *call);
 
 /* A test-and-set lock for the few hundred nanoseconds of set-args + enqueue:
  * cheaper than a mutex uncontended (measured with callgrind), yields when held. */

@@ -124,3 +124,20 @@ bool ka__kdecl_find(const char *src, const char *kname, ka__kparam *par, uint32_
         if (nl == kl && !strncmp(name, kname, kl)) return true;
     return false;
 }
+
+bool ka__src_has_word(const char *s, const char *w) {
+    size_t n = strlen(w);
+    while (*s) {
+        const char *t = ka__src_skip(s);
+        if (t != s) {
+            s = t;
+        } else if (ka__ident_char(*s)) {
+            const char *b = s;
+            while (ka__ident_char(*s)) s++;
+            if ((size_t)(s - b) == n && !memcmp(b, w, n)) return true;
+        } else {
+            s++;
+        }
+    }
+    return false;
+}

@@ -32,6 +32,8 @@ bool ka__kdecl_next(const char **pos, const char **name, size_t *name_len, ka__k
 bool ka__kdecl_find(const char *src, const char *kname, ka__kparam *par, uint32_t cap, uint32_t *n);
 /* A type spelled only with scalar type words (int, unsigned long, ka_f32...). */
 bool ka__kdecl_scalar_type(const char *b, const char *e);
+/* Whether src uses the word w outside comments and literals (ka_assert). */
+bool ka__src_has_word(const char *src, const char *w);
 /* Whether [b, e) contains the word w. */
 bool ka__kdecl_has(const char *b, const char *e, const char *w);
 #endif

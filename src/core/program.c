@@ -6,6 +6,7 @@
  * a hash of (name, normalized configuration): a lookup of a known pair hashes
  * a small struct on the stack and allocates nothing. */
 #include "backend.h"
+#include "kdecl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -13,14 +14,18 @@
 
 uint64_t ka__hash(const void *p, size_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, n, seed); }
 
-/* Options for the default variant: user options plus -D defines. */
-static char *compose_options(const ka_build_options *o) {
-    size_t len = 1;
+/* Options for the default variant: user options plus -D defines, and
+ * -DKA__ASSERT when the source calls ka_assert (the kernels then take the
+ * assertion record: include/ka_kernel_cl.h). */
+static char *compose_options(const ka_build_options *o, bool asserts) {
+    static const char assert_opt[] = "-DKA__ASSERT ";
+    size_t len = 1 + (asserts ? sizeof assert_opt : 0);
     if (o && o->options) len += strlen(o->options) + 1;
     for (uint32_t i = 0; o && i < o->num_defines; i++) len += strlen(o->defines[i]) + 3; /* "-D" NAME " " */
     char *s = ka__alloc(len);
     if (!s) return NULL;
     s[0] = 0;
+    if (asserts) strcat(s, assert_opt);
     if (o && o->options) strcat(strcat(s, o->options), " ");
     for (uint32_t i = 0; o && i < o->num_defines; i++) strcat(strcat(strcat(s, "-D"), o->defines[i]), " ");
     return s;
@@ -128,7 +133,8 @@ ka_status ka_program_build(ka_device dev, const char *source, const ka_build_opt
     if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     p->dev = d;
     ka_status st = KA_ERR_OUT_OF_MEMORY;
-    if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts))) {
+    p->asserts = ka__src_has_word(source, "ka_assert");
+    if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts, p->asserts))) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
         goto fail;
     }

@@ -69,6 +69,8 @@ ka_status ka_queue_finish(ka_queue queue) {
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_finish: invalid or released queue");
     ka_status st = q->rec ? recording("ka_queue_finish") : ka__be_queue_finish(q);
+    if (KA_UNLIKELY(atomic_load_explicit(&q->asserts, memory_order_relaxed)) && st == KA_OK)
+        st = ka__assert_check(q, "ka_queue_finish");
     ka__unpin(qs);
     return st;
 }

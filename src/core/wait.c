@@ -195,6 +195,8 @@ ka_status ka_event_wait(ka_event ev, int64_t timeout_ns) {
     ka_trace_event te = {0};
     bool traced = ka__trace_waits(e->q, &te, "ka_event_wait");
     ka_status st = wait_one(e, deadline_of(timeout_ns));
+    if (KA_UNLIKELY(atomic_load_explicit(&e->q->asserts, memory_order_relaxed)) && st == KA_OK)
+        st = ka__assert_check(e->q, "ka_event_wait");
     if (KA_UNLIKELY(traced)) ka__trace_end(e->q, &te, st);
     ka__unpin(s);
     return st;
@@ -221,16 +223,24 @@ static ka_status wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
     int64_t deadline = deadline_of(timeout_ns);
     ka_status first = KA_OK;
     uint32_t first_at = 0;
+    const ka__queue *checked = NULL;
+    char assert_msg[384] = ""; /* a failed ka_assert's detail, kept past later waits */
     for (uint32_t i = 0; i < n; i++) {
         ka__slot *s;
         ka__event *e = ka__event_pin(evs[i], &s);
         if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_all: event %u was released while waiting", i);
         ka_status st = wait_one(e, deadline);
+        if (KA_UNLIKELY(atomic_load_explicit(&e->q->asserts, memory_order_relaxed)) && st == KA_OK && e->q != checked) {
+            checked = e->q;
+            if ((st = ka__assert_check(e->q, "ka_wait_all")) != KA_OK && first == KA_OK)
+                snprintf(assert_msg, sizeof assert_msg, "%s", ka_last_error());
+        }
         ka__unpin(s);
         if (st == KA_ERR_TIMEOUT) return st;
         if (st != KA_OK && first == KA_OK) first = st, first_at = i;
     }
     if (first == KA_OK) return KA_OK;
+    if (assert_msg[0]) return ka__fail(first, "%s", assert_msg);
     /* The detail of the first failure (the driver's error name), not of the last. */
     char where[48];
     snprintf(where, sizeof where, "ka_wait_all: event %u: ", first_at);
@@ -294,6 +304,9 @@ static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32
         ka__futex_wait(&ka__any_seq, seq, left < 1000000 ? left : 1000000);
     }
     if (armed) atomic_fetch_sub(&ka__any_waiters, 1);
-    if (st == KA_OK) return done_status(es[*index]);
-    return ka__fail(KA_ERR_TIMEOUT, "ka_wait_any: none complete");
+    if (st != KA_OK) return ka__fail(KA_ERR_TIMEOUT, "ka_wait_any: none complete");
+    st = done_status(es[*index]);
+    if (KA_UNLIKELY(atomic_load_explicit(&es[*index]->q->asserts, memory_order_relaxed)) && st == KA_OK)
+        st = ka__assert_check(es[*index]->q, "ka_wait_any");
+    return st;
 }

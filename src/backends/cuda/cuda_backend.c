@@ -35,9 +35,18 @@ static ka_status cuda_queue_create(ka__queue *kq, const ka_queue_config *cfg) {
         ka__free(q, sizeof *q);
         return ka__cu_fail(r, "cuStreamCreate");
     }
+    /* ka_assert's record: zeroed on the stream, before any kernel. */
+    if ((r = ka__cu.cuMemAlloc(&q->arec, KA__ASSERT_WORDS * 4)) != CUDA_SUCCESS ||
+        (r = ka__cu.cuMemsetD8Async(q->arec, 0, KA__ASSERT_WORDS * 4, q->stream)) != CUDA_SUCCESS) {
+        if (q->arec) ka__cu.cuMemFree(q->arec);
+        ka__cu.cuStreamDestroy(q->stream);
+        ka__free(q, sizeof *q);
+        return ka__cu_fail(r, "cuMemAlloc/cuMemsetD8Async(assertion record)");
+    }
     /* The core's slot count when it is known here, else its default. */
     uint32_t slots = kq->nevents ? kq->nevents : KA__CUDA_DEFAULT_EVENTS;
     if ((st = ka__cuda_events_init(q, slots + KA__CUDA_EVENT_MARGIN)) != KA_OK) {
+        ka__cu.cuMemFree(q->arec);
         ka__cu.cuStreamDestroy(q->stream);
         ka__free(q, sizeof *q);
         return st;
@@ -46,11 +55,23 @@ static ka_status cuda_queue_create(ka__queue *kq, const ka_queue_config *cfg) {
     return KA_OK;
 }
 
+/* After a wait: the stream's commands up to the read are complete. */
+static ka_status cuda_assert_take(ka__queue *kq, uint32_t *rec) {
+    ka__cuq *q = kq->native;
+    ka_status st = ka__cuda_bind(q->d);
+    if (st != KA_OK) return st;
+    CUresult r = ka__cu.cuMemcpyDtoHAsync(rec, q->arec, KA__ASSERT_WORDS * 4, q->stream);
+    if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(q->stream);
+    if (r == CUDA_SUCCESS && rec[0]) r = ka__cu.cuMemsetD8Async(q->arec, 0, KA__ASSERT_WORDS * 4, q->stream);
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "reading the assertion record");
+}
+
 static void cuda_queue_release(ka__queue *kq) {
     ka__cuq *q = kq->native;
     if (!q) return;
     if (ka__cuda_bind(q->d) == KA_OK) ka__cu.cuStreamSynchronize(q->stream);
     ka__cuda_events_fini(q);
+    ka__cu.cuMemFree(q->arec);
     ka__cu.cuStreamDestroy(q->stream);
     ka__free(q, sizeof *q);
     kq->native = NULL;
@@ -151,12 +172,17 @@ ka_status ka__cuda_kernel_params(const char *call, ka__kernel *k, const ka__laun
 static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                              void **ev) {
     ka__cuq *q = kq->native;
-    void *params[KA_MAX_ARGS + 1];
+    void *params[KA_MAX_ARGS + 3];
     uint64_t vals[KA_MAX_ARGS];
     CUDA_KERNEL_NODE_PARAMS p;
     ka_status st = ka__cuda_bind(q->d);
     if (KA_UNLIKELY(st != KA_OK)) return st;
     if (KA_UNLIKELY((st = kernel_params("ka_launch", k, l, args, nargs, params, vals, &p)) != KA_OK)) return st;
+    if (KA_UNLIKELY(((ka__cukern *)k->bk)->asserts)) { /* ka_assert: the queue's record, the kernel's handle */
+        params[nargs + 1] = &q->arec;
+        params[nargs + 2] = &k->id;
+        if (!atomic_load_explicit(&kq->asserts, memory_order_relaxed)) atomic_store_explicit(&kq->asserts, 1, memory_order_relaxed);
+    }
     ka__cuev *e = NULL;
     if (ev && KA_UNLIKELY(!(e = ka__cuda_event_pop(q)))) return KA_ERR_EVENT_POOL_EXHAUSTED;
     CUresult r = ka__cu.cuLaunchKernel(p.func, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
@@ -216,6 +242,7 @@ const ka__backend ka__cuda_backend = {
     .event_wait = ka__cuda_event_wait,
     .event_release = ka__cuda_event_release,
     .event_elapsed = ka__cuda_event_elapsed,
+    .assert_take = cuda_assert_take,
     .device_native = cuda_device_native,
     .queue_native = cuda_queue_native,
     .buffer_native = cuda_buffer_native,

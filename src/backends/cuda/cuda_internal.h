@@ -59,6 +59,7 @@ struct ka__cuq {
     bool thread_started;
     bool locks_made;
     bool profiling;            /* events time their command: sev before it, ev after */
+    CUdeviceptr arec;          /* ka_assert's record (KA__ASSERT_WORDS words), zeroed on the stream */
     pthread_t thread;
 };
 
@@ -74,6 +75,7 @@ typedef struct ka__cukern {
     CUfunction fn;
     _Atomic uint32_t dyn_smem; /* MAX_DYNAMIC_SHARED_SIZE_BYTES set so far (only grows) */
     pthread_mutex_t lock;      /* raising dyn_smem */
+    bool asserts;              /* the program calls ka_assert: two hidden parameters last */
 } ka__cukern;
 
 /* Makes the device's context current on the calling thread (a no-op when it

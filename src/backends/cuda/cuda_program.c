@@ -345,7 +345,9 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
                         k->name);
     if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
 
-    uint32_t sizes[KA_MAX_ARGS + 2];
+    /* ka_assert's record and the kernel's handle close the list (KA__ASSERT_PARAMS). */
+    int hidden = k->prog->asserts ? 2 : 0;
+    uint32_t sizes[KA_MAX_ARGS + 4];
     int n = 0;
     if (ka__cu.cuFuncGetParamInfo) {
         for (;; n++) {
@@ -353,18 +355,21 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
             r = ka__cu.cuFuncGetParamInfo(f, (size_t)n, &off, &sz);
             if (r == CUDA_ERROR_INVALID_VALUE) break; /* past the last parameter */
             if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuFuncGetParamInfo");
-            if (n == KA_MAX_ARGS + 1) {
+            if (n == KA_MAX_ARGS + 1 + hidden) {
                 n++;
                 break;
             }
             sizes[n] = (uint32_t)sz;
         }
     } else {
-        n = m->ptx ? ptx_params(m->ptx, k->name, sizes, KA_MAX_ARGS + 2) : -1;
+        n = m->ptx ? ptx_params(m->ptx, k->name, sizes, KA_MAX_ARGS + 2 + hidden) : -1;
         if (n < 0)
             return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s': the driver lacks cuFuncGetParamInfo (CUDA 12.4) and the PTX "
                             "signature could not be read", k->name);
     }
+    if (hidden && (n < 3 || sizes[n - 2] != 8 || sizes[n - 1] != 8))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' lacks ka_assert's hidden parameters", k->name);
+    n -= hidden;
     if (n > KA_MAX_ARGS + 1)
         return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s' has more than %d arguments", k->name, KA_MAX_ARGS);
     if (n == 0 || sizes[0] != 32)
@@ -394,6 +399,7 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
     }
     sig_from_source(k->prog->source, k->name, sig, nargs);
     ck->fn = f;
+    ck->asserts = hidden != 0;
     pthread_mutex_init(&ck->lock, NULL);
     /* CUDA lets a block use 48 KiB of static + dynamic shared memory unless the
      * function opts in to more (cuda_backend.c raises it on demand). */

@@ -37,6 +37,7 @@ const ka__backend ka__opencl_backend = {
     .event_wait = ka__cl_event_wait,
     .event_release = ka__cl_event_release,
     .event_elapsed = ka__cl_event_elapsed,
+    .assert_take = ka__cl_assert_take,
     .device_native = ka__cl_device_native,
     .queue_native = ka__cl_queue_native,
     .queue_stats = ka__cl_queue_stats,

@@ -52,6 +52,7 @@ typedef struct ka__cl_queue {
      * the command, and PoCL 3.1 deadlocks on its event lock (seen in
      * ka_testsuite's concurrent launches). Taken before the kernel's lock. */
     _Atomic uint32_t inl_spin;
+    cl_mem arec;                /* ka_assert's record (KA__ASSERT_WORDS words), zeroed */
 } ka__cl_queue;
 
 /* ka__variant.native: the main device's program, and `basic`'s, built when a
@@ -103,6 +104,8 @@ typedef struct ka__cl_kern {
     uint32_t slow_streak;      /* consecutive timed inline launches that were slow */
     _Atomic uint32_t demoted;  /* too slow inline: always on the threaded device */
     ka__cl_argcache *cache, *inl_cache;
+    bool asserts;              /* the program calls ka_assert: two hidden arguments last */
+    cl_mem arec, inl_arec;     /* the record last set on the cl_kernel and on inl (under their spins) */
     ka__cl_bucket route[KA__CL_BUCKETS]; /* adaptive routing, by log2 of the work-items */
 } ka__cl_kern;
 
@@ -200,6 +203,7 @@ ka_status ka__cl_event_callback(void *ev, ka__native_cb cb, void *ctx);
 ka_status ka__cl_event_wait(void *ev);
 void ka__cl_event_release(void *ev);
 ka_status ka__cl_event_elapsed(void *ev, uint64_t *ns);
+ka_status ka__cl_assert_take(ka__queue *q, uint32_t *rec);
 
 /* ---- cl_kcache.c: the persistent kernel cache ---- */
 void ka__cl_cache_key(const ka__device *d, cl_device_id dev, const char *src, const char *opts, ka__kcache_key *key);

@@ -62,12 +62,19 @@ ka_status ka__cl_kernel_create(ka__kernel *k) {
     if (n == 0 || clGetKernelArgInfo(ck, 0, CL_KERNEL_ARG_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
         strcmp(name, "ka__nd"))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' is not declared with KA_KERNEL(...)", k->name);
+    /* ka_assert's record and the kernel's handle close the list (KA__ASSERT_PARAMS). */
+    bool asserts = k->prog->asserts;
+    if (asserts && (n < 3 || clGetKernelArgInfo(ck, n - 2, CL_KERNEL_ARG_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
+                    strcmp(name, "ka__arec")))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' lacks ka_assert's hidden parameters", k->name);
+    if (asserts) n -= 2;
     k->nargs = n - 1;
     k->sig = ka__calloc(k->nargs ? k->nargs : 1, sizeof *k->sig);
     if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     ka__cl_kern *kk = ka__calloc(1, sizeof *kk);
     if (!kk) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     pthread_mutex_init(&kk->lock, NULL);
+    kk->asserts = asserts;
     k->bk = kk;
     if (!(kk->cache = ka__cl_argcache_new(k))) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     for (cl_uint i = 1; i < n; i++) {

@@ -57,6 +57,20 @@ static ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache, u
     return KA_OK;
 }
 
+/* A kernel calling ka_assert: the queue's record and the kernel's handle,
+ * its last two arguments, when the record is not the one last set. */
+static ka_status __attribute__((noinline)) set_assert(ka__queue *q, const ka__kernel *k, cl_kernel ck, cl_mem *last) {
+    ka__cl_queue *cq = q->native;
+    if (*last != cq->arec) {
+        cl_ulong kid = k->id;
+        KA__CL_CHECK("clSetKernelArg(ka_assert record)", clSetKernelArg(ck, k->nargs + 1, sizeof(cl_mem), &cq->arec));
+        KA__CL_CHECK("clSetKernelArg(ka_assert kernel)", clSetKernelArg(ck, k->nargs + 2, sizeof kid, &kid));
+        *last = cq->arec;
+    }
+    if (!atomic_load_explicit(&q->asserts, memory_order_relaxed)) atomic_store_explicit(&q->asserts, 1, memory_order_relaxed);
+    return KA_OK;
+}
+
 /* A small launch on PoCL's `basic` device: it runs inside clFlush, in this
  * thread. Ordering with the threaded device is kept on the host: pending work
  * there is finished first, and the inline launch is complete on return, so
@@ -84,6 +98,7 @@ static ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
     bool timed = (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
     int64_t t0 = timed ? ka__now_ns() : 0;
     st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
+    if (KA_UNLIKELY(kk->asserts) && st == KA_OK) st = set_assert(q, k, kk->inl, &kk->inl_arec);
     if (KA_LIKELY(st == KA_OK)) {
         /* A profiling queue keeps the event: it carries the command's times. */
         cl_event *out = KA_UNLIKELY(q->profiling) ? (cl_event *)ev : NULL;
@@ -111,6 +126,7 @@ static ka_status launch_threaded(ka__queue *q, ka__kernel *k, const ka__launch *
      * threads. */
     ka__spin_lock(&kk->spin);
     ka_status st = set_args(k, k->native, kk->cache, kk->last_nd, l, args, nargs);
+    if (KA_UNLIKELY(kk->asserts) && st == KA_OK) st = set_assert(q, k, k->native, &kk->arec);
     if (KA_LIKELY(st == KA_OK)) {
         cl_int err = ka__cl_counted(q, true, clEnqueueNDRangeKernel(ka__cl_main_q(q), k->native, l->dims, NULL, l->global,
                                                                     l->local, 0, NULL, (cl_event *)ev));

@@ -109,9 +109,10 @@ static size_t size_probes(const char *src, char *out) {
  * parentheses. Comments and literals are copied as they are; no newline is
  * added or removed, so build log lines stay the user's. Written into out when
  * out is not NULL (no terminating NUL); returns the length. */
-static size_t rewrite_kernels(const char *s, char *out) {
-    static const char to[] = "KA__KERNEL_OPEN";
+static size_t rewrite_kernels(const char *s, char *out, bool asserts) {
+    static const char to[] = "KA__KERNEL_OPEN", hidden[] = " KA__ASSERT_PARAMS";
     size_t len = 0;
+    int open = -1; /* inside a rewritten parameter list: its parenthesis depth */
     while (*s) {
         const char *b = s;
         if ((s = ka__src_skip(b)) != b) {
@@ -136,9 +137,13 @@ static size_t rewrite_kernels(const char *s, char *out) {
                 emit(out, &len, s, (size_t)(comma - s));
                 emit(out, &len, ")", 1);
                 s = comma;
+                open = asserts ? 0 : -1;
                 continue;
             }
         } else {
+            /* With ka_assert, the hidden parameters close the list. */
+            if (open >= 0 && *s == '(') open++;
+            else if (open >= 0 && *s == ')' && open-- == 0) emit(out, &len, hidden, sizeof hidden - 1);
             s++;
         }
         emit(out, &len, b, (size_t)(s - b));
@@ -149,7 +154,7 @@ static size_t rewrite_kernels(const char *s, char *out) {
 /* Prelude + user source (KA_KERNEL rewritten, + size probes), one allocation. */
 static ka_status compose_source(const ka__program *p, bool probes, char **src, size_t *len) {
     static const char line[] = "\n#line 1\n";
-    size_t plen = strlen(ka__prelude_opencl), ulen = rewrite_kernels(p->source, NULL);
+    size_t plen = strlen(ka__prelude_opencl), ulen = rewrite_kernels(p->source, NULL, p->asserts);
     size_t prlen = probes ? size_probes(p->source, NULL) : 0;
     size_t total = plen + sizeof line + ulen + prlen;
     *len = total;
@@ -157,7 +162,7 @@ static ka_status compose_source(const ka__program *p, bool probes, char **src, s
     if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     memcpy(w, ka__prelude_opencl, plen);
     memcpy(w += plen, line, sizeof line - 1);
-    rewrite_kernels(p->source, w += sizeof line - 1);
+    rewrite_kernels(p->source, w += sizeof line - 1, p->asserts);
     if (prlen) size_probes(p->source, w + ulen);
     w[ulen + prlen] = 0;
     return KA_OK;

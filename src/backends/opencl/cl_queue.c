@@ -12,8 +12,17 @@ ka_status ka__cl_queue_create(ka__queue *q, const ka_queue_config *cfg) {
         ka__free(cq, sizeof *cq);
         return ka__cl_fail("clCreateCommandQueue", err);
     }
+    /* ka_assert's record: a few zeroed bytes per queue, no command. */
+    static const uint32_t zero[KA__ASSERT_WORDS];
+    cq->arec = clCreateBuffer(cd->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, (void *)zero, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseCommandQueue(cq->main);
+        ka__free(cq, sizeof *cq);
+        return ka__cl_fail("clCreateBuffer(assertion record)", err);
+    }
     ka_status st = ka__cl_route_open(q, cfg, cq);
     if (st != KA_OK) {
+        clReleaseMemObject(cq->arec);
         clReleaseCommandQueue(cq->main);
         ka__free(cq, sizeof *cq);
         return st;
@@ -26,6 +35,7 @@ void ka__cl_queue_release(ka__queue *q) {
     ka__cl_queue *cq = q->native;
     clReleaseCommandQueue(cq->main);
     if (cq->inl) clReleaseCommandQueue(cq->inl);
+    clReleaseMemObject(cq->arec);
     ka__free(cq, sizeof *cq);
 }
 
@@ -52,4 +62,17 @@ void ka__cl_queue_stats(ka__queue *q, ka_queue_stats *out) {
     ka__cl_queue *cq = q->native;
     out->inline_max_items = cq->inl ? cq->inline_max : 0;
     out->inline_launches = atomic_load_explicit(&cq->inline_launches, memory_order_relaxed);
+}
+
+/* After a wait: every command that wrote the record is complete (inline
+ * launches are on return), so a blocking read on main sees it. */
+ka_status ka__cl_assert_take(ka__queue *q, uint32_t *rec) {
+    ka__cl_queue *cq = q->native;
+    static const uint32_t zero[KA__ASSERT_WORDS];
+    KA__CL_CHECK("clEnqueueReadBuffer(assertion record)",
+                 clEnqueueReadBuffer(cq->main, cq->arec, CL_TRUE, 0, sizeof zero, rec, 0, NULL, NULL));
+    if (rec[0])
+        KA__CL_CHECK("clEnqueueWriteBuffer(assertion record)",
+                     clEnqueueWriteBuffer(cq->main, cq->arec, CL_TRUE, 0, sizeof zero, zero, 0, NULL, NULL));
+    return KA_OK;
 }
