@@ -326,6 +326,37 @@ static void zero_alloc_launch_wait_long(void **state) {
     else assert_true(s1.callbacks - s0.callbacks >= (uint64_t)reps);
 }
 
+/* A dependency between queues (ka_queue_wait_event) in a loop: the producer
+ * (routing off) launches with an event, the consumer waits for it on the
+ * device and launches KA_LAUNCH_ASYNC (never inline), no allocation. */
+static void zero_alloc_queue_wait(void **state) {
+    ka_queue Q = *(ka_queue *)*state;
+    ka_range r = {.dims = 1, .size = {64}, .flags = KA_LAUNCH_ASYNC};
+    ka_arg pa[] = {ka_arg_buffer(F.buf)}, ca[] = {ka_arg_buffer(F.fbuf)};
+    zero(F.q_thr, F.buf);
+    zero(Q, F.fbuf);
+    for (int i = 0; i < 2; i++) { /* warm-up: both launches made */
+        ka_event ev;
+        KA_OK_OR_FAIL(ka_launch(F.q_thr, F.inc, &r, pa, 1, &ev));
+        KA_OK_OR_FAIL(ka_queue_wait_event(Q, ev));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+        KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, ca, 1, NULL));
+    }
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
+    count_begin();
+    for (int i = 0; i < N; i++) {
+        ka_event ev;
+        if (ka_launch(F.q_thr, F.inc, &r, pa, 1, &ev) || ka_queue_wait_event(Q, ev) || ka_event_release(ev) ||
+            ka_launch(Q, F.inc, &r, ca, 1, NULL) || ((i & 255) == 255 && ka_queue_finish(Q)))
+            fail_msg("iteration %d: %s", i, ka_last_error());
+    }
+    COUNT_END_ZERO("launch, queue wait on its event, launch");
+    KA_OK_OR_FAIL(ka_queue_finish(Q));
+    KA_OK_OR_FAIL(ka_queue_finish(F.q_thr));
+    expect_all(F.q_thr, F.buf, 64, N + 2);
+    expect_all(Q, F.fbuf, 64, N + 2);
+}
+
 static void zero_alloc_40_args(void **state) {
     ka_queue Q = *(ka_queue *)*state;
     zero(Q, F.buf);
@@ -497,6 +528,7 @@ int main(void) {
         BOTH(zero_alloc_launch_wait_short),
         cmocka_unit_test(zero_alloc_launch_wait_callback),
         cmocka_unit_test(zero_alloc_launch_wait_long),
+        BOTH(zero_alloc_queue_wait),
         BOTH(zero_alloc_40_args),
         BOTH(zero_alloc_3d_partial),
         BOTH(zero_alloc_wait_many),
