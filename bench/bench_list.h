@@ -13,5 +13,6 @@
     X(saxpy, bench_saxpy_main, "saxpy bandwidth against the device's copy bandwidth")              \
     X(graph, bench_graph_main, "recorded graph replay against its launches and the raw driver's") \
     X(primitives, bench_prims_main, "ka_reduce, ka_scan, ka_sort against copy bandwidth and OpenMP") \
+    X(hostmem, bench_hostmem_main, "a time loop reading its field each step: copy against wrap + map") \
     X(timeloop, bench_timeloop_main, "heat-equation time loop: libka against serial C and OpenMP, by grid size")
 #endif

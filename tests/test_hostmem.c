@@ -102,6 +102,19 @@ static void wrap_in_place(void **state) {
         KA_OK_OR_FAIL(ka_buffer_read(g_q, out, 0, sizeof v, &v, NULL));
         assert_int_equal(v, 777);
     }
+    /* Later maps (on PoCL only a wait for the queue) see a kernel still
+     * running on the threaded device when the map was asked for. */
+    for (int rep = 0; rep < 3; rep++) {
+        KA_OK_OR_FAIL(ka_launch(g_q, own_kernel("add1"), &(ka_range){.dims = 1, .size = {N}, .flags = KA_LAUNCH_ASYNC}, a, 1,
+                                NULL));
+        KA_OK_OR_FAIL(ka_buffer_map(g_q, b, 4, 8, KA_MAP_READ | KA_MAP_WRITE, (void **)&m));
+        assert_int_equal(m[0], 3 * 1 + 1 + 1 + (uint32_t)rep);
+        m[1] = 50; /* seen by the next kernel */
+        KA_OK_OR_FAIL(ka_buffer_unmap(g_q, b, m));
+    }
+    KA_OK_OR_FAIL(ka_buffer_map(g_q, b, 8, 4, KA_MAP_READ, (void **)&m));
+    assert_int_equal(m[0], 50);
+    KA_OK_OR_FAIL(ka_buffer_unmap(g_q, b, m));
     KA_OK_OR_FAIL(ka_buffer_release(b));
     KA_OK_OR_FAIL(ka_buffer_release(out));
     KA_OK_OR_FAIL(ka_host_free(g_dev, host));
