@@ -17,7 +17,7 @@ fi
 run() { # name, cmake args...
   local dir=build-$1; shift
   echo "=== $dir: $*"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKA_WERROR=ON "${cuda[@]}" "$@" >/dev/null
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKA_WERROR=ON -DKA_REQUIRE_MPI=ON "${cuda[@]}" "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
   (cd "$dir" && ctest --output-on-failure --timeout 900)
 }
