@@ -163,7 +163,8 @@ typedef struct ka_queue_config {
                                  config therefore has spinning off. */
     int64_t inline_max_items; /* PoCL: launches of at most this many work-items (padded)
                                  run on PoCL's `basic` device, in the calling thread;
-                                 0 = $KA_INLINE_MAX_ITEMS, else the measured default;
+                                 0 = $KA_INLINE_MAX_ITEMS, else adaptive: the faster path,
+                                 measured per kernel and size;
                                  KA_INLINE_OFF (-1) = every launch on the threaded device */
     uint32_t profiling;       /* 1: the device times each command for ka_event_elapsed_ns
                                  (OpenCL queue profiling, timed CUDA events); 0 = off */
@@ -371,8 +372,8 @@ typedef struct ka_range {
  * see ka_in_range() false. A range with a zero extent is a no-op (an event,
  * if asked for, is complete). ev may be NULL. Allocates nothing. Safe to call
  * from several threads on one kernel.
- * On PoCL a launch of few work-items (the queue's inline_max_items) runs in
- * the calling thread, on PoCL's `basic` device (routing): ka_launch returns
+ * On PoCL a launch of few work-items (the queue's inline_max_items, or by
+ * default where measured faster) may run in the calling thread, on PoCL's `basic` device (routing): ka_launch returns
  * when the kernel has run, so a kernel that loops for a second blocks
  * ka_launch for that second, and a later wait, even a timed one, finds it
  * complete and cannot time out. For a launch that returns at once, set

@@ -10,10 +10,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* Work-items up to which a PoCL launch runs on `basic`, in the calling thread,
- * unless $KA_INLINE_MAX_ITEMS or the queue says otherwise. Measured with
- * `ka-bench route` (docs/BENCHMARKS.md): below this, `basic`'s launch + wait
- * beats the threaded device's. */
+/* The size rule's limit when adaptive routing is off without a limit from
+ * the user ($KA_INLINE_SLOW_US=0): on the 2-core CI machine `basic`'s launch
+ * + wait beat the threaded device's below this (`ka-bench route`). */
 #define KA__INLINE_DEFAULT 262144
 /* An inline launch slower than this would have been faster on the threaded
  * device (its launch + wait costs 20-60 us on PoCL, the work then splits over
