@@ -20,6 +20,20 @@ static const char *src =
     "    out[ka_global_id(0)] = v;\n"
     "}\n";
 
+static _Atomic uint64_t g_allocs;
+static _Atomic int g_counting;
+static void *count_alloc(size_t n, void *u) {
+    (void)u;
+    if (atomic_load(&g_counting)) atomic_fetch_add(&g_allocs, 1);
+    return malloc(n);
+}
+static void count_free(void *p, size_t n, void *u) {
+    (void)n;
+    (void)u;
+    if (atomic_load(&g_counting)) atomic_fetch_add(&g_allocs, 1);
+    free(p);
+}
+
 static char g_trace[256];
 static char g_self[512];
 
@@ -188,6 +202,38 @@ static void test_trace(void **state) {
     assert_int_equal(check_file(args), 0);
 }
 
+/* Traced launches and waits allocate nothing, while the 16 records are
+ * written out several times over; so does ka_event_elapsed_ns. */
+static void test_trace_no_alloc(void **state) {
+    (void)state;
+    ka_device dev;
+    KA_OK_OR_FAIL(ka_device_open(NULL, &dev));
+    ka_queue q;
+    KA_OK_OR_FAIL(ka_queue_create(dev, &(ka_queue_config){.spin_ns = -1, .profiling = 1}, &q));
+    ka_program p;
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_program_build(dev, src, NULL, &p));
+    KA_OK_OR_FAIL(ka_kernel_get(p, "spin", NULL, &k));
+    ka_buffer out;
+    KA_OK_OR_FAIL(ka_buffer_create(dev, 4096, &out));
+    ka_arg a[] = {ka_arg_buffer(out), ka_arg_u32(4)};
+    for (int i = 0; i < 120; i++) {
+        if (i == 20) atomic_store(&g_counting, 1); /* after the warm-up */
+        ka_event ev;
+        uint64_t ns;
+        KA_OK_OR_FAIL(ka_launch(q, k, &(ka_range){.dims = 1, .size = {1024}}, a, 2, &ev));
+        KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_event_elapsed_ns(ev, &ns));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+    }
+    atomic_store(&g_counting, 0);
+    assert_int_equal(atomic_load(&g_allocs), 0);
+    KA_OK_OR_FAIL(ka_buffer_release(out));
+    KA_OK_OR_FAIL(ka_program_release(p));
+    KA_OK_OR_FAIL(ka_queue_release(q));
+    KA_OK_OR_FAIL(ka_device_close(dev));
+}
+
 /* A program that exits without closing its device still leaves valid JSON. */
 static void test_trace_at_exit(void **state) {
     (void)state;
@@ -219,9 +265,11 @@ int main(int argc, char **argv) {
     setenv("KA_TRACE", g_trace, 1);
     setenv("KA_TRACE_BUFFER", "16", 1);
     ka_set_tracer(tracer, &g_begins);
+    ka_set_allocator(&(ka_allocator){.alloc = count_alloc, .free = count_free});
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elapsed),
         cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_trace_no_alloc),
         cmocka_unit_test(test_trace_at_exit),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
