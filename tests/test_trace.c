@@ -166,6 +166,18 @@ static void test_elapsed(void **state) {
     KA_OK_OR_FAIL(ka_queue_release(q));
     KA_OK_OR_FAIL(ka_queue_release(plain));
     KA_OK_OR_FAIL(ka_device_close(dev));
+    /* The null back-end times nothing. */
+    KA_OK_OR_FAIL(ka_device_open("null", &dev));
+    KA_OK_OR_FAIL(ka_queue_create(dev, &(ka_queue_config){.profiling = 1}, &q));
+    KA_OK_OR_FAIL(ka_buffer_create(dev, sizeof v, &out));
+    KA_OK_OR_FAIL(ka_buffer_write(q, out, 0, sizeof v, v, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka_event_elapsed_ns(ev, &ns));
+    EXPECT_DETAIL("null");
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    KA_OK_OR_FAIL(ka_buffer_release(out));
+    KA_OK_OR_FAIL(ka_queue_release(q));
+    KA_OK_OR_FAIL(ka_device_close(dev));
 }
 
 /* ---- tracing ------------------------------------------------------------ */

@@ -13,6 +13,8 @@ ka_status ka_event_elapsed_ns(ka_event ev, uint64_t *ns) {
     if (!e->q->profiling)
         st = ka__fail(KA_ERR_UNSUPPORTED,
                       "ka_event_elapsed_ns: the event's queue does not profile (ka_queue_config.profiling = 1)");
+    else if (!e->q->dev->ops->event_elapsed) /* the null back-end: it times nothing, even what ran nothing */
+        st = ka__be_event_elapsed(e->q, NULL, ns);
     else if (!ka__event_poll(e))
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_elapsed_ns: the command is not complete (wait for it first)");
     else if (e->native) /* none: the command ran nothing (an empty range) */
