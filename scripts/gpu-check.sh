@@ -13,12 +13,14 @@
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
 #   e  ka-bench launch, wait, saxpy and graph on cuda:0, graph also on PoCL (--json)
 #   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
+#   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
+#      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
 # Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
 # against their goals), ka_saxpy.ptx, raw_saxpy.ptx and gpu-check.tar.gz (every log, JSON
 # file and the summary).
 #
 # Environment: GPU_CHECK_BUDGET (seconds for the whole run, default 500: under 9 minutes
-# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdef"),
+# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefg"),
 # GPU_CHECK_DEVICE (the device of steps b and e, default cuda:0; another one only to try
 # the script where there is no GPU).
 # Exit status: 0 when every step ran and passed, 1 otherwise (the summary says which),
@@ -31,7 +33,7 @@ if [[ $# -ne 2 ]]; then
 fi
 T0=$(date +%s)
 BUDGET=${GPU_CHECK_BUDGET:-500}
-STEPS=${GPU_CHECK_STEPS:-abcdef}
+STEPS=${GPU_CHECK_STEPS:-abcdefg}
 DEV=${GPU_CHECK_DEVICE:-cuda:0}
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 if ! BUILD=$(cd "$1" 2>/dev/null && pwd -P); then
@@ -53,10 +55,10 @@ say() { echo "[$(now) +$(elapsed)s] $*" | tee -a "$LOGS/gpu-check.log"; }
 # ---- time: each step gets min(its cap, what is left after the later steps' reserves) --
 # reserve: seconds kept for each step still to come (so a slow step cannot starve them);
 # 15 s more for the summary and the tarball.
-declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=90 [f]=15)
+declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=90 [f]=15 [g]=60)
 reserve_after() { # the reserves of the steps after $1 that will run
   local s=$1 sum=15 later=0 x
-  for x in a b c d e f; do
+  for x in a b c d e f g; do
     [[ $later == 1 && $STEPS == *$x* ]] && sum=$((sum + RESERVE[$x]))
     [[ $x == "$s" ]] && later=1
   done
@@ -284,6 +286,25 @@ EOF
   cp "$LOGS/ka_saxpy.ptx" "$LOGS/raw_saxpy.ptx" "$OUT/" 2>/dev/null
 fi
 
+# ---- g: MPI: mpi_heat on the GPU(s) and on PoCL's cores --------------------------------
+# Open MPI's runtime comes with the build (gpu-pack.sh: gpu-mpi/env.sh). Ranks take cuda:N
+# by node-local rank (one GPU: both on cuda:0); then the strong-scaling script.
+if [[ $STEPS == *g* ]]; then
+  CUR_STEP=g
+  if [[ -f $BUILD/gpu-mpi/env.sh && -x $BUILD/mpi_heat ]]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    run g_mpi_cuda 60 bash -c 'source "$0/gpu-mpi/env.sh" && unset KA_DEVICE &&
+      for n in 1 2; do mpirun --oversubscribe --bind-to none -np $n "$0/mpi_heat" --nx 1024 --ny 1024 --steps 100 --check || exit 1; done' "$BUILD"
+    run g_mpi_scaling_cuda 45 bash -c 'source "$0/gpu-mpi/env.sh" && unset KA_DEVICE &&
+      GRIDS="4096x4096:100" REPS=3 JSON="$1" "$2/scripts/mpi_scaling.sh" "$0" 1x0 2x0' "$BUILD" "$LOGS/mpi_scaling_cuda.json" "$REPO"
+    run g_mpi_scaling_pocl 70 bash -c 'source "$0/gpu-mpi/env.sh" && export KA_DEVICE=pocl &&
+      GRIDS="1024x1024:100 4096x4096:10" REPS=3 JSON="$1" "$2/scripts/mpi_scaling.sh" "$0" 1x0 2x8 4x4' "$BUILD" "$LOGS/mpi_scaling_pocl.json" "$REPO"
+  else
+    say "g: no gpu-mpi/env.sh or mpi_heat in the build: MPI not run"
+    printf '%s\t%s\t%s\t%s\n' g_mpi_cuda 126 0 0 >> "$LOGS/steps.tsv"
+  fi
+fi
+
 # ---- summary ---------------------------------------------------------------------------
 jnum() { # jnum FILE KEY [N]: the Nth (default 1st) numeric value of "KEY" in FILE
   grep -oE "\"$2\":-?[0-9][0-9.eE+-]*" "$1" 2>/dev/null | sed -n "${3:-1}p" | cut -d: -f2
@@ -356,6 +377,14 @@ status=0
     "$(jnum "$P" graph_ns_per_kernel)" "$(jnum "$P" raw_launch_ns_per_kernel)" "$pr" "$(goal "$pr" "<=" 0.8)"
   echo
   [[ -f $LOGS/ptx_compare.txt ]] && sed -n '1,3p' "$LOGS/ptx_compare.txt"
+  if [[ -f $LOGS/g_mpi_cuda.log ]]; then
+    echo
+    echo "MPI (mpi_heat):"
+    grep -E 'rows|us per step|check:|kernel cache' "$LOGS/g_mpi_cuda.log" | sed 's/^/  /'
+    for f in g_mpi_scaling_cuda g_mpi_scaling_pocl; do
+      [[ -f $LOGS/$f.log ]] && { echo "  $f:"; sed 's/^/    /' "$LOGS/$f.log"; }
+    done
+  fi
 } > "$S"
 while IFS=$'\t' read -r name rc secs lim; do [[ $rc != 0 ]] && status=1; done < "$LOGS/steps.tsv"
 cp "$S" "$OUT/summary.txt"

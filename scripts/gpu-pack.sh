@@ -13,7 +13,9 @@
 #     ka-bench (gpu-check.sh runs it);
 #   - copies the shared libraries the binaries need that such a machine may
 #     lack (cmocka, xxHash, and libuv where the build found it: found with ldd)
-#     into BUILD_DIR/gpu-libs;
+#     into BUILD_DIR/gpu-libs; where the build has the MPI example, Open MPI's
+#     runtime (mpirun, libraries, plugins) into BUILD_DIR/gpu-mpi, with an
+#     env.sh that relocates it;
 #   - writes BUILD_DIR/gpu-pack.env: the absolute paths the build was made at
 #     (CTest files, RPATHs and some tests hold them; gpu-check.sh recreates
 #     them as symbolic links), the commit, the date;
@@ -59,6 +61,35 @@ for want in libcmocka.so.0 libxxhash.so.0 libuv.so.1; do
   echo "gpu-pack: $want <- $path"
 done
 [[ $missing == 0 ]] || exit 1
+
+# Open MPI's runtime, where the build has the MPI example: such a machine may
+# have no MPI. Relocated: gpu-mpi/env.sh points Open MPI's install paths
+# (OPAL_*) and the loader at the copy; only the shared-memory transports.
+if [[ -x $build/mpi_heat ]] && command -v orterun > /dev/null; then
+  m=$build/gpu-mpi
+  rm -rf "$m"
+  mkdir -p "$m/bin" "$m/lib" "$m/share" "$m/etc"
+  ompi_lib=$(dirname "$(ldd "$build/mpi_heat" | awk '$1 == "libmpi.so.40" {print $3}')")
+  pkglib=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
+  cp -L "$(command -v orterun)" "$m/bin/mpirun"
+  cp -a "$pkglib" "$m/lib/openmpi3"
+  cp -a "$(ompi_info --path pkgdatadir --parsable | sed -n 's/^path:pkgdatadir://p')" "$m/share/openmpi"
+  cp "$(ompi_info --path sysconfdir --parsable | sed -n 's/^path:sysconfdir://p')/openmpi-mca-params.conf" "$m/etc/"
+  for l in $( (ldd "$build/mpi_heat"; ldd "$m/bin/mpirun"; for f in "$m"/lib/openmpi3/mca_{btl,pml,pmix,ess,odls,plm,rmaps,state,errmgr,grpcomm,rml,oob,routed,schizo,coll,osc}_*.so; do ldd "$f" 2>/dev/null; done) |
+      awk '$3 ~ /^\// {print $3}' | sort -u | grep -E '/lib(mpi|open-|pmix|hwloc|event|mca_common|udev|numa|z\.so)'); do
+    cp -L "$l" "$m/lib/"
+  done
+  cat > "$m/env.sh" <<'ENV'
+# Source this to use the Open MPI copied here (scripts/gpu-pack.sh).
+R=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export OPAL_PREFIX=$R OPAL_EXEC_PREFIX=$R OPAL_BINDIR=$R/bin OPAL_LIBDIR=$R/lib OPAL_PKGLIBDIR=$R/lib/openmpi3
+export OPAL_DATAROOTDIR=$R/share OPAL_DATADIR=$R/share OPAL_PKGDATADIR=$R/share/openmpi OPAL_SYSCONFDIR=$R/etc
+export OMPI_MCA_mca_base_component_path=$R/lib/openmpi3 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
+export OMPI_MCA_osc=pt2pt,sm OMPI_MCA_mtl=^ofi,psm,psm2
+export LD_LIBRARY_PATH=$R/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PATH=$R/bin:$PATH
+ENV
+  echo "gpu-pack: Open MPI's runtime <- $ompi_lib, $pkglib: $(du -sh "$m" | cut -f1)"
+fi
 
 # Lean: what only building needs, and leftovers of local test runs.
 find "$build" \( -name '*.o' -o -name '*.o.d' -o -name '*.d' \) -path '*/CMakeFiles/*' -type f -delete
