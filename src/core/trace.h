@@ -18,10 +18,10 @@ bool ka__trace_begin(const ka__queue *q, ka_trace_event *te);
 /* Ends it: tells the tracer, records it for the trace file. */
 void ka__trace_end(const ka__queue *q, ka_trace_event *te, ka_status st);
 
+/* te is filled only when tracing: an untraced wait writes nothing to it. */
 static inline bool ka__trace_waits(const ka__queue *q, ka_trace_event *te, const char *name) {
     if (KA_LIKELY(!atomic_load_explicit(&ka__tracing, memory_order_relaxed))) return false;
-    te->kind = KA_TRACE_WAIT;
-    te->name = name;
+    *te = (ka_trace_event){.kind = KA_TRACE_WAIT, .name = name};
     return ka__trace_begin(q, te);
 }
 #endif

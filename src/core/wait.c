@@ -192,7 +192,7 @@ ka_status ka_event_wait(ka_event ev, int64_t timeout_ns) {
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
     if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_wait: invalid, released or stale event");
-    ka_trace_event te = {0};
+    ka_trace_event te;
     bool traced = ka__trace_waits(e->q, &te, "ka_event_wait");
     ka_status st = wait_one(e, deadline_of(timeout_ns));
     if (KA_UNLIKELY(atomic_load_explicit(&e->q->asserts, memory_order_relaxed)) && st == KA_OK)
@@ -211,7 +211,7 @@ ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
     ka__slot *s = NULL;
     /* Traced: the span's queue is the first event's, pinned for the call. */
     ka__event *e0 = KA_UNLIKELY(n && atomic_load_explicit(&ka__tracing, memory_order_relaxed)) ? ka__event_pin(evs[0], &s) : NULL;
-    ka_trace_event te = {0};
+    ka_trace_event te;
     bool traced = e0 && ka__trace_waits(e0->q, &te, "ka_wait_all");
     ka_status st = wait_all(evs, n, timeout_ns);
     if (KA_UNLIKELY(traced)) ka__trace_end(e0->q, &te, st);
@@ -259,7 +259,7 @@ ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint3
             for (uint32_t j = 0; j < i; j++) ka__unpin(ss[j]);
             return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_any: event %u is invalid or stale", i);
         }
-    ka_trace_event te = {0};
+    ka_trace_event te;
     bool traced = ka__trace_waits(es[0]->q, &te, "ka_wait_any");
     ka_status st = wait_any(es, n, timeout_ns, index);
     if (KA_UNLIKELY(traced)) ka__trace_end(es[0]->q, &te, st);
