@@ -230,10 +230,10 @@ KA_API ka_status ka_buffer_create_zeroed(ka_device dev, size_t bytes, ka_buffer 
 KA_API ka_status ka_buffer_create_with(ka_device dev, size_t bytes, const void *src, ka_buffer *out);
 
 /* A buffer over the caller's host memory [host, host + bytes), which must
- * outlive the buffer. OpenCL: CL_MEM_USE_HOST_PTR; on PoCL kernels then use
- * that memory in place (no copy in or out) when host is KA_HOST_ALIGN-aligned
- * (ka_host_alloc's memory is); unaligned memory still works, but the driver
- * may keep a copy, seen by the host only between ka_buffer_map and unmap.
+ * outlive the buffer. OpenCL: CL_MEM_USE_HOST_PTR; PoCL's kernels then use
+ * that memory in place (no copy in or out), at any alignment; other drivers
+ * may keep a copy of memory not KA_HOST_ALIGN-aligned (ka_host_alloc's is),
+ * seen by the host only between ka_buffer_map and unmap.
  * CUDA: the memory is page-locked (cuMemHostRegister, unless ka_host_alloc or
  * ka_host_register did it already) and kernels read and write it over the
  * bus; KA_ERR_UNSUPPORTED where the device cannot map host memory. Portable
@@ -244,10 +244,10 @@ KA_API ka_status ka_buffer_wrap(ka_device dev, void *host, size_t bytes, ka_buff
 #define KA_MAP_WRITE 2u /* what the host writes there is in the buffer after unmap */
 /* Host access to bytes [offset, offset + bytes) of any buffer: blocks until
  * the queue's earlier commands are complete, then *ptr points at the bytes.
- * Without KA_MAP_READ they are undefined until written. Wrapped buffers
- * (and, on PoCL, every buffer) map in place; CUDA device memory maps through
- * a page-locked copy. Until ka_buffer_unmap, commands must not use the
- * range. At most KA_MAX_MAPS maps of a buffer at once; a mapped buffer's
+ * Without KA_MAP_READ they are undefined until written. Wrapped buffers map
+ * to the user's memory where the driver uses it in place (PoCL, CUDA); CUDA
+ * device memory maps through a page-locked copy. Until ka_buffer_unmap,
+ * commands must not use the range. At most KA_MAX_MAPS maps of a buffer at once; a mapped buffer's
  * release is KA_ERR_IN_USE. */
 #define KA_MAX_MAPS 4
 KA_API ka_status ka_buffer_map(ka_queue q, ka_buffer b, size_t offset, size_t bytes, uint32_t flags, void **ptr);
