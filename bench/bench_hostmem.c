@@ -2,7 +2,8 @@
  * field of N floats and then reads the field on the host, as a simulation
  * that looks at its state each step does. Four ways to get the field to the
  * host, interleaved per repetition, medians:
- *   copy:       a device buffer, ka_buffer_read of the field into user memory;
+ *   copy:       a device buffer, ka_buffer_read of the field into user memory
+ *               (pageable), and into ka_host_alloc's (page-locked on CUDA);
  *   wrap+map:   the user's memory wrapped (ka_buffer_wrap), map + unmap (the
  *               portable way: no copy where the device works in host memory);
  *   buffer+map: a device buffer, map + unmap (a copy where the driver keeps
@@ -24,15 +25,16 @@ static const char *src =
     "    y[i] = y[i] * 0.5f + t;\n"
     "}\n";
 
-enum { COPY, WRAP_MAP, BUF_MAP, WRAP_FINISH, NKINDS };
-static const char *names[NKINDS] = {"copy: ka_buffer_read", "wrap + map/unmap", "device buffer + map/unmap",
-                                    "wrap + finish (in place, PoCL)"};
-static const char *keys[NKINDS] = {"copy", "wrap_map", "buffer_map", "wrap_finish"};
+enum { COPY, COPY_PINNED, WRAP_MAP, BUF_MAP, WRAP_FINISH, NKINDS };
+static const char *names[NKINDS] = {"copy: ka_buffer_read", "copy into ka_host_alloc memory", "wrap + map/unmap",
+                                    "device buffer + map/unmap", "wrap + finish (in place, PoCL)"};
+static const char *keys[NKINDS] = {"copy", "copy_pinned", "wrap_map", "buffer_map", "wrap_finish"};
 
 static const char usage[] =
     "usage: ka-bench hostmem [--device SEL] [--n N] [--iterations I] [--reps R] [--json]\n"
     "  A time loop: each step launches a kernel over N floats and reads the N floats on the host,\n"
-    "  through ka_buffer_read of a device buffer, through a map of the user's memory wrapped with\n"
+    "  through ka_buffer_read of a device buffer (into malloc'd and into ka_host_alloc'd memory),\n"
+    "  through a map of the user's memory wrapped with\n"
     "  ka_buffer_wrap, through a map of a device buffer, and (PoCL only) in place after\n"
     "  ka_queue_finish. I steps per repetition, R repetitions interleaved, medians per step.\n"
     "  N: 1 to 4294967295; I: at least 1; R: 1 to 100000. Default: N = 4M, --iterations 20 --reps 11.\n";
@@ -53,7 +55,8 @@ typedef struct loop {
 } loop;
 
 /* One variant's I steps; *val tracks the field's value (all elements equal). */
-static int run(const loop *L, int kind, ka_buffer b, float *host, float *user, int iters, float *val, double *ns) {
+static int run(const loop *L, int kind, ka_buffer b, float *host, float *user, float *pinned, int iters, float *val,
+               double *ns) {
     size_t bytes = L->n * sizeof(float);
     int64_t t0 = bench_now_ns();
     for (int s = 0; s < iters; s++) {
@@ -63,9 +66,10 @@ static int run(const loop *L, int kind, ka_buffer b, float *host, float *user, i
         *val = *val * 0.5f + t;
         const float *seen;
         void *m = NULL;
-        if (kind == COPY) {
-            CHECK(ka_buffer_read(L->q, b, 0, bytes, user, NULL));
-            seen = user;
+        if (kind == COPY || kind == COPY_PINNED) {
+            /* Pageable memory against page-locked (CUDA: cuMemHostAlloc; PoCL: the same plain memory). */
+            seen = kind == COPY ? user : pinned;
+            CHECK(ka_buffer_read(L->q, b, 0, bytes, (void *)seen, NULL));
         } else if (kind == WRAP_FINISH) {
             CHECK(ka_queue_finish(L->q));
             seen = host;
@@ -114,14 +118,17 @@ int bench_hostmem_main(int argc, char **argv) {
     CHECK(ka_kernel_get(prog, "field_step", NULL, &L.k));
     float *host, *user = malloc(bytes);
     if (!user) return 1;
+    float *pinned;
     CHECK(ka_host_alloc(dev, bytes, (void **)&host));
+    CHECK(ka_host_alloc(dev, bytes, (void **)&pinned));
     for (size_t i = 0; i < L.n; i++) host[i] = user[i] = 1.0f;
     ka_buffer b[NKINDS];
     CHECK(ka_buffer_create_with(dev, bytes, user, &b[COPY]));
+    CHECK(ka_buffer_create_with(dev, bytes, user, &b[COPY_PINNED]));
     CHECK(ka_buffer_wrap(dev, host, bytes, &b[WRAP_MAP]));
     b[WRAP_FINISH] = b[WRAP_MAP];
     CHECK(ka_buffer_create_with(dev, bytes, user, &b[BUF_MAP]));
-    float val[NKINDS] = {1.0f, 1.0f, 1.0f, 1.0f};
+    float val[NKINDS] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
     val[WRAP_FINISH] = 0; /* shares the wrapped buffer: tracked through WRAP_MAP's value */
     int nk = pocl ? NKINDS : WRAP_FINISH; /* in place without a map is PoCL's alone */
     double *t[NKINDS];
@@ -132,7 +139,7 @@ int bench_hostmem_main(int argc, char **argv) {
         for (int j = 0; j < nk; j++) {
             double ns;
             float *v = &val[j == WRAP_FINISH ? WRAP_MAP : j];
-            if (run(&L, j, b[j], host, user, o.iters, v, &ns)) return 1;
+            if (run(&L, j, b[j], host, user, pinned, o.iters, v, &ns)) return 1;
             if (rep >= 0) t[j][rep] = ns;
         }
     /* Ratios per repetition first (its variants ran back to back, under the
@@ -157,7 +164,8 @@ int bench_hostmem_main(int argc, char **argv) {
                di->selector, (unsigned long long)n, bytes, o.iters, o.reps);
         for (int j = 0; j < nk; j++)
             printf(",\"%s_ns\":%.0f,\"%s_min_ns\":%.0f,\"%s_max_ns\":%.0f", keys[j], med[j], keys[j], mn[j], keys[j], mx[j]);
-        printf(",\"copy_over_wrap_map\":%.3f,\"copy_over_buffer_map\":%.3f}\n", r_wrap, r_buf);
+        printf(",\"copy_over_wrap_map\":%.3f,\"copy_over_buffer_map\":%.3f,\"copy_over_copy_pinned\":%.3f}\n", r_wrap,
+               r_buf, med[COPY] / med[COPY_PINNED]);
     } else {
         printf("ka-bench hostmem on %s (%s): a step = a kernel over %llu floats (%.1f MB) + the field on the host; "
                "%d steps x %d reps, medians\n",
@@ -166,9 +174,12 @@ int bench_hostmem_main(int argc, char **argv) {
         for (int j = 0; j < nk; j++) printf("%-34s %.1f [%.1f, %.1f]\n", names[j], med[j] / 1e3, mn[j] / 1e3, mx[j] / 1e3);
         printf("time of copy / wrap+map: %.2f; copy / buffer+map: %.2f (medians of the per-repetition ratios)\n", r_wrap,
                r_buf);
+        printf("copy into malloc'd / into ka_host_alloc'd memory: %.2f\n", med[COPY] / med[COPY_PINNED]);
     }
     for (int j = 0; j < NKINDS; j++) free(t[j]);
     ka_buffer_release(b[COPY]);
+    ka_buffer_release(b[COPY_PINNED]);
+    ka_host_free(dev, pinned);
     ka_buffer_release(b[WRAP_MAP]);
     ka_buffer_release(b[BUF_MAP]);
     ka_host_free(dev, host);
