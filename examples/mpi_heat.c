@@ -4,16 +4,18 @@
  * holds its rows plus a halo row above and below; every step it sends its
  * first and last rows to its neighbours, receives their rows into its halos
  * and runs the 5-point stencil. The rows that need no halo (the interior)
- * are launched before the exchange is waited for, so the kernel and MPI
- * overlap; the two edge rows follow once the halos are in.
+ * are launched asynchronously (KA_LAUNCH_ASYNC) before the exchange is
+ * waited for, so the kernel and MPI overlap; the two edge rows follow once
+ * the halos are in.
  *
  * Device per rank: --device SEL if given, else $KA_DEVICE, else cuda:N where
  * N is the rank's index among the ranks of its node (MPI_Comm_split_type with
  * MPI_COMM_TYPE_SHARED) modulo the node's GPUs, else PoCL.
  *
  * Exchange:
- *   host    halo rows read into host memory with events, MPI_Isend/Irecv,
- *           written back with events (any MPI, any device);
+ *   host    halo rows read into host memory (ka_host_alloc: page-locked on
+ *           CUDA) with events, MPI_Isend/Irecv, written back with events
+ *           (any MPI, any device);
  *   device  MPI sends from and receives into the device buffers themselves
  *           (ka_buffer_get_native's address): CUDA devices, when the MPI
  *           library says it is CUDA-aware (MPIX_Query_cuda_support);
@@ -134,13 +136,13 @@ typedef struct opts {
     const char *device;   /* NULL: by node-local rank */
     const char *exchange; /* "auto", "host", "device" */
     const char *out;      /* the final grid, raw floats, written by rank 0 */
-    int check, quiet;
+    int check, quiet, no_overlap;
 } opts;
 
 static int usage(void) {
     if (g_rank == 0)
         fprintf(stderr, "usage: mpi_heat [--nx N] [--ny N] [--steps N] [--device SEL] [--exchange auto|host|device]\n"
-                        "                [--out FILE] [--check] [--quiet]\n");
+                        "                [--out FILE] [--check] [--quiet] [--no-overlap]\n");
     return 2;
 }
 
@@ -151,6 +153,7 @@ static int parse(int argc, char **argv, opts *o) {
         char *end;
         if (!strcmp(a, "--check")) o->check = 1;
         else if (!strcmp(a, "--quiet")) o->quiet = 1;
+        else if (!strcmp(a, "--no-overlap")) o->no_overlap = 1;
         else if (!v) return usage();
         else if (!strcmp(a, "--device")) o->device = v, i++;
         else if (!strcmp(a, "--exchange")) o->exchange = v, i++;
@@ -212,24 +215,28 @@ typedef struct rank_grid {
     ka_buffer u, v;       /* (rows + 2) x nx floats: halo, rows, halo */
     uint32_t nx, ny, rows, g0; /* g0: global row of local row 1 */
     int up, down;         /* neighbour ranks, MPI_PROC_NULL at the edges */
+    uint32_t overlap;     /* the interior launch's flags: KA_LAUNCH_ASYNC with neighbours */
 } rank_grid;
 
-/* Launches the stencil on local rows first .. first + count - 1, u -> v. */
-static void stencil(rank_grid *r, uint32_t first, uint32_t count, ka_event *ev) {
+/* Launches the stencil on local rows first .. first + count - 1, u -> v.
+ * flags: KA_LAUNCH_ASYNC for the interior, which must run while this thread
+ * exchanges halos (on PoCL a small launch would otherwise run in this very
+ * thread, before the exchange starts). */
+static void stencil(rank_grid *r, uint32_t first, uint32_t count, uint32_t flags, ka_event *ev) {
     ka_arg args[] = {ka_arg_buffer(r->u), ka_arg_buffer(r->v), ka_arg_u32(r->nx), ka_arg_u32(first),
                      ka_arg_u32(r->g0), ka_arg_u32(r->ny)};
-    ka_range rg = {.dims = 2, .size = {r->nx, count}};
+    ka_range rg = {.dims = 2, .size = {r->nx, count}, .flags = flags};
     KA_CHECK(ka_launch(r->q, r->k, &rg, args, 6, ev));
 }
 
 /* The edge rows (1 and rows), which read the halos. */
 static void edges(rank_grid *r, ka_event *last) {
     if (r->rows == 1) {
-        stencil(r, 1, 1, last);
+        stencil(r, 1, 1, 0, last);
         return;
     }
-    stencil(r, 1, 1, NULL);
-    stencil(r, r->rows, 1, last);
+    stencil(r, 1, 1, 0, NULL);
+    stencil(r, r->rows, 1, 0, last);
 }
 
 static void swap(rank_grid *r) {
@@ -252,7 +259,7 @@ static void step_host(rank_grid *r, float *send[2], float *recv[2][2], int parit
     if (r->down != MPI_PROC_NULL) MPI_CHECK(MPI_Irecv(in[1], (int)r->nx, MPI_FLOAT, r->down, 0, MPI_COMM_WORLD, &req[nreq++]));
     if (r->up != MPI_PROC_NULL) KA_CHECK(ka_buffer_read(r->q, r->u, row, row, send[0], &rd[nrd++]));
     if (r->down != MPI_PROC_NULL) KA_CHECK(ka_buffer_read(r->q, r->u, row * r->rows, row, send[1], &rd[nrd++]));
-    if (r->rows > 2) stencil(r, 2, r->rows - 2, NULL); /* the interior: no halo needed */
+    if (r->rows > 2) stencil(r, 2, r->rows - 2, r->overlap, NULL); /* the interior: no halo needed */
     coop_wait(rd, nrd, NULL, 0); /* the rows to send (the interior may still run) */
     if (r->up != MPI_PROC_NULL) MPI_CHECK(MPI_Isend(send[0], (int)r->nx, MPI_FLOAT, r->up, 0, MPI_COMM_WORLD, &req[nreq++]));
     if (r->down != MPI_PROC_NULL) MPI_CHECK(MPI_Isend(send[1], (int)r->nx, MPI_FLOAT, r->down, 1, MPI_COMM_WORLD, &req[nreq++]));
@@ -288,7 +295,7 @@ static void step_device(rank_grid *r, ka_event *last) {
         MPI_CHECK(MPI_Irecv(u + (size_t)r->nx * (r->rows + 1), (int)r->nx, MPI_FLOAT, r->down, 0, MPI_COMM_WORLD, &req[nreq++]));
         MPI_CHECK(MPI_Isend(u + (size_t)r->nx * r->rows, (int)r->nx, MPI_FLOAT, r->down, 1, MPI_COMM_WORLD, &req[nreq++]));
     }
-    if (r->rows > 2) stencil(r, 2, r->rows - 2, NULL);
+    if (r->rows > 2) stencil(r, 2, r->rows - 2, r->overlap, NULL);
     coop_wait(NULL, 0, req, nreq);
     edges(r, last);
     swap(r);
@@ -313,6 +320,9 @@ int main(int argc, char **argv) {
            ((uint32_t)g_rank < o.ny % (uint32_t)g_size ? (uint32_t)g_rank : o.ny % (uint32_t)g_size);
     r.up = g_rank > 0 ? g_rank - 1 : MPI_PROC_NULL;
     r.down = g_rank < g_size - 1 ? g_rank + 1 : MPI_PROC_NULL;
+    /* Alone, a rank has nothing to overlap the interior with; --no-overlap
+     * leaves the choice to the queue (on PoCL: routing). */
+    r.overlap = g_size > 1 && !o.no_overlap ? KA_LAUNCH_ASYNC : 0;
 
     char sel[64];
     pick_device(&o, sel, sizeof sel);
@@ -330,8 +340,12 @@ int main(int argc, char **argv) {
     KA_CHECK(ka_buffer_create(r.dev, bytes, &r.u));
     KA_CHECK(ka_buffer_create(r.dev, bytes, &r.v));
     float *h = calloc(1, bytes);
-    float *io = malloc(row * 6); /* 2 send rows, 2 x 2 receive rows */
-    if (!h || !io) DIE("out of host memory");
+    if (!h) DIE("out of host memory");
+    /* The halo rows' host side: 2 send rows, 2 x 2 receive rows, page-locked
+     * on CUDA (transfers at full bus speed), plain aligned memory elsewhere. */
+    void *io_mem;
+    KA_CHECK(ka_host_alloc(r.dev, row * 6, &io_mem));
+    float *io = io_mem;
     for (uint32_t i = 1; i <= r.rows; i++)
         for (uint32_t x = 0; x < o.nx; x++) h[(size_t)i * o.nx + x] = initial(r.g0 + i - 1, x, o.nx, o.ny);
     KA_CHECK(ka_buffer_write(r.q, r.u, 0, bytes, h, NULL));
@@ -427,7 +441,7 @@ int main(int argc, char **argv) {
     free(counts);
     free(displs);
     free(h);
-    free(io);
+    KA_CHECK(ka_host_free(r.dev, io));
     KA_CHECK(ka_buffer_release(r.u));
     KA_CHECK(ka_buffer_release(r.v));
     KA_CHECK(ka_program_release(prog));
