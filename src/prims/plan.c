@@ -8,9 +8,8 @@
 #include "prims_kernels.h"
 
 static const char *const kernel_names[KP_NKERNELS] = {
-    "kaprims_red1_sum", "kaprims_red1_min", "kaprims_red1_max", "kaprims_red2_sum", "kaprims_red2_min",
-    "kaprims_red2_max", "kaprims_scan1",    "kaprims_scan2",    "kaprims_scan3",    "kaprims_hist",
-    "kaprims_hist_scan", "kaprims_scatter"};
+    "kaprims_red1", "kaprims_red2", "kaprims_scan1", "kaprims_scan2", "kaprims_scan3",
+    "kaprims_hist", "kaprims_hist_scan", "kaprims_scatter"};
 
 static const char *kind_name(ka_prim_kind k) {
     return k == KA_PRIM_REDUCE ? "reduce" : k == KA_PRIM_SCAN ? "scan" : k == KA_PRIM_SORT ? "sort" : "?";
@@ -90,16 +89,17 @@ ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype,
     if (kind == KA_PRIM_SORT && max_n / groups >= (1ull << 31)) groups = max_n / (1ull << 31) + 1;
     p->max_groups = groups;
 
-    char d_tid[16], d_wg[16], d_k[16], d_contig[16];
+    char d_kind[16], d_tid[16], d_wg[16], d_k[16], d_contig[16];
+    snprintf(d_kind, sizeof d_kind, "KIND=%d", (int)kind);
     snprintf(d_tid, sizeof d_tid, "TID=%d", (int)dtype);
     snprintf(d_wg, sizeof d_wg, "WG=%u", wg);
     snprintf(d_k, sizeof d_k, "K=%u", kk);
     snprintf(d_contig, sizeof d_contig, "CONTIG=%d", di->is_cpu ? 1 : 0);
-    const char *defs[] = {d_tid, d_wg, d_k, d_contig};
-    ka_build_options bo = {.options = NULL, .defines = defs, .num_defines = 4};
+    const char *defs[] = {d_kind, d_tid, d_wg, d_k, d_contig};
+    ka_build_options bo = {.options = NULL, .defines = defs, .num_defines = 5};
     st = ka_program_build(dev, ka__prims_src, &bo, &p->prog);
     for (int i = 0; st == KA_OK && i < KP_NKERNELS; i++) {
-        int need = kind == KA_PRIM_REDUCE ? i <= KP_RED2_MAX
+        int need = kind == KA_PRIM_REDUCE ? i <= KP_RED2
                  : kind == KA_PRIM_SCAN   ? i >= KP_SCAN1 && i <= KP_SCAN3
                                           : i >= KP_HIST;
         if (need) st = ka_kernel_get(p->prog, kernel_names[i], NULL, &p->k[i]);

@@ -45,10 +45,11 @@ ka_status ka_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer in, size_t n, ka_
     uint64_t g = cdiv(n, (uint64_t)p->wg * 4);
     if (g > p->max_groups) g = p->max_groups;
     if (g == 0) g = 1;
-    ka_arg a1[] = {ka_arg_buffer(in), ka_arg_buffer(p->part), ka_arg_u64(n)};
-    if ((st = launch(q, p->k[KP_RED1_SUM + op], g, p->wg, a1, 3, NULL)) != KA_OK) return st;
-    ka_arg a2[] = {ka_arg_buffer(p->part), ka_arg_u64(g), ka_arg_buffer(out), ka_arg_u64(out_offset / p->esize)};
-    return launch(q, p->k[KP_RED2_SUM + op], 1, p->wg, a2, 4, ev);
+    ka_arg a1[] = {ka_arg_buffer(in), ka_arg_buffer(p->part), ka_arg_u64(n), ka_arg_u32((uint32_t)op)};
+    if ((st = launch(q, p->k[KP_RED1], g, p->wg, a1, 4, NULL)) != KA_OK) return st;
+    ka_arg a2[] = {ka_arg_buffer(p->part), ka_arg_u64(g), ka_arg_buffer(out), ka_arg_u64(out_offset / p->esize),
+                   ka_arg_u32((uint32_t)op)};
+    return launch(q, p->k[KP_RED2], 1, p->wg, a2, 5, ev);
 }
 
 ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer in, ka_buffer out, size_t n, int exclusive, ka_event *ev) {

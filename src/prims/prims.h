@@ -6,7 +6,7 @@
 
 #define KA__PLAN_MAGIC 0x6b615052u /* "kaPR": a plan pointer that is not one is refused */
 
-enum { KP_RED1_SUM, KP_RED1_MIN, KP_RED1_MAX, KP_RED2_SUM, KP_RED2_MIN, KP_RED2_MAX,
+enum { KP_RED1, KP_RED2,
        KP_SCAN1, KP_SCAN2, KP_SCAN3, KP_HIST, KP_HIST_SCAN, KP_SCATTER, KP_NKERNELS };
 
 struct ka_prims_plan {

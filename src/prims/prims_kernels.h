@@ -1,5 +1,6 @@
 /* The kernels of ka_reduce, ka_scan and ka_sort, in libka's dialect: one
  * source, built once per plan with the plan's defines:
+ *   KIND   the primitive whose kernels are built: 1 reduce, 2 scan, 3 sort
  *   TID    element type: 1 int, 2 uint, 3 long, 4 ulong, 5 float, 6 double
  *   WG     work-group size (local arrays are sized by it)
  *   K      elements per work-item in a scan tile
@@ -15,6 +16,7 @@ static const char ka__prims_src[] =
 "#ifndef K\n#define K 8\n#endif\n"
 "#ifndef CONTIG\n#define CONTIG 0\n#endif\n"
 "#ifndef TID\n#define TID 2\n#endif\n"
+"#ifndef KIND\n#define KIND 1\n#endif\n"
 /* T: the element type; UT: the unsigned type of its width (integer sums wrap
  * through it, so overflow is defined); KT: the sort key's bit pattern. */
 "#if TID == 1\n"
@@ -80,39 +82,39 @@ static const char ka__prims_src[] =
 "    ka_barrier_local();\n"
 "    return r;\n"
 "}\n"
+/* A work-item's elements, the loop specialised per op (op is uniform); the
+ * barriers come after the branch: PoCL loses guards after a barrier in one
+ * arm of an if/else (docs/KERNELS.md, known device issues). */
+"KA_DEVICE_FN T prims_reduce_items_op(KA_GLOBAL const T *in, ulong lo, ulong hi, ulong r, ulong S, uint op) {\n"
+"    if (op == 0u) return prims_reduce_items(in, lo, hi, r, S, 0u);\n"
+"    if (op == 1u) return prims_reduce_items(in, lo, hi, r, S, 1u);\n"
+"    return prims_reduce_items(in, lo, hi, r, S, 2u);\n"
+"}\n"
+"#if KIND == 1\n"
 /* Pass 1: group g's partial over a share of [0, n), into part[g]. */
-"KA_DEVICE_FN void prims_reduce1(KA_CTX_PARAM, KA_GLOBAL const T *in, KA_GLOBAL T *part, ulong n, KA_LOCAL_PTR(T) s, uint op) {\n"
+"KA_KERNEL(kaprims_red1, KA_CONST(T) in, KA_GLOBAL T *part, ulong n, uint op) {\n"
+"    KA_LOCAL T s[WG];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), G = ka_num_groups(0);\n"
 "#if CONTIG\n"
 "    ulong per = (n + G - 1) / G, lo = g * per < n ? g * per : n, hi = lo + per < n ? lo + per : n;\n"
-"    T v = prims_reduce_items(in, lo, hi, lid, WG, op);\n"
+"    T v = prims_reduce_items_op(in, lo, hi, lid, WG, op);\n"
 "#else\n"
-"    T v = prims_reduce_items(in, 0, n, g * WG + lid, G * WG, op);\n"
+"    T v = prims_reduce_items_op(in, 0, n, g * WG + lid, G * WG, op);\n"
 "#endif\n"
 "    v = prims_reduce_local(s, lid, v, op);\n"
 "    if (lid == 0u) part[g] = v;\n"
 "}\n"
 /* Pass 2: one group folds the G partials into out[oi]. */
-"KA_DEVICE_FN void prims_reduce2(KA_GLOBAL const T *part, ulong G, KA_GLOBAL T *out, ulong oi, KA_LOCAL_PTR(T) s, uint op) {\n"
+"KA_KERNEL(kaprims_red2, KA_CONST(T) part, ulong G, KA_GLOBAL T *out, ulong oi, uint op) {\n"
+"    KA_LOCAL T s[WG];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    T v = prims_identity(op);\n"
 "    for (ulong i = lid; i < G; i += WG) v = prims_op(v, part[i], op);\n"
 "    v = prims_reduce_local(s, lid, v, op);\n"
 "    if (lid == 0u) out[oi] = v;\n"
 "}\n"
-"KA_KERNEL(kaprims_red1_sum, KA_CONST(T) in, KA_GLOBAL T *part, ulong n) {\n"
-"    KA_LOCAL T s[WG]; prims_reduce1(KA_CTX, in, part, n, s, 0u);\n}\n"
-"KA_KERNEL(kaprims_red1_min, KA_CONST(T) in, KA_GLOBAL T *part, ulong n) {\n"
-"    KA_LOCAL T s[WG]; prims_reduce1(KA_CTX, in, part, n, s, 1u);\n}\n"
-"KA_KERNEL(kaprims_red1_max, KA_CONST(T) in, KA_GLOBAL T *part, ulong n) {\n"
-"    KA_LOCAL T s[WG]; prims_reduce1(KA_CTX, in, part, n, s, 2u);\n}\n"
-"KA_KERNEL(kaprims_red2_sum, KA_CONST(T) part, ulong G, KA_GLOBAL T *out, ulong oi) {\n"
-"    KA_LOCAL T s[WG]; prims_reduce2(part, G, out, oi, s, 0u);\n}\n"
-"KA_KERNEL(kaprims_red2_min, KA_CONST(T) part, ulong G, KA_GLOBAL T *out, ulong oi) {\n"
-"    KA_LOCAL T s[WG]; prims_reduce2(part, G, out, oi, s, 1u);\n}\n"
-"KA_KERNEL(kaprims_red2_max, KA_CONST(T) part, ulong G, KA_GLOBAL T *out, ulong oi) {\n"
-"    KA_LOCAL T s[WG]; prims_reduce2(part, G, out, oi, s, 2u);\n}\n"
+"#endif\n"
 /* ---- scan: reduce, then scan of the partials, then scan with carries ---- */
 /* Tiles of WG*K elements sit in local memory with one skip every 32, so the
  * K consecutive ones of a work-item fall in different banks (GPUs). */
@@ -170,6 +172,7 @@ static const char ka__prims_src[] =
 "}\n"
 "PRIMS_RANGE_SCAN(prims_range_scan, T, prims_tile_scan, ADD)\n"
 "PRIMS_RANGE_SCAN(prims_range_scan_ul, ulong, prims_tile_scan_ul, ADDU)\n"
+"#if KIND == 2\n"
 /* Phase 1: the sum of group g's chunk [g*C, (g+1)*C) into part[g]. */
 "KA_KERNEL(kaprims_scan1, KA_CONST(T) in, KA_GLOBAL T *part, ulong n, ulong C) {\n"
 "    KA_LOCAL T s[WG];\n"
@@ -191,6 +194,8 @@ static const char ka__prims_src[] =
 "    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
 "    prims_range_scan(in, out, lo, hi, part[g], excl, buf, tot);\n"
 "}\n"
+"#endif\n"
+"#if KIND == 3\n"
 /* ---- sort: LSD radix, 8 bits a pass: histograms, their scan, a stable scatter */
 "#define DIGIT(u, shift) ((uint)((KEYX(u) >> (shift)) & 255u))\n"
 /* Group g's digit counts over its chunk, into counts[d*G + g] (digit-major:
@@ -271,5 +276,6 @@ static const char ka__prims_src[] =
 "        if (lid == WG - 1u || ld[lid + 1] != d) run[d] += lid - start[d] + 1u;\n"
 "        ka_barrier_local();\n"
 "    }\n"
-"}\n";
+"}\n"
+"#endif\n";
 #endif
