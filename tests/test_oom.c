@@ -233,6 +233,34 @@ static void u_buffer(ctx *c, uint64_t id) {
     KA_OK_OR_FAIL(ka_buffer_release((ka_buffer){id}));
 }
 
+/* Buffers with their contents, over host memory, and host memory itself. */
+static uint8_t host_bytes[4096] __attribute__((aligned(4096)));
+static ka_status c_buffer_zeroed(ctx *c, uint64_t *id) {
+    ka_buffer b = {0};
+    ka_status st = ka_buffer_create_zeroed(c->dev, 4096, &b);
+    *id = b.id;
+    return st;
+}
+static ka_status c_buffer_with(ctx *c, uint64_t *id) {
+    ka_buffer b = {0};
+    ka_status st = ka_buffer_create_with(c->dev, sizeof host_bytes, host_bytes, &b);
+    *id = b.id;
+    return st;
+}
+static ka_status c_buffer_wrap(ctx *c, uint64_t *id) {
+    ka_buffer b = {0};
+    ka_status st = ka_buffer_wrap(c->dev, host_bytes, sizeof host_bytes, &b);
+    *id = b.id;
+    return st;
+}
+static ka_status c_host_alloc(ctx *c, uint64_t *id) {
+    void *p = NULL;
+    ka_status st = ka_host_alloc(c->dev, 4096, &p);
+    *id = (uint64_t)(uintptr_t)p;
+    return st;
+}
+static void u_host_alloc(ctx *c, uint64_t id) { KA_OK_OR_FAIL(ka_host_free(c->dev, (void *)(uintptr_t)id)); }
+
 /* A graph recorded on a queue of its own: begin, three launches (one with
  * an empty range), a fill, end. The queue and buffer made here are released
  * here; the graph is the result. */
@@ -383,6 +411,11 @@ static const oom_case cases[] = {
     CASE("kernel_get_static_variant", NULL, 2, KA_OK, c_kernel_static, u_kernel),
     CASE("kernel_get_defines_variant", NULL, 2, KA_OK, c_kernel_defines, u_kernel),
     CASE("buffer_create", NULL, 1, KA_OK, c_buffer, u_buffer),
+    CASE("buffer_create_zeroed", NULL, 1, KA_OK, c_buffer_zeroed, u_buffer),
+    CASE("buffer_create_with", NULL, 1, KA_OK, c_buffer_with, u_buffer),
+    CASE("buffer_wrap", NULL, 1, KA_OK, c_buffer_wrap, u_buffer),
+    CASE("host_alloc", NULL, 1, KA_OK, c_host_alloc, u_host_alloc),
+    CASE("null_buffer_wrap", "null", 1, KA_OK, c_buffer_wrap, u_buffer),
     CASE("graph_record", NULL, 3, KA_OK, c_graph, u_graph),
     CASE("null_device_open", "null", 0, KA_OK, c_device_open, u_device_close),
     CASE("null_queue_create", "null", 1, KA_OK, c_queue, u_queue),
