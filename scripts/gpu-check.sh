@@ -11,7 +11,7 @@
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
-#   e  ka-bench launch, wait, saxpy and graph on cuda:0, graph also on PoCL (--json)
+#   e  ka-bench launch, wait, saxpy, graph and hostmem on cuda:0, graph also on PoCL (--json)
 #   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
 #      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
@@ -218,7 +218,7 @@ fi
 # ---- e: benchmarks on cuda:0 ---------------------------------------------------------
 if [[ $STEPS == *e* ]]; then
   CUR_STEP=e
-  for b in launch wait saxpy graph; do
+  for b in launch wait saxpy graph hostmem; do
     run "e_bench_$b" 60 sh -c '"$0" "$1" --device "$4" --json > "$2" 2> "$3"; rc=$?; cat "$3"; exit $rc' \
       "$KA_BENCH" "$b" "$LOGS/bench_$b.json" "$LOGS/bench_$b.stderr" "$DEV"
   done
