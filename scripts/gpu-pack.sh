@@ -46,10 +46,12 @@ mapfile -t elves < <(find "$build" -type f \( -perm -u+x -o -name '*.so*' \) -no
 # The libraries to carry: each named one, where the binaries resolve it here.
 mkdir -p "$build/gpu-libs"
 missing=0
-for want in libcmocka.so.0 libxxhash.so.0 libuv.so.1; do
+# libgomp.so.1: GCC's OpenMP runtime, which ka-bench's OpenMP loops
+# (primitives, timeloop) need and a machine without GCC may lack.
+for want in libcmocka.so.0 libxxhash.so.0 libuv.so.1 libgomp.so.1; do
   path=$(for f in "${elves[@]}"; do ldd "$f" 2>/dev/null || true; done |
     awk -v w="$want" '$1 == w && $3 ~ /^\// && !found {print $3; found = 1}')
-  if [[ -z $path && $want == libuv.so.1 ]]; then # optional: the build found no libuv
+  if [[ -z $path && ( $want == libuv.so.1 || $want == libgomp.so.1 ) ]]; then # optional: the build found no libuv, no OpenMP
     echo "gpu-pack: no binary of the build links $want: not carried"
     continue
   elif [[ -z $path ]]; then
