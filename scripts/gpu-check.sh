@@ -11,7 +11,7 @@
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
-#   e  ka-bench launch, wait, saxpy, graph and hostmem on cuda:0, graph also on PoCL (--json)
+#   e  ka-bench launch, wait, saxpy, graph and hostmem on cuda:0, graph and timeloop on PoCL (--json)
 #   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
 #      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
@@ -225,6 +225,9 @@ if [[ $STEPS == *e* ]]; then
   # The graph's goal on PoCL is against its own launches on the same host.
   run e_bench_graph_pocl 30 sh -c '"$0" graph --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_graph_pocl.json" "$LOGS/bench_graph_pocl.stderr"
+  # The heat time loop on the host's cores (PoCL) against serial C and OpenMP.
+  run e_bench_timeloop_pocl 120 sh -c '"$0" timeloop --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
+    "$KA_BENCH" "$LOGS/bench_timeloop_pocl.json" "$LOGS/bench_timeloop_pocl.stderr"
 fi
 
 # ---- f: PTX of libka's saxpy and of a raw one ----------------------------------------
