@@ -10,7 +10,8 @@
 #include <math.h>
 
 static ka_device dev;
-static ka_queue q;
+static ka_queue q;  /* routing off: every launch on the threaded device (PoCL builds each kernel once) */
+static ka_queue qr; /* the default queue: on PoCL, small launches run inline on `basic` */
 static const ka_device_info *info;
 
 static _Atomic uint64_t allocs;
@@ -30,7 +31,8 @@ static int setup(void **state) {
     (void)state;
     static const ka_allocator a = {count_alloc, count_free, NULL};
     ka_set_allocator(&a);
-    if (ka_device_open(NULL, &dev) || ka_device_get_info(dev, &info) || ka_queue_create(dev, NULL, &q)) {
+    if (ka_device_open(NULL, &dev) || ka_device_get_info(dev, &info) || ka_queue_create(dev, NULL, &qr) ||
+        ka_queue_create(dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &q)) {
         fprintf(stderr, "setup: %s\n", ka_last_error());
         return -1;
     }
@@ -39,6 +41,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     ka_queue_release(q);
+    ka_queue_release(qr);
     ka_device_close(dev);
     return 0;
 }
@@ -348,6 +351,27 @@ static void many_groups(void **state) {
     ka_prims_plan_release(r), ka_prims_plan_release(s), ka_prims_plan_release(o);
 }
 
+/* The GPU layout (256 work-items, coalesced strided loops, 8 scan elements
+ * each) on whatever device runs the test: on PoCL, the code path of GPUs. */
+static void gpu_layout(void **state) {
+    (void)state;
+    setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+    ka_prims_plan *r, *s, *o;
+    ka_status st1 = ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_I32, 1 << 20, 0, &r);
+    ka_status st2 = ka_prims_plan_create(dev, KA_PRIM_SCAN, KA_DTYPE_F32, 1 << 20, 0, &s);
+    ka_status st3 = ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_F64, 1 << 20, KA_PRIM_SORT_VALUES, &o);
+    unsetenv("KA_PRIMS_LAYOUT");
+    KA_OK_OR_FAIL(st1);
+    KA_OK_OR_FAIL(st2);
+    KA_OK_OR_FAIL(st3);
+    for (size_t i = 0; i < NSIZES; i++) check_reduce(r, KA_DTYPE_I32, sizes[i], (uint32_t)i);
+    check_scan(s, KA_DTYPE_F32, 1000003, 0, 0, 1);
+    check_scan(s, KA_DTYPE_F32, 4097, 1, 1, 2);
+    check_sort(o, KA_DTYPE_F64, 200003, 1, 3, 0);
+    check_sort(o, KA_DTYPE_F64, 5001, 1, 4, 1);
+    ka_prims_plan_release(r), ka_prims_plan_release(s), ka_prims_plan_release(o);
+}
+
 static void bad_input(void **state) {
     (void)state;
     ka_prims_plan *p = (ka_prims_plan *)1, *sp;
@@ -382,7 +406,8 @@ static void bad_input(void **state) {
     ka_buffer_release(b), ka_buffer_release(small);
 }
 
-/* After a warm-up call, reduce, scan and sort allocate nothing in libka. */
+/* After a warm-up call, reduce, scan and sort allocate nothing in libka (on
+ * the default queue: on PoCL, the routed path). */
 static void zero_alloc(void **state) {
     (void)state;
     ka_prims_plan *r, *s, *o;
@@ -391,13 +416,13 @@ static void zero_alloc(void **state) {
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, 5000, KA_PRIM_SORT_VALUES, &o));
     ka_buffer a = make_buffer(dev, 5000 * 4), b = make_buffer(dev, 5000 * 4), c = make_buffer(dev, 5000 * 4);
     int zero = 0;
-    KA_OK_OR_FAIL(ka_buffer_fill(q, a, &zero, 4, 0, 5000 * 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(qr, a, &zero, 4, 0, 5000 * 4, NULL));
     for (int it = -1; it < 50; it++) {
         if (it == 0) atomic_store(&allocs, 0), atomic_store(&counting, 1);
         ka_event ev;
         size_t n = it < 0 ? 5000 : (size_t)(4000 + it * 17);
-        if (ka_reduce(q, r, a, n, KA_REDUCE_MAX, b, 4, NULL) || ka_scan(q, s, a, b, n, it & 1, NULL) ||
-            ka_sort(q, o, a, c, n, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+        if (ka_reduce(qr, r, a, n, KA_REDUCE_MAX, b, 4, NULL) || ka_scan(qr, s, a, b, n, it & 1, NULL) ||
+            ka_sort(qr, o, a, c, n, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", it, ka_last_error());
     }
     atomic_store(&counting, 0);
@@ -456,7 +481,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_input),        cmocka_unit_test(reduce_all_types), cmocka_unit_test(reduce_float_tolerance),
         cmocka_unit_test(reduce_nan),       cmocka_unit_test(scan_all_types),   cmocka_unit_test(sort_all_types),
-        cmocka_unit_test(sort_u32_large),   cmocka_unit_test(many_groups),      cmocka_unit_test(zero_alloc),
+        cmocka_unit_test(sort_u32_large),   cmocka_unit_test(many_groups),      cmocka_unit_test(gpu_layout),      cmocka_unit_test(zero_alloc),
         cmocka_unit_test(big_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

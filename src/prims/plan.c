@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "prims_kernels.h"
 
@@ -79,10 +80,12 @@ ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype,
     p->kind = kind, p->dtype = dtype, p->flags = flags, p->max_n = max_n, p->esize = esize, p->dev = dev;
     /* GPUs: 256 work-items of 8 scan elements each, 8 groups per
      * multiprocessor; CPUs (PoCL): 64 of 16, 4 groups per core. */
-    uint32_t wg = di->is_cpu ? 64 : 256, kk = di->is_cpu ? 16 : 8;
+    const char *lay = getenv("KA_PRIMS_LAYOUT"); /* tests: "gpu" runs the GPU layout on a CPU */
+    int cpu = di->is_cpu && !(lay && !strcmp(lay, "gpu"));
+    uint32_t wg = cpu ? 64 : 256, kk = cpu ? 16 : 8;
     while (wg > di->max_workgroup_size && wg > 1) wg /= 2;
     p->wg = wg, p->tile = wg * kk;
-    uint64_t groups = (uint64_t)(di->compute_units ? di->compute_units : 1) * (di->is_cpu ? 4 : 8);
+    uint64_t groups = (uint64_t)(di->compute_units ? di->compute_units : 1) * (cpu ? 4 : 8);
     const char *env = getenv("KA_PRIMS_GROUPS"); /* tests: many groups over a small input */
     if (env && atoi(env) > 0) groups = (uint64_t)atoi(env);
     /* A sort group counts its chunk's digits in 32-bit local counters. */
@@ -94,7 +97,7 @@ ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype,
     snprintf(d_tid, sizeof d_tid, "TID=%d", (int)dtype);
     snprintf(d_wg, sizeof d_wg, "WG=%u", wg);
     snprintf(d_k, sizeof d_k, "K=%u", kk);
-    snprintf(d_contig, sizeof d_contig, "CONTIG=%d", di->is_cpu ? 1 : 0);
+    snprintf(d_contig, sizeof d_contig, "CONTIG=%d", cpu);
     const char *defs[] = {d_kind, d_tid, d_wg, d_k, d_contig};
     ka_build_options bo = {.options = NULL, .defines = defs, .num_defines = 5};
     st = ka_program_build(dev, ka__prims_src, &bo, &p->prog);
