@@ -7,7 +7,10 @@
 #include "test_util.h"
 
 #include <ka_prims.h>
+#include <dlfcn.h>
 #include <math.h>
+
+#include "../src/prims/prims_kernels.h"
 
 static ka_device dev;
 static ka_queue q;  /* routing off: every launch on the threaded device (PoCL builds each kernel once) */
@@ -477,12 +480,63 @@ static void big_inputs(void **state) {
     free(h), free(g);
 }
 
+/* The kernels of every (primitive, type) compile with the CUDA prelude
+ * through NVRTC, sub-group path included (no GPU needed; skipped without
+ * libnvrtc). */
+extern void __lsan_disable(void) __attribute__((weak));
+extern void __lsan_enable(void) __attribute__((weak));
+static void cuda_nvrtc(void **state) {
+    (void)state;
+    static const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !lib; i++) lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        print_message("skipped: libnvrtc not found\n");
+        skip();
+    }
+    typedef struct nvrtc_prog *nvrtc_prog;
+    int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *) =
+        (int (*)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *))dlsym(lib, "nvrtcCreateProgram");
+    int (*compile)(nvrtc_prog, int, const char *const *) = (int (*)(nvrtc_prog, int, const char *const *))dlsym(lib, "nvrtcCompileProgram");
+    int (*logsize)(nvrtc_prog, size_t *) = (int (*)(nvrtc_prog, size_t *))dlsym(lib, "nvrtcGetProgramLogSize");
+    int (*getlog)(nvrtc_prog, char *) = (int (*)(nvrtc_prog, char *))dlsym(lib, "nvrtcGetProgramLog");
+    int (*destroy)(nvrtc_prog *) = (int (*)(nvrtc_prog *))dlsym(lib, "nvrtcDestroyProgram");
+    assert_true(create && compile && logsize && getlog && destroy);
+    FILE *f = fopen(KA_PRIMS_CUDA_PRELUDE, "r");
+    assert_non_null(f);
+    static char src[1 << 20];
+    size_t n = fread(src, 1, sizeof src / 2, f);
+    fclose(f);
+    snprintf(src + n, sizeof src - n, "\n#line 1 \"prims\"\n%s", ka__prims_src);
+    const char *incl = "--include-path=" KA_PRIMS_INCLUDE_DIR;
+    int failed = 0;
+    for (int kind = 1; kind <= 3; kind++)
+        for (int tid = 1; tid <= 6; tid++) {
+            char dk[16], dt[16];
+            snprintf(dk, sizeof dk, "-DKIND=%d", kind), snprintf(dt, sizeof dt, "-DTID=%d", tid);
+            const char *opts[] = {"-std=c++17", "-arch=compute_75", incl, "-DKA_SUBGROUP_SIZE=32", "-DWG=256", "-DK=8",
+                                  "-DCONTIG=0", dk, dt};
+            if (__lsan_disable) __lsan_disable(); /* NVRTC's own allocations are not the test's */
+            nvrtc_prog p = NULL;
+            int r = create(&p, src, "prims.cu", 0, NULL, NULL);
+            if (!r) r = compile(p, 9, opts);
+            size_t ln = 0;
+            char *log = NULL;
+            if (r && p && !logsize(p, &ln) && ln > 1 && (log = malloc(ln))) getlog(p, log);
+            if (p) destroy(&p);
+            if (__lsan_enable) __lsan_enable();
+            if (r) failed++, print_message("KIND=%d TID=%d: NVRTC error %d\n%.4000s\n", kind, tid, r, log ? log : "");
+            free(log);
+        }
+    if (failed) fail_msg("%d of 18 programs do not compile with the CUDA prelude", failed);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_input),        cmocka_unit_test(reduce_all_types), cmocka_unit_test(reduce_float_tolerance),
         cmocka_unit_test(reduce_nan),       cmocka_unit_test(scan_all_types),   cmocka_unit_test(sort_all_types),
         cmocka_unit_test(sort_u32_large),   cmocka_unit_test(many_groups),      cmocka_unit_test(gpu_layout),      cmocka_unit_test(zero_alloc),
-        cmocka_unit_test(big_inputs),
+        cmocka_unit_test(big_inputs),       cmocka_unit_test(cuda_nvrtc),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
