@@ -234,8 +234,17 @@ struct ka__queue {
     _Atomic uint32_t callbacks_running; /* completion callbacks between their first and last step */
     _Atomic uint64_t waits_polled, waits_slept, callbacks;
     bool profiling;            /* ka_queue_config.profiling: ka_event_elapsed_ns may ask the back-end */
-    _Atomic uint32_t asserts;  /* a kernel calling ka_assert was launched: waits read the record */
+    _Atomic uint32_t hooks;    /* KA__QH_*: what a wait on the queue does besides waiting (one test when none) */
 };
+enum {
+    KA__QH_TRACED = 1u << 0,   /* the queue's device is traced: waits are spans (trace.c) */
+    KA__QH_ASSERTS = 1u << 1,  /* a kernel calling ka_assert was launched: waits read the record */
+};
+/* Back-ends, at an asserting kernel's launch: a store only the first time. */
+static inline void ka__queue_mark_asserts(ka__queue *q) {
+    if (KA_UNLIKELY(!(atomic_load_explicit(&q->hooks, memory_order_relaxed) & KA__QH_ASSERTS)))
+        atomic_fetch_or_explicit(&q->hooks, KA__QH_ASSERTS, memory_order_relaxed);
+}
 
 /* ---- ka_assert (kassert.c) ---------------------------------------------- */
 /* The record a kernel's failing ka_assert fills in the queue's buffer, as
@@ -245,7 +254,7 @@ struct ka__queue {
 #define KA__ASSERT_WORDS 10
 /* After a successful wait on q: KA_ERR_KERNEL_FAILED with the failure's
  * detail when a kernel's ka_assert failed since the last check (the record
- * is cleared), else KA_OK. Only for queues with q->asserts set. */
+ * is cleared), else KA_OK. Only for queues with KA__QH_ASSERTS set. */
 ka_status ka__assert_check(ka__queue *q, const char *call);
 
 /* A test-and-set lock for the few hundred nanoseconds of set-args + enqueue:

@@ -1,7 +1,7 @@
 /* ka_assert: the host side. A kernel whose program calls ka_assert takes the
  * queue's assertion record as a hidden last argument (the back-ends pass it);
  * the first failing work-item fills it. Waits on a queue that launched such a
- * kernel (q->asserts) read the record afterwards, here. */
+ * kernel (KA__QH_ASSERTS in q->hooks) read the record afterwards, here. */
 #include "backend.h"
 
 ka_status ka__assert_check(ka__queue *q, const char *call) {

@@ -187,6 +187,8 @@ void ka__trace_end(const ka__queue *q, ka_trace_event *te, ka_status st) {
     add(&r);
 }
 
+bool ka__trace_device(const ka__device *d) { return traced(d); }
+
 bool ka__trace_begin(const ka__queue *q, ka_trace_event *te) {
     if (!traced(q->dev)) return false;
     begin(q, te);

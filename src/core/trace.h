@@ -8,6 +8,9 @@
 /* True once a traced device was opened: the waits then ask ka__trace_begin. */
 extern _Atomic bool ka__tracing;
 
+/* Whether d calls through the tracing layer. */
+bool ka__trace_device(const ka__device *d);
+
 /* The tracing layer over be when tracing is asked for at this device open,
  * else be itself (layer.c). */
 const ka__backend *ka__trace_layer(const ka__backend *be);

@@ -188,16 +188,23 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
     return done_status(e);
 }
 
+/* A wait on a queue with hooks (q->hooks): a traced span, the assertion record read after. */
+static ka_status __attribute__((noinline, cold)) wait_hooked(ka__event *e, int64_t timeout_ns) {
+    ka_trace_event te;
+    bool traced = ka__trace_waits(e->q, &te, "ka_event_wait");
+    ka_status st = wait_one(e, deadline_of(timeout_ns));
+    if ((atomic_load_explicit(&e->q->hooks, memory_order_relaxed) & KA__QH_ASSERTS) && st == KA_OK)
+        st = ka__assert_check(e->q, "ka_event_wait");
+    if (traced) ka__trace_end(e->q, &te, st);
+    return st;
+}
+
 ka_status ka_event_wait(ka_event ev, int64_t timeout_ns) {
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
     if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_wait: invalid, released or stale event");
-    ka_trace_event te;
-    bool traced = ka__trace_waits(e->q, &te, "ka_event_wait");
-    ka_status st = wait_one(e, deadline_of(timeout_ns));
-    if (KA_UNLIKELY(atomic_load_explicit(&e->q->asserts, memory_order_relaxed)) && st == KA_OK)
-        st = ka__assert_check(e->q, "ka_event_wait");
-    if (KA_UNLIKELY(traced)) ka__trace_end(e->q, &te, st);
+    ka_status st = KA_UNLIKELY(atomic_load_explicit(&e->q->hooks, memory_order_relaxed)) ? wait_hooked(e, timeout_ns)
+                                                                                         : wait_one(e, deadline_of(timeout_ns));
     ka__unpin(s);
     return st;
 }
@@ -230,7 +237,8 @@ static ka_status wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
         ka__event *e = ka__event_pin(evs[i], &s);
         if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_all: event %u was released while waiting", i);
         ka_status st = wait_one(e, deadline);
-        if (KA_UNLIKELY(atomic_load_explicit(&e->q->asserts, memory_order_relaxed)) && st == KA_OK && e->q != checked) {
+        if (KA_UNLIKELY(atomic_load_explicit(&e->q->hooks, memory_order_relaxed) & KA__QH_ASSERTS) && st == KA_OK &&
+            e->q != checked) {
             checked = e->q;
             if ((st = ka__assert_check(e->q, "ka_wait_all")) != KA_OK && first == KA_OK)
                 snprintf(assert_msg, sizeof assert_msg, "%s", ka_last_error());
@@ -306,7 +314,7 @@ static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32
     if (armed) atomic_fetch_sub(&ka__any_waiters, 1);
     if (st != KA_OK) return ka__fail(KA_ERR_TIMEOUT, "ka_wait_any: none complete");
     st = done_status(es[*index]);
-    if (KA_UNLIKELY(atomic_load_explicit(&es[*index]->q->asserts, memory_order_relaxed)) && st == KA_OK)
+    if (KA_UNLIKELY(atomic_load_explicit(&es[*index]->q->hooks, memory_order_relaxed) & KA__QH_ASSERTS) && st == KA_OK)
         st = ka__assert_check(es[*index]->q, "ka_wait_any");
     return st;
 }

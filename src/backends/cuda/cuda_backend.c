@@ -181,7 +181,7 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
     if (KA_UNLIKELY(((ka__cukern *)k->bk)->asserts)) { /* ka_assert: the queue's record, the kernel's handle */
         params[nargs + 1] = &q->arec;
         params[nargs + 2] = &k->id;
-        if (!atomic_load_explicit(&kq->asserts, memory_order_relaxed)) atomic_store_explicit(&kq->asserts, 1, memory_order_relaxed);
+        ka__queue_mark_asserts(kq);
     }
     ka__cuev *e = NULL;
     if (ev && KA_UNLIKELY(!(e = ka__cuda_event_pop(q)))) return KA_ERR_EVENT_POOL_EXHAUSTED;

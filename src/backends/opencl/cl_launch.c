@@ -67,7 +67,7 @@ static ka_status __attribute__((noinline)) set_assert(ka__queue *q, const ka__ke
         KA__CL_CHECK("clSetKernelArg(ka_assert kernel)", clSetKernelArg(ck, k->nargs + 2, sizeof kid, &kid));
         *last = cq->arec;
     }
-    if (!atomic_load_explicit(&q->asserts, memory_order_relaxed)) atomic_store_explicit(&q->asserts, 1, memory_order_relaxed);
+    ka__queue_mark_asserts(q);
     return KA_OK;
 }
 
