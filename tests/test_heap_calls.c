@@ -323,6 +323,82 @@ static void inline_path(void **state) {
     compare(&p);
 }
 
+/* ka_queue_wait_event against clEnqueueBarrierWithWaitList on a second
+ * queue, on an event still pending (its queue held by a user event): the same
+ * state for both, every iteration. Counted: the wait's enqueue alone. */
+static void queue_wait_path(void **state) {
+    (void)state;
+    const ka_queue_config thr = {.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF};
+    ka_device dev;
+    ka_queue qa, qb;
+    ka_program prog;
+    ka_kernel k;
+    ka_buffer b;
+    KA_OK_OR_FAIL(ka_device_open(NULL, &dev));
+    KA_OK_OR_FAIL(ka_queue_create(dev, &thr, &qa));
+    KA_OK_OR_FAIL(ka_queue_create(dev, &thr, &qb));
+    KA_OK_OR_FAIL(ka_program_build(dev, ka_src, NULL, &prog));
+    KA_OK_OR_FAIL(ka_kernel_get(prog, "k", NULL, &k));
+    KA_OK_OR_FAIL(ka_buffer_create(dev, 256, &b));
+    ka_native_device nat;
+    ka_native_queue na;
+    KA_OK_OR_FAIL(ka_device_get_native(dev, &nat));
+    KA_OK_OR_FAIL(ka_queue_get_native(qa, &na));
+    raw r;
+    raw_open(&r, nat.context, nat.device);
+    cl_int err;
+    cl_command_queue rq2 = clCreateCommandQueue(r.ctx, nat.device, 0, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    static size_t ka_it[ITERS], raw_it[ITERS];
+    ka_range rg = {.dims = 1, .size = {64}, .workgroup = {64}};
+    size_t n = 64, local = 64;
+    size_t from = 0;
+    for (int pass = 0; pass < 2; pass++) { /* a warm-up pass, then the measured one */
+        if (pass) from = atomic_load(&ncalls);
+        for (int i = 0; i < ITERS; i++) {
+            ka_arg args[] = {ka_arg_buffer(b), ka_arg_f32((float)i)};
+            ka_event ev;
+            cl_event u = hold(nat.context, na.queue);
+            KA_OK_OR_FAIL(ka_launch(qa, k, &rg, args, 2, &ev));
+            count_on();
+            ka_status st = ka_queue_wait_event(qb, ev);
+            ka_it[i] = count_off();
+            KA_OK_OR_FAIL(st);
+            unhold(u, na.queue);
+            KA_OK_OR_FAIL(ka_queue_finish(qb));
+            KA_OK_OR_FAIL(ka_event_release(ev));
+        }
+    }
+    size_t own = in_libka(from);
+    for (int i = 0; i < ITERS; i++) {
+        float v = (float)i;
+        cl_event e, u = hold(r.ctx, r.q);
+        assert_int_equal(clSetKernelArg(r.k, 1, sizeof(cl_mem), &r.buf), CL_SUCCESS);
+        assert_int_equal(clSetKernelArg(r.k, 2, sizeof v, &v), CL_SUCCESS);
+        assert_int_equal(clEnqueueNDRangeKernel(r.q, r.k, 1, NULL, &n, &local, 0, NULL, &e), CL_SUCCESS);
+        count_on();
+        cl_int e2 = clEnqueueBarrierWithWaitList(rq2, 1, &e, NULL);
+        raw_it[i] = count_off();
+        assert_int_equal(e2, CL_SUCCESS);
+        unhold(u, r.q);
+        assert_int_equal(clFinish(rq2), CL_SUCCESS);
+        assert_int_equal(clReleaseEvent(e), CL_SUCCESS);
+    }
+    size_t mk = median(ka_it), mr = median(raw_it);
+    print_message("queue wait on a pending event: allocations on the calling thread, median (min-max): libka %zu "
+                  "(%zu-%zu), raw %zu (%zu-%zu); heap calls made by libka itself, any thread: %zu\n",
+                  mk, ka_it[0], ka_it[ITERS - 1], mr, raw_it[0], raw_it[ITERS - 1], own);
+    assert_int_equal(own, 0);
+    assert_true(mk <= mr);
+    clReleaseCommandQueue(rq2);
+    raw_close(&r);
+    ka_buffer_release(b);
+    ka_program_release(prog);
+    ka_queue_release(qa);
+    ka_queue_release(qb);
+    ka_device_close(dev);
+}
+
 int main(void) {
     ka_device dev;
     const ka_device_info *di = NULL;
@@ -336,6 +412,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(threaded_path),
         cmocka_unit_test(inline_path),
+        cmocka_unit_test(queue_wait_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
