@@ -84,7 +84,7 @@ ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype,
     int cpu = di->is_cpu && !(lay && !strcmp(lay, "gpu"));
     uint32_t wg = cpu ? 64 : 256, kk = cpu ? 16 : 8;
     while (wg > di->max_workgroup_size && wg > 1) wg /= 2;
-    p->wg = wg, p->tile = wg * kk;
+    p->wg = wg, p->tile = wg * kk, p->contig = cpu;
     uint64_t groups = (uint64_t)(di->compute_units ? di->compute_units : 1) * (cpu ? 4 : 8);
     const char *env = getenv("KA_PRIMS_GROUPS"); /* tests: many groups over a small input */
     if (env && atoi(env) > 0) groups = (uint64_t)atoi(env);
@@ -107,7 +107,8 @@ ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype,
                                           : i >= KP_HIST;
         if (need) st = ka_kernel_get(p->prog, kernel_names[i], NULL, &p->k[i]);
     }
-    if (st == KA_OK && kind != KA_PRIM_SORT) st = scratch(dev, groups * esize, &p->part, "partials");
+    uint64_t parts = kind == KA_PRIM_SCAN && cpu ? groups * wg : groups;
+    if (st == KA_OK && kind != KA_PRIM_SORT) st = scratch(dev, parts * esize, &p->part, "partials");
     if (st == KA_OK && kind == KA_PRIM_SORT) {
         st = scratch(dev, 256 * groups * 8, &p->counts, "digit counts");
         if (st == KA_OK) st = scratch(dev, max_n * esize, &p->kscratch, "keys");

@@ -66,7 +66,7 @@ ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer in, ka_buffer out, 
     uint64_t c = n ? cdiv(cdiv(n, g0), p->tile) * p->tile : p->tile; /* a whole number of tiles per group */
     uint64_t g = cdiv(n, c);
     ka_arg a1[] = {ka_arg_buffer(in), ka_arg_buffer(p->part), ka_arg_u64(n), ka_arg_u64(c)};
-    ka_arg a2[] = {ka_arg_buffer(p->part), ka_arg_u64(g)};
+    ka_arg a2[] = {ka_arg_buffer(p->part), ka_arg_u64(p->contig ? g * p->wg : g)}; /* CPU: a partial per work-item */
     ka_arg a3[] = {ka_arg_buffer(in), ka_arg_buffer(out), ka_arg_buffer(p->part), ka_arg_u64(n), ka_arg_u64(c),
                    ka_arg_u32(exclusive ? 1 : 0)};
     if (n == 0) return launch(q, p->k[KP_SCAN3], 0, p->wg, a3, 6, ev); /* a zero range: a complete event */

@@ -19,6 +19,7 @@ struct ka_prims_plan {
     ka_program prog;
     ka_kernel k[KP_NKERNELS];
     uint32_t wg, tile;       /* work-group; scan tile (wg * K elements) */
+    int contig;              /* CPU layout: a scan has one partial per work-item */
     uint64_t max_groups;     /* work-groups of a call at most (scratch is sized for them) */
     ka_buffer part;          /* reduce and scan: one partial per group */
     ka_buffer counts;        /* sort: 256 digit counts per group (ulong) */

@@ -213,6 +213,26 @@ static const char ka__prims_src[] =
 "PRIMS_RANGE_SCAN(prims_range_scan_ul, ulong, prims_tile_scan_ul, ADDU)\n"
 "#if KIND == 2\n"
 /* Phase 1: the sum of group g's chunk [g*C, (g+1)*C) into part[g]. */
+"#if CONTIG\n"
+/* CPUs: no barriers at all (PoCL runs a barrier-laden loop far slower than
+ * a plain one). Each work-item owns a contiguous run of its group's chunk:
+ * phase 1 sums it into part[g*WG + lid], phase 2 scans the G*WG sums, phase 3
+ * scans the run serially from its carry, as an OpenMP scan does per thread. */
+"KA_KERNEL(kaprims_scan1, KA_CONST(T) in, KA_GLOBAL T *part, ulong n, ulong C) {\n"
+"    uint lid = (uint)ka_local_id(0);\n"
+"    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
+"    part[g * WG + lid] = prims_reduce_items(in, lo, hi, lid, WG, 0u);\n"
+"}\n"
+"KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, KA_GLOBAL T *out, KA_CONST(T) part, ulong n, ulong C, uint excl) {\n"
+"    uint lid = (uint)ka_local_id(0);\n"
+"    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
+"    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
+"    T c = part[g * WG + lid];\n"
+"    if (excl) for (; i < e; i++) { T x = in[i]; out[i] = c; c = ADD(c, x); }\n"
+"    else for (; i < e; i++) { c = ADD(c, in[i]); out[i] = c; }\n"
+"}\n"
+"#else\n"
+/* Phase 1: the sum of group g's chunk [g*C, (g+1)*C) into part[g]. */
 "KA_KERNEL(kaprims_scan1, KA_CONST(T) in, KA_GLOBAL T *part, ulong n, ulong C) {\n"
 "    KA_LOCAL T s[WG];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
@@ -220,18 +240,19 @@ static const char ka__prims_src[] =
 "    T v = prims_reduce_local(s, lid, prims_reduce_items(in, lo, hi, lid, WG, 0u), 0u);\n"
 "    if (lid == 0u) part[g] = v;\n"
 "}\n"
-/* Phase 2: one group, exclusive scan of the G partials in place. */
-"KA_KERNEL(kaprims_scan2, KA_GLOBAL T *part, ulong G) {\n"
-"    KA_LOCAL T buf[TILE_LOCAL];\n"
-"    KA_LOCAL T tot[2 * WG];\n"
-"    prims_range_scan(part, part, 0, G, (T)0, 1u, buf, tot);\n"
-"}\n"
-/* Phase 3: group g scans its chunk from its carry. in may be out. */
+/* Phase 3: group g scans its chunk from its carry, a tile at a time. in may be out. */
 "KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, KA_GLOBAL T *out, KA_CONST(T) part, ulong n, ulong C, uint excl) {\n"
 "    KA_LOCAL T buf[TILE_LOCAL];\n"
 "    KA_LOCAL T tot[2 * WG];\n"
 "    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
 "    prims_range_scan(in, out, lo, hi, part[g], excl, buf, tot);\n"
+"}\n"
+"#endif\n"
+/* Phase 2: one group, exclusive scan of the partials in place. */
+"KA_KERNEL(kaprims_scan2, KA_GLOBAL T *part, ulong G) {\n"
+"    KA_LOCAL T buf[TILE_LOCAL];\n"
+"    KA_LOCAL T tot[2 * WG];\n"
+"    prims_range_scan(part, part, 0, G, (T)0, 1u, buf, tot);\n"
 "}\n"
 "#endif\n"
 "#if KIND == 3\n"
