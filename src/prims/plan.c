@@ -107,10 +107,10 @@ ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype,
                                           : i >= KP_HIST;
         if (need) st = ka_kernel_get(p->prog, kernel_names[i], NULL, &p->k[i]);
     }
-    uint64_t parts = kind == KA_PRIM_SCAN && cpu ? groups * wg : groups;
+    uint64_t parts = kind != KA_PRIM_REDUCE && cpu ? groups * wg : groups; /* CPU scan, sort: per work-item */
     if (st == KA_OK && kind != KA_PRIM_SORT) st = scratch(dev, parts * esize, &p->part, "partials");
     if (st == KA_OK && kind == KA_PRIM_SORT) {
-        st = scratch(dev, 256 * groups * 8, &p->counts, "digit counts");
+        st = scratch(dev, 256 * parts * 8, &p->counts, "digit counts");
         if (st == KA_OK) st = scratch(dev, max_n * esize, &p->kscratch, "keys");
         if (st == KA_OK && (flags & KA_PRIM_SORT_VALUES)) st = scratch(dev, max_n * 4, &p->vscratch, "values");
     }

@@ -104,7 +104,7 @@ ka_status ka_sort(ka_queue q, ka_prims_plan *plan, ka_buffer keys, ka_buffer val
         ka_buffer vsrc = pass % 2 ? vs : vb, vdst = pass % 2 ? vb : vs;
         uint32_t shift = (uint32_t)pass * 8;
         ka_arg ah[] = {ka_arg_buffer(ks), ka_arg_buffer(p->counts), ka_arg_u64(n), ka_arg_u64(c), ka_arg_u32(shift)};
-        ka_arg as[] = {ka_arg_buffer(p->counts), ka_arg_u64(256 * g)};
+        ka_arg as[] = {ka_arg_buffer(p->counts), ka_arg_u64(256 * g * (p->contig ? p->wg : 1))}; /* CPU: per work-item */
         ka_arg ao[] = {ka_arg_buffer(ks), ka_arg_buffer(kd), ka_arg_buffer(vsrc), ka_arg_buffer(vdst),
                        ka_arg_buffer(p->counts), ka_arg_u64(n), ka_arg_u64(c), ka_arg_u32(shift), ka_arg_u32(vals)};
         if ((st = launch(q, p->k[KP_HIST], g, p->wg, ah, 5, NULL)) != KA_OK) return st;

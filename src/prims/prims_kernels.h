@@ -258,6 +258,38 @@ static const char ka__prims_src[] =
 "#if KIND == 3\n"
 /* ---- sort: LSD radix, 8 bits a pass: histograms, their scan, a stable scatter */
 "#define DIGIT(u, shift) ((uint)((KEYX(u) >> (shift)) & 255u))\n"
+"#if CONTIG\n"
+/* CPUs: no barriers, the OpenMP radix sort's scheme. Each work-item owns a
+ * contiguous run of its group's chunk and counts its digits privately into
+ * counts[d*W + w] (W = G*WG work-items, w its index): their digit-major
+ * scan is every (digit, work-item)'s first place, and each work-item then
+ * moves its run in order, which keeps the sort stable. */
+"KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
+"    uint lid = (uint)ka_local_id(0);\n"
+"    ulong g = ka_group_id(0), W = ka_num_groups(0) * WG, w = g * WG + lid;\n"
+"    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
+"    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
+"    uint h[256];\n"
+"    for (uint d = 0; d < 256u; d++) h[d] = 0u;\n"
+"    for (; i < e; i++) h[DIGIT(keys[i], shift)]++;\n"
+"    for (uint d = 0; d < 256u; d++) counts[(ulong)d * W + w] = h[d];\n"
+"}\n"
+"KA_KERNEL(kaprims_scatter, KA_CONST(KT) ksrc, KA_GLOBAL KT *kdst, KA_CONST(uint) vsrc, KA_GLOBAL uint *vdst,\n"
+"          KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vals) {\n"
+"    uint lid = (uint)ka_local_id(0);\n"
+"    ulong g = ka_group_id(0), W = ka_num_groups(0) * WG, w = g * WG + lid;\n"
+"    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
+"    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
+"    ulong off[256];\n"
+"    for (uint d = 0; d < 256u; d++) off[d] = counts[(ulong)d * W + w];\n"
+"    for (; i < e; i++) {\n"
+"        KT k = ksrc[i];\n"
+"        ulong p = off[DIGIT(k, shift)]++;\n"
+"        kdst[p] = k;\n"
+"        if (vals) vdst[p] = vsrc[i];\n"
+"    }\n"
+"}\n"
+"#else\n"
 /* Group g's digit counts over its chunk, into counts[d*G + g] (digit-major:
  * their exclusive scan is every (digit, group)'s first output position). */
 "KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
@@ -272,11 +304,13 @@ static const char ka__prims_src[] =
 "    ka_barrier_local();\n"
 "    for (uint d = lid; d < 256u; d += WG) counts[(ulong)d * G + g] = h[d];\n"
 "}\n"
+"#endif\n"
 "KA_KERNEL(kaprims_hist_scan, KA_GLOBAL ulong *counts, ulong m) {\n"
 "    KA_LOCAL ulong buf[TILE_LOCAL];\n"
 "    KA_LOCAL ulong tot[2 * WG];\n"
 "    prims_range_scan_ul(counts, counts, 0, m, 0UL, 1u, buf, tot);\n"
 "}\n"
+"#if !CONTIG\n"
 /* Group g moves its chunk, tile of WG keys by tile, in order. Each tile is
  * sorted by digit in local memory, stably: four splits of 2 bits, each an
  * exclusive group scan (prims_group_scan_ul) of four 16-bit counters packed in a ulong
@@ -327,5 +361,6 @@ static const char ka__prims_src[] =
 "        ka_barrier_local();\n"
 "    }\n"
 "}\n"
+"#endif\n"
 "#endif\n";
 #endif
