@@ -98,8 +98,9 @@ ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype,
     snprintf(d_wg, sizeof d_wg, "WG=%u", wg);
     snprintf(d_k, sizeof d_k, "K=%u", kk);
     snprintf(d_contig, sizeof d_contig, "CONTIG=%d", cpu);
-    const char *defs[] = {d_kind, d_tid, d_wg, d_k, d_contig};
-    ka_build_options bo = {.options = NULL, .defines = defs, .num_defines = 5};
+    const char *defs[] = {d_kind, d_tid, d_wg, d_k, d_contig, "KA_PRIMS_NO_SUBGROUPS"};
+    const char *sg = getenv("KA_PRIMS_SUBGROUPS"); /* "0": the local-memory scans on CUDA too */
+    ka_build_options bo = {.options = NULL, .defines = defs, .num_defines = sg && !strcmp(sg, "0") ? 6 : 5};
     st = ka_program_build(dev, ka__prims_src, &bo, &p->prog);
     for (int i = 0; st == KA_OK && i < KP_NKERNELS; i++) {
         int need = kind == KA_PRIM_REDUCE ? i <= KP_RED2
