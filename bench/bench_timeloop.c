@@ -22,14 +22,14 @@ static const char *ka_src =
     "}\n";
 
 static const char usage[] =
-    "usage: ka-bench timeloop [--device SEL] [--sizes N,N,...] [--steps S] [--reps R] [--json]\n"
+    "usage: ka-bench timeloop [--device SEL] [--sizes N,N,...] [--steps S] [--wg X,Y] [--reps R] [--json]\n"
     "  A 2-D heat-equation time loop on an N x N float grid, one 5-point stencil per step with\n"
     "  ping-pong buffers: serial C, OpenMP `parallel for` over the rows ($OMP_NUM_THREADS threads,\n"
     "  default all cores) and libka's default queue (one launch per step, one wait per run), in\n"
     "  microseconds per step and as ratios. The three results are checked equal bit for bit.\n"
     "  N: 3 to 16384 each, up to 16 sizes (default 16,64,256,1024,4096); S: steps per run, 1 to\n"
     "  1000000 (default: 2^22 / N^2, at least 10 and at most 2000); R: interleaved repetitions,\n"
-    "  medians (default 7).\n";
+    "  medians (default 7). X,Y: libka's work-group, 1 to 1024 each (default: libka's choice).\n";
 
 #define MAX_SIZES 16
 enum { SERIAL, OPENMP, LIBKA, NIMPL };
@@ -47,10 +47,11 @@ typedef struct kaloop {
     ka_queue q;
     ka_kernel k;
     ka_buffer a, b;
+    uint32_t wg[2]; /* --wg; 0, 0: libka's choice */
 } kaloop;
 
 static ka_status timeloop_ka(const kaloop *L, size_t n, int steps) {
-    ka_range r = {.dims = 2, .size = {n, n}};
+    ka_range r = {.dims = 2, .size = {n, n}, .workgroup = {L->wg[0], L->wg[1]}};
     for (int s = 0; s < steps; s++) {
         ka_arg args[] = {ka_arg_buffer(s & 1 ? L->a : L->b), ka_arg_buffer(s & 1 ? L->b : L->a), ka_arg_u32((uint32_t)n)};
         ka_status st = ka_launch(L->q, L->k, &r, args, 3, NULL);
@@ -163,9 +164,10 @@ static int run_size(const kaloop *L0, ka_device dev, uint64_t n, int steps, int 
 int bench_timeloop_main(int argc, char **argv) {
     static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_REPS, BENCH_OPT_JSON,
                                        {"sizes", required_argument, NULL, 'z'}, {"steps", required_argument, NULL, 's'},
-                                       BENCH_OPT_END};
+                                       {"wg", required_argument, NULL, 'g'}, BENCH_OPT_END};
     bench_opts o = {.reps = 7};
     uint64_t sizes[MAX_SIZES] = {16, 64, 256, 1024, 4096}, steps_opt = 0;
+    uint32_t wg[2] = {0, 0};
     int nsizes = 5;
     cli cl;
     cli_init(&cl, "ka-bench timeloop", usage, argc, argv, "h", lo);
@@ -179,6 +181,21 @@ int bench_timeloop_main(int argc, char **argv) {
         case 's':
             if (cli_u64(&cl, arg, 1, 1000000, &steps_opt)) return KA_EXIT_USAGE;
             break;
+        case 'g': {
+            char x[16];
+            const char *comma = strchr(arg, ',');
+            size_t len = comma ? (size_t)(comma - arg) : 0;
+            uint64_t wx, wy;
+            if (!comma || !len || len >= sizeof x) {
+                cli_error(&cl, "--wg '%s': want X,Y, each 1 to 1024", arg);
+                return KA_EXIT_USAGE;
+            }
+            memcpy(x, arg, len);
+            x[len] = 0;
+            if (cli_u64(&cl, x, 1, 1024, &wx) || cli_u64(&cl, comma + 1, 1, 1024, &wy)) return KA_EXIT_USAGE;
+            wg[0] = (uint32_t)wx, wg[1] = (uint32_t)wy;
+            break;
+        }
         default:
             if ((st = bench_option(&cl, r, arg, &o)) >= 0) return st;
         }
@@ -187,7 +204,7 @@ int bench_timeloop_main(int argc, char **argv) {
     if (cli_device_open(&cl, o.sel, &dev)) return KA_EXIT_FAIL;
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
-    kaloop L = {0};
+    kaloop L = {.wg = {wg[0], wg[1]}};
     ka_program prog;
     CHECK(ka_queue_create(dev, NULL, &L.q));
     CHECK(ka_program_build(dev, ka_src, NULL, &prog));
@@ -224,8 +241,8 @@ int bench_timeloop_main(int argc, char **argv) {
     }
     if (o.json) {
         printf("{\"device\":\"%s\",\"selector\":\"%s\",\"omp_threads\":%d,\"inline_max_items\":%llu,\"reps\":%d,"
-               "\"checked\":%s,\"sizes\":[",
-               di->name, di->selector, timeloop_omp_threads(), (unsigned long long)qs.inline_max_items, o.reps,
+               "\"workgroup\":[%u,%u],\"checked\":%s,\"sizes\":[",
+               di->name, di->selector, timeloop_omp_threads(), (unsigned long long)qs.inline_max_items, o.reps, wg[0], wg[1],
                bad ? "false" : "true");
         for (int i = 0; i < nsizes; i++) {
             const row *w = &rows[i];
