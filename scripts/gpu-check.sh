@@ -11,7 +11,8 @@
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
-#   e  ka-bench launch, wait, saxpy, graph and hostmem on cuda:0, graph and timeloop on PoCL (--json)
+#   e  ka-bench launch, wait, saxpy, graph, hostmem and primitives on cuda:0, graph and timeloop on
+#      PoCL (--json)
 #   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
 #      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
@@ -228,6 +229,9 @@ if [[ $STEPS == *e* ]]; then
   # The heat time loop on the host's cores (PoCL) against serial C and OpenMP.
   run e_bench_timeloop_pocl 120 sh -c '"$0" timeloop --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_timeloop_pocl.json" "$LOGS/bench_timeloop_pocl.stderr"
+  # ka_reduce, ka_scan, ka_sort (2^28 elements) against the copy bandwidth and OpenMP host loops.
+  run e_bench_primitives 100 sh -c '"$0" primitives --device "$3" --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
+    "$KA_BENCH" "$LOGS/bench_primitives.json" "$LOGS/bench_primitives.stderr" "$DEV"
 fi
 
 # ---- f: PTX of libka's saxpy and of a raw one ----------------------------------------
@@ -314,7 +318,7 @@ jnum() { # jnum FILE KEY [N]: the Nth (default 1st) numeric value of "KEY" in FI
 }
 # goal VALUE OP LIMIT: "met" or "MISSED" (or "?" without a value)
 goal() { [[ -z $1 ]] && { echo "?"; return; }; awk -v v="$1" -v l="$3" -v op="$2" \
-  'BEGIN { ok = op == "<=" ? v <= l : v < l; print ok ? "met" : "MISSED" }'; }
+  'BEGIN { ok = op == "<=" ? v <= l : op == ">=" ? v >= l : v < l; print ok ? "met" : "MISSED" }'; }
 S=$LOGS/summary.txt
 status=0
 {
@@ -378,6 +382,12 @@ status=0
   printf '  graph on PoCL (%s): ns per kernel: ka_launch %s, ka graph %s, raw OpenCL %s; graph / ka_launch %s [goal <= 0.8: %s]\n' \
     "$(grep -oE '"path":"[^"]*"' "$P" 2>/dev/null | cut -d'"' -f4)" "$(jnum "$P" ka_launch_ns_per_kernel)" \
     "$(jnum "$P" graph_ns_per_kernel)" "$(jnum "$P" raw_launch_ns_per_kernel)" "$pr" "$(goal "$pr" "<=" 0.8)"
+  M=$LOGS/bench_primitives.json
+  mr=$(jnum "$M" reduce_u32_vs_copy) ms=$(jnum "$M" scan_u32_vs_copy) mk=$(jnum "$M" sort_u32_gkeys)
+  printf '  primitives, n = %s: reduce u32 %s of the copy bandwidth [goal >= 0.85: %s] (f32 %s), scan %s [goal >= 0.6: %s], sort %s G keys/s [goal >= 10: %s]; time against OpenMP (> 1: libka faster): reduce %s, scan %s, sort %s; checked %s\n' \
+    "$(jnum "$M" n)" "$mr" "$(goal "$mr" ">=" 0.85)" "$(jnum "$M" reduce_f32_vs_copy)" "$ms" "$(goal "$ms" ">=" 0.6)" \
+    "$mk" "$(goal "$mk" ">=" 10)" "$(jnum "$M" reduce_u32_vs_host)" "$(jnum "$M" scan_u32_vs_host)" \
+    "$(jnum "$M" sort_u32_vs_host)" "$(grep -oE '"checked":(true|false)' "$M" 2>/dev/null | cut -d: -f2)"
   echo
   [[ -f $LOGS/ptx_compare.txt ]] && sed -n '1,3p' "$LOGS/ptx_compare.txt"
   if [[ -f $LOGS/g_mpi_cuda.log ]]; then
