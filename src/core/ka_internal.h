@@ -163,6 +163,7 @@ struct ka__kernel {
     uint32_t pref_multiple;
     uint64_t local_mem;
     uint32_t auto_wg[3][3];    /* default work-group by dims-1 */
+    bool auto_rows;            /* CPU: a default work-group fills dimension 0 first (rows) */
     void *bk;                  /* the back-end's own state */
 };
 

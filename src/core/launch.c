@@ -149,10 +149,16 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
      * next power of two of a small range so a 7-item launch is not padded to
      * 256 (powers of two bound the local sizes a driver compiles for). */
     const uint32_t *w = k->auto_wg[dims - 1];
+    /* CPU (auto_rows): dimension 0 takes up to w[0] items; the next ones
+     * share what is left of that product (a 16-wide row leaves 16 rows). */
+    uint32_t room = k->auto_rows ? w[0] : UINT32_MAX;
     for (uint32_t d = 0; d < 3; d++) {
         uint64_t n = l->nd[d];
-        uint32_t p2 = n < w[d] ? pow2ceil(n) : w[d];
-        local[d] = p2 < w[d] ? p2 : w[d]; /* w[d] need not be a power of two */
+        uint32_t cap = w[d] < room ? w[d] : room;
+        uint32_t p2 = n < cap ? pow2ceil(n) : cap;
+        local[d] = p2 < cap ? p2 : cap; /* cap need not be a power of two */
+        room /= (uint32_t)local[d];
+        if (!room) room = 1;
     }
     return KA_OK;
 }
