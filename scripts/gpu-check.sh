@@ -16,12 +16,13 @@
 #   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
 #      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
+#   h  test_prims with inputs past 2^31 (KA_BIG_TESTS=1); examples/saxpy traced (KA_TRACE), checked
 # Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
 # against their goals), ka_saxpy.ptx, raw_saxpy.ptx and gpu-check.tar.gz (every log, JSON
 # file and the summary).
 #
 # Environment: GPU_CHECK_BUDGET (seconds for the whole run, default 500: under 9 minutes
-# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefg"),
+# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefgh"),
 # GPU_CHECK_DEVICE (the device of steps b and e, default cuda:0; another one only to try
 # the script where there is no GPU).
 # Exit status: 0 when every step ran and passed, 1 otherwise (the summary says which),
@@ -34,7 +35,7 @@ if [[ $# -ne 2 ]]; then
 fi
 T0=$(date +%s)
 BUDGET=${GPU_CHECK_BUDGET:-500}
-STEPS=${GPU_CHECK_STEPS:-abcdefg}
+STEPS=${GPU_CHECK_STEPS:-abcdefgh}
 DEV=${GPU_CHECK_DEVICE:-cuda:0}
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 if ! BUILD=$(cd "$1" 2>/dev/null && pwd -P); then
@@ -56,10 +57,10 @@ say() { echo "[$(now) +$(elapsed)s] $*" | tee -a "$LOGS/gpu-check.log"; }
 # ---- time: each step gets min(its cap, what is left after the later steps' reserves) --
 # reserve: seconds kept for each step still to come (so a slow step cannot starve them);
 # 15 s more for the summary and the tarball.
-declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=90 [f]=15 [g]=60)
+declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=90 [f]=15 [g]=60 [h]=40)
 reserve_after() { # the reserves of the steps after $1 that will run
   local s=$1 sum=15 later=0 x
-  for x in a b c d e f g; do
+  for x in a b c d e f g h; do
     [[ $later == 1 && $STEPS == *$x* ]] && sum=$((sum + RESERVE[$x]))
     [[ $x == "$s" ]] && later=1
   done
@@ -312,6 +313,16 @@ if [[ $STEPS == *g* ]]; then
   fi
 fi
 
+# ---- h: large inputs and the trace on the GPU ------------------------------------------
+if [[ $STEPS == *h* ]]; then
+  CUR_STEP=h
+  # ka_reduce, ka_scan, ka_sort of 2^31 + 5 u32 (needs ~16 GiB of host memory).
+  KA_BIG_TESTS=1 KA_DEVICE=$DEV run h_prims_big 150 "$BUILD/tests/test_prims"
+  # examples/saxpy.c traced on the GPU, the file checked as test_trace checks it.
+  run h_trace_saxpy 30 sh -c 'cd "$0" && KA_DEVICE="$2" KA_TRACE="$1/saxpy_trace_cuda.json" ./saxpy &&
+    python3 "$3/tests/check_trace.py" "$1/saxpy_trace_cuda.json" saxpy=1 write=2 read=1 wait=1' "$BUILD" "$LOGS" "$DEV" "$REPO"
+fi
+
 # ---- summary ---------------------------------------------------------------------------
 jnum() { # jnum FILE KEY [N]: the Nth (default 1st) numeric value of "KEY" in FILE
   grep -oE "\"$2\":-?[0-9][0-9.eE+-]*" "$1" 2>/dev/null | sed -n "${3:-1}p" | cut -d: -f2
@@ -390,6 +401,9 @@ status=0
     "$(jnum "$M" sort_u32_vs_host)" "$(grep -oE '"checked":(true|false)' "$M" 2>/dev/null | cut -d: -f2)"
   echo
   [[ -f $LOGS/ptx_compare.txt ]] && sed -n '1,3p' "$LOGS/ptx_compare.txt"
+  for f in h_prims_big h_trace_saxpy; do
+    [[ -f $LOGS/$f.log ]] && { echo; echo "$f:"; tail -n 12 "$LOGS/$f.log" | sed 's/^/  /'; }
+  done
   if [[ -f $LOGS/g_mpi_cuda.log ]]; then
     echo
     echo "MPI (mpi_heat):"
