@@ -13,16 +13,22 @@ ka_status ka__cuda_buffer_wrap(ka__buffer *b) {
     int can_map = 0;
     if (ka__cu.cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, d->dev) != CUDA_SUCCESS || !can_map)
         return ka__fail(KA_ERR_UNSUPPORTED, "ka_buffer_wrap: the device cannot map host memory (ka_buffer_create_with copies it)");
-    /* Memory of ka_host_alloc or ka_host_register is page-locked already:
-     * the driver says so, and the wrap then leaves its registration alone. */
-    CUresult r = ka__cu.cuMemHostRegister(b->host, b->bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
-    if (r == CUDA_SUCCESS) b->be_flags |= KA__CU_REGISTERED;
-    else if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) return ka__cu_fail(r, "ka_buffer_wrap: cuMemHostRegister");
+    /* Memory of ka_host_alloc (cuMemHostAlloc) or ka_host_register is
+     * page-locked and mapped already: it has a device pointer, and the wrap
+     * leaves it alone (registering cuMemHostAlloc memory again is
+     * CUDA_ERROR_INVALID_VALUE, not ..._ALREADY_REGISTERED, on the H200's
+     * driver 580). Other memory is registered here, unregistered at release. */
     CUdeviceptr p = 0;
-    if ((r = ka__cu.cuMemHostGetDevicePointer(&p, b->host, 0)) != CUDA_SUCCESS) {
-        if (b->be_flags & KA__CU_REGISTERED) ka__cu.cuMemHostUnregister(b->host);
-        b->be_flags = 0;
-        return ka__cu_fail(r, "ka_buffer_wrap: cuMemHostGetDevicePointer");
+    CUresult r = ka__cu.cuMemHostGetDevicePointer(&p, b->host, 0);
+    if (r != CUDA_SUCCESS) {
+        r = ka__cu.cuMemHostRegister(b->host, b->bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+        if (r == CUDA_SUCCESS) b->be_flags |= KA__CU_REGISTERED;
+        else if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) return ka__cu_fail(r, "ka_buffer_wrap: cuMemHostRegister");
+        if ((r = ka__cu.cuMemHostGetDevicePointer(&p, b->host, 0)) != CUDA_SUCCESS) {
+            if (b->be_flags & KA__CU_REGISTERED) ka__cu.cuMemHostUnregister(b->host);
+            b->be_flags = 0;
+            return ka__cu_fail(r, "ka_buffer_wrap: cuMemHostGetDevicePointer");
+        }
     }
     b->native = (void *)(uintptr_t)p;
     return KA_OK;
