@@ -304,7 +304,7 @@ if [[ $STEPS == *g* ]]; then
     run g_mpi_cuda 60 bash -c 'source "$0/gpu-mpi/env.sh" && unset KA_DEVICE &&
       for n in 1 2; do mpirun --oversubscribe --bind-to none -np $n "$0/mpi_heat" --nx 1024 --ny 1024 --steps 100 --check || exit 1; done' "$BUILD"
     run g_mpi_scaling_cuda 45 bash -c 'source "$0/gpu-mpi/env.sh" && unset KA_DEVICE &&
-      GRIDS="4096x4096:100" REPS=3 JSON="$1" "$2/scripts/mpi_scaling.sh" "$0" 1x0 2x0' "$BUILD" "$LOGS/mpi_scaling_cuda.json" "$REPO"
+      GRIDS="4096x4096:200 8192x8192:100" REPS=3 JSON="$1" "$2/scripts/mpi_scaling.sh" "$0" 1x0 2x0' "$BUILD" "$LOGS/mpi_scaling_cuda.json" "$REPO"
     run g_mpi_scaling_pocl 70 bash -c 'source "$0/gpu-mpi/env.sh" && export KA_DEVICE=pocl &&
       GRIDS="1024x1024:100 4096x4096:10" REPS=3 JSON="$1" "$2/scripts/mpi_scaling.sh" "$0" 1x0 2x8 4x4' "$BUILD" "$LOGS/mpi_scaling_pocl.json" "$REPO"
   else

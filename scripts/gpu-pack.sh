@@ -88,6 +88,9 @@ export OPAL_PREFIX=$R OPAL_EXEC_PREFIX=$R OPAL_BINDIR=$R/bin OPAL_LIBDIR=$R/lib 
 export OPAL_DATAROOTDIR=$R/share OPAL_DATADIR=$R/share OPAL_PKGDATADIR=$R/share/openmpi OPAL_SYSCONFDIR=$R/etc
 export OMPI_MCA_mca_base_component_path=$R/lib/openmpi3 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
 export OMPI_MCA_osc=pt2pt,sm OMPI_MCA_mtl=^ofi,psm,psm2
+# A machine's own PMIx plugins may not match the copied PMIx: the compression one fails to load
+# (harmless: no compression of start-up data) and would warn once per process.
+export PMIX_MCA_pcompress_base_silence_warning=1
 export LD_LIBRARY_PATH=$R/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PATH=$R/bin:$PATH
 ENV
   echo "gpu-pack: Open MPI's runtime <- $ompi_lib, $pkglib: $(du -sh "$m" | cut -f1)"
