@@ -7,19 +7,6 @@
  * nothing; a graph refuses to record one. */
 #include "test_util.h"
 
-static _Atomic uint64_t allocs;
-static _Atomic int counting;
-static void *count_alloc(size_t n, void *u) {
-    (void)u;
-    if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
-    return malloc(n);
-}
-static void count_free(void *p, size_t n, void *u) {
-    (void)n;
-    (void)u;
-    if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
-    free(p);
-}
 
 /* Line numbers matter: the detail names the line of the failing ka_assert. */
 static const char *src =
@@ -170,8 +157,7 @@ static void test_no_alloc(void **state) {
         KA_OK_OR_FAIL(ka_event_release(ev));
         KA_OK_OR_FAIL(ka_queue_finish(g_q));
     }
-    atomic_store(&allocs, 0);
-    atomic_store(&counting, 1);
+    heap_start();
     for (int i = 0; i < 200; i++) {
         ka_event ev;
         KA_OK_OR_FAIL(launch_check(g_q, 64, UINT32_MAX, &ev));
@@ -180,8 +166,7 @@ static void test_no_alloc(void **state) {
     }
     KA_OK_OR_FAIL(launch_check(g_q, N_BIG, UINT32_MAX, NULL));
     KA_OK_OR_FAIL(ka_queue_finish(g_q));
-    atomic_store(&counting, 0);
-    assert_int_equal(atomic_load(&allocs), 0);
+    assert_int_equal(heap_stop(), 0);
 }
 
 static int setup(void **state) {
@@ -207,7 +192,7 @@ static int teardown(void **state) {
 }
 
 int main(void) {
-    ka_set_allocator(&(ka_allocator){.alloc = count_alloc, .free = count_free});
+    heap_install();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event_wait),
         cmocka_unit_test(test_first_failure_and_other_calls),

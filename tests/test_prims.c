@@ -17,23 +17,10 @@ static ka_queue q;  /* routing off: every launch on the threaded device (PoCL bu
 static ka_queue qr; /* the default queue: on PoCL, small launches run inline on `basic` */
 static const ka_device_info *info;
 
-static _Atomic uint64_t allocs;
-static _Atomic int counting;
-static void *count_alloc(size_t n, void *u) {
-    (void)u;
-    if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
-    return malloc(n);
-}
-static void count_free(void *p, size_t n, void *u) {
-    (void)n, (void)u;
-    if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
-    free(p);
-}
 
 static int setup(void **state) {
     (void)state;
-    static const ka_allocator a = {count_alloc, count_free, NULL};
-    ka_set_allocator(&a);
+    heap_install();
     if (ka_device_open(NULL, &dev) || ka_device_get_info(dev, &info) || ka_queue_create(dev, NULL, &qr) ||
         ka_queue_create(dev, &(ka_queue_config){.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF}, &q)) {
         fprintf(stderr, "setup: %s\n", ka_last_error());
@@ -422,16 +409,15 @@ static void zero_alloc(void **state) {
     int zero = 0;
     KA_OK_OR_FAIL(ka_buffer_fill(qr, a, &zero, 4, 0, 5000 * 4, NULL));
     for (int it = -1; it < 50; it++) {
-        if (it == 0) atomic_store(&allocs, 0), atomic_store(&counting, 1);
+        if (it == 0) heap_start();
         ka_event ev;
         size_t n = it < 0 ? 5000 : (size_t)(4000 + it * 17);
         if (ka_reduce(qr, r, a, n, KA_REDUCE_MAX, b, 4, NULL) || ka_scan(qr, s, a, b, n, it & 1, NULL) ||
             ka_sort(qr, o, a, c, n, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", it, ka_last_error());
     }
-    atomic_store(&counting, 0);
-    if (atomic_load(&allocs)) fail_msg("%llu allocations and frees in libka over 50 reduce + scan + sort calls",
-                                       (unsigned long long)atomic_load(&allocs));
+    uint64_t calls = heap_stop();
+    if (calls) fail_msg("%llu allocations and frees in libka over 50 reduce + scan + sort calls", (unsigned long long)calls);
     ka_buffer_release(a), ka_buffer_release(b), ka_buffer_release(c);
     ka_prims_plan_release(r), ka_prims_plan_release(s), ka_prims_plan_release(o);
 }

@@ -206,18 +206,6 @@ static void limits_still_override(void **state) {
     assert_int_equal(atomic_load(&samples), s0);
 }
 
-static _Atomic uint64_t heap_calls;
-static void *count_alloc(size_t n, void *u) {
-    (void)u;
-    atomic_fetch_add(&heap_calls, 1);
-    return malloc(n);
-}
-static void count_free(void *p, size_t n, void *u) {
-    (void)n;
-    (void)u;
-    atomic_fetch_add(&heap_calls, 1);
-    free(p);
-}
 
 /* Warm-up, probes, flips and timed launches on both paths allocate nothing
  * in libka. */
@@ -228,8 +216,8 @@ static void adaptive_launches_allocate_nothing(void **state) {
     set_times(10000, 0, 1000000, 0);
     launches(q, k, 64, 8); /* the kernel built for `basic`, the first local size on each device */
     KA_OK_OR_FAIL(ka_queue_finish(q));
-    ka_allocator a = {count_alloc, count_free, NULL};
-    ka_set_allocator(&a);
+    heap_install();
+    heap_start();
     uint64_t s0 = atomic_load(&samples);
     uint64_t inl = launches(q, k, 64, 300);
     set_times(1000000, 0, 10000, 0);
@@ -240,7 +228,7 @@ static void adaptive_launches_allocate_nothing(void **state) {
                   (unsigned long long)inl);
     assert_true(atomic_load(&samples) - s0 >= 4);
     assert_true(inl > 0 && inl < 1500);
-    assert_int_equal(atomic_load(&heap_calls), 0);
+    assert_int_equal(heap_stop(), 0);
     KA_OK_OR_FAIL(ka_queue_release(q));
 }
 

@@ -20,19 +20,6 @@ static const char *src =
     "    out[ka_global_id(0)] = v;\n"
     "}\n";
 
-static _Atomic uint64_t g_allocs;
-static _Atomic int g_counting;
-static void *count_alloc(size_t n, void *u) {
-    (void)u;
-    if (atomic_load(&g_counting)) atomic_fetch_add(&g_allocs, 1);
-    return malloc(n);
-}
-static void count_free(void *p, size_t n, void *u) {
-    (void)n;
-    (void)u;
-    if (atomic_load(&g_counting)) atomic_fetch_add(&g_allocs, 1);
-    free(p);
-}
 
 static char g_trace[256];
 static char g_self[512];
@@ -230,7 +217,7 @@ static void test_trace_no_alloc(void **state) {
     KA_OK_OR_FAIL(ka_buffer_create(dev, 4096, &out));
     ka_arg a[] = {ka_arg_buffer(out), ka_arg_u32(4)};
     for (int i = 0; i < 120; i++) {
-        if (i == 20) atomic_store(&g_counting, 1); /* after the warm-up */
+        if (i == 20) heap_start(); /* after the warm-up */
         ka_event ev;
         uint64_t ns;
         KA_OK_OR_FAIL(ka_launch(q, k, &(ka_range){.dims = 1, .size = {1024}}, a, 2, &ev));
@@ -238,8 +225,7 @@ static void test_trace_no_alloc(void **state) {
         KA_OK_OR_FAIL(ka_event_elapsed_ns(ev, &ns));
         KA_OK_OR_FAIL(ka_event_release(ev));
     }
-    atomic_store(&g_counting, 0);
-    assert_int_equal(atomic_load(&g_allocs), 0);
+    assert_int_equal(heap_stop(), 0);
     KA_OK_OR_FAIL(ka_buffer_release(out));
     KA_OK_OR_FAIL(ka_program_release(p));
     KA_OK_OR_FAIL(ka_queue_release(q));
@@ -277,7 +263,7 @@ int main(int argc, char **argv) {
     setenv("KA_TRACE", g_trace, 1);
     setenv("KA_TRACE_BUFFER", "16", 1);
     ka_set_tracer(tracer, &g_begins);
-    ka_set_allocator(&(ka_allocator){.alloc = count_alloc, .free = count_free});
+    heap_install();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elapsed),
         cmocka_unit_test(test_trace),

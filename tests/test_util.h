@@ -16,6 +16,44 @@
 #include <time.h>
 #include <cmocka.h>
 
+/* libka's heap calls, counted through ka_set_allocator: heap_install()
+ * before the first libka object exists (libka frees with the allocator it
+ * allocated with), then heap_start() ... heap_stop() around what must not
+ * allocate; the counts are this program's. */
+typedef struct heap_counts {
+    _Atomic uint64_t allocs, frees;
+    _Atomic int on;
+} heap_counts;
+static inline heap_counts *heap(void) {
+    static heap_counts h;
+    return &h;
+}
+static inline void *heap_alloc(size_t n, void *u) {
+    (void)u;
+    if (atomic_load(&heap()->on)) atomic_fetch_add(&heap()->allocs, 1);
+    return malloc(n);
+}
+static inline void heap_free(void *p, size_t n, void *u) {
+    (void)n;
+    (void)u;
+    if (atomic_load(&heap()->on)) atomic_fetch_add(&heap()->frees, 1);
+    free(p);
+}
+static inline void heap_install(void) {
+    static const ka_allocator a = {heap_alloc, heap_free, NULL};
+    ka_set_allocator(&a);
+}
+static inline void heap_start(void) {
+    atomic_store(&heap()->allocs, 0);
+    atomic_store(&heap()->frees, 0);
+    atomic_store(&heap()->on, 1);
+}
+/* Stops counting; the allocations and frees made since heap_start. */
+static inline uint64_t heap_stop(void) {
+    atomic_store(&heap()->on, 0);
+    return atomic_load(&heap()->allocs) + atomic_load(&heap()->frees);
+}
+
 /* Asserts KA_OK, printing the status and libka's detail message otherwise. */
 #define KA_OK_OR_FAIL(call)                                                                           \
     do {                                                                                              \

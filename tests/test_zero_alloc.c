@@ -18,30 +18,11 @@
 
 #define N 10000
 
-static _Atomic uint64_t allocs, frees;
-static _Atomic int counting;
-
-static void *count_alloc(size_t n, void *u) {
-    (void)u;
-    if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
-    return malloc(n);
-}
-static void count_free(void *p, size_t n, void *u) {
-    (void)n;
-    (void)u;
-    if (atomic_load(&counting)) atomic_fetch_add(&frees, 1);
-    free(p);
-}
-
-static void count_begin(void) {
-    atomic_store(&allocs, 0);
-    atomic_store(&frees, 0);
-    atomic_store(&counting, 1);
-}
+/* Counted through test_util.h's heap_*: allocations and frees apart. */
 #define COUNT_END_ZERO(what)                                                                        \
     do {                                                                                            \
-        atomic_store(&counting, 0);                                                                 \
-        uint64_t a_ = atomic_load(&allocs), f_ = atomic_load(&frees);                               \
+        heap_stop();                                                                                \
+        uint64_t a_ = atomic_load(&heap()->allocs), f_ = atomic_load(&heap()->frees);               \
         if (a_ || f_) fail_msg("%s: %llu allocations and %llu frees in libka over %d iterations", what, \
                                (unsigned long long)a_, (unsigned long long)f_, N);                  \
     } while (0)
@@ -70,8 +51,7 @@ static fix F;
 
 static int setup(void **state) {
     (void)state;
-    static const ka_allocator a = {count_alloc, count_free, NULL};
-    ka_set_allocator(&a);
+    heap_install();
     /* 39 extra int arguments: the 40-argument kernel. */
     char args39[39 * 12], full[4096];
     int n = 0;
@@ -122,7 +102,7 @@ static void zero_alloc_lookup(void **state) {
     ka_kernel k;
     ka_kernel_config cfg = {.workgroup = {16}};
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "inc", &cfg, &k)); /* compiles the variant once */
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         ka_kernel k1, k2;
         if (ka_kernel_get(F.prog, "inc", NULL, &k1) || ka_kernel_get(F.prog, "inc", &cfg, &k2) || k1.id != F.inc.id ||
@@ -151,7 +131,7 @@ static void zero_alloc_launch(void **state) {
     KA_OK_OR_FAIL(ka_queue_finish(Q));
     ka_queue_stats s0;
     KA_OK_OR_FAIL(ka_queue_get_stats(Q, &s0));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++)
         if (ka_launch(Q, F.inc, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
     COUNT_END_ZERO("launch");
@@ -174,7 +154,7 @@ static void zero_alloc_2d_static(void **state) {
     KA_OK_OR_FAIL(ka_queue_finish(Q));
     ka_queue_stats s0;
     KA_OK_OR_FAIL(ka_queue_get_stats(Q, &s0));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         ka_kernel k2;
         if (ka_kernel_get(F.prog, "inc3", &cfg, &k2) || k2.id != k.id || ka_launch(Q, k2, &r, args, 1, NULL))
@@ -201,7 +181,7 @@ static void zero_alloc_graph(void **state) {
     KA_OK_OR_FAIL(ka_graph_end(Q, &g));
     KA_OK_OR_FAIL(ka_graph_launch(Q, g, NULL));
     KA_OK_OR_FAIL(ka_queue_finish(Q));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         ka_event ev;
         if (ka_graph_set_arg(g, (uint32_t)i & 1, 0, ka_arg_buffer(F.buf)) || ka_graph_launch(Q, g, NULL) ||
@@ -229,7 +209,7 @@ static void zero_alloc_launch_wait_spin(void **state) {
     KA_OK_OR_FAIL(ka_event_release(ev));
     ka_queue_stats s0, s1;
     KA_OK_OR_FAIL(ka_queue_get_stats(F.q_spin, &s0));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         if (ka_launch(F.q_spin, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", i, ka_last_error());
@@ -252,7 +232,7 @@ static void zero_alloc_launch_wait_short(void **state) {
     KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, args, 1, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         if (ka_launch(Q, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", i, ka_last_error());
@@ -274,7 +254,7 @@ static void zero_alloc_launch_wait_callback(void **state) {
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
     KA_OK_OR_FAIL(ka_queue_get_stats(F.q_nospin, &s0));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         if (ka_launch(F.q_nospin, F.inc, &r, args, 1, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", i, ka_last_error());
@@ -309,7 +289,7 @@ static void zero_alloc_launch_wait_long(void **state) {
     const int reps = 10;
     ka_queue_stats s0, s1;
     KA_OK_OR_FAIL(ka_queue_get_stats(F.q_thr, &s0));
-    count_begin();
+    heap_start();
     for (int i = 0; i < reps; i++) {
         ka_event ev;
         if (ka_launch(F.q_thr, F.spin, &r, args, 2, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
@@ -343,7 +323,7 @@ static void zero_alloc_queue_wait(void **state) {
         KA_OK_OR_FAIL(ka_launch(Q, F.inc, &r, ca, 1, NULL));
     }
     KA_OK_OR_FAIL(ka_queue_finish(Q));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         ka_event ev;
         if (ka_launch(F.q_thr, F.inc, &r, pa, 1, &ev) || ka_queue_wait_event(Q, ev) || ka_event_release(ev) ||
@@ -366,7 +346,7 @@ static void zero_alloc_40_args(void **state) {
     ka_range r = {.dims = 1, .size = {8}};
     KA_OK_OR_FAIL(ka_launch(Q, F.many, &r, args, 40, NULL));
     KA_OK_OR_FAIL(ka_queue_finish(Q));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         ka_event ev;
         if (ka_launch(Q, F.many, &r, args, 40, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
@@ -383,7 +363,7 @@ static void zero_alloc_3d_partial(void **state) {
     ka_range r = {.dims = 3, .size = {5, 7, 3}, .workgroup = {4, 4, 2}};
     KA_OK_OR_FAIL(ka_launch(Q, F.inc3, &r, args, 1, NULL));
     KA_OK_OR_FAIL(ka_queue_finish(Q));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++)
         if (ka_launch(Q, F.inc3, &r, args, 1, NULL)) fail_msg("launch %d: %s", i, ka_last_error());
     COUNT_END_ZERO("3-D launch with partial groups");
@@ -399,7 +379,7 @@ static void zero_alloc_wait_many(void **state) {
     enum { M = 8 };
     ka_event evs[M];
     const int loops = N / M;
-    count_begin();
+    heap_start();
     for (int i = 0; i < loops; i++) {
         for (int j = 0; j < M; j++)
             if (ka_launch(Q, F.inc, &r, args, 1, &evs[j])) fail_msg("launch: %s", ka_last_error());
@@ -425,7 +405,7 @@ static void zero_alloc_on_complete(void **state) {
     ka_arg args[] = {ka_arg_buffer(F.buf)};
     ka_range r = {.dims = 1, .size = {64}};
     atomic_store(&cb_calls, 0);
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         ka_event ev;
         if (ka_launch(Q, F.inc, &r, args, 1, &ev) || ka_event_on_complete(ev, on_done, NULL) || ka_event_release(ev))
@@ -443,7 +423,7 @@ static void zero_alloc_notify(void **state) {
     ka_range r = {.dims = 1, .size = {64}};
     int fd;
     KA_OK_OR_FAIL(ka_queue_fd(Q, &fd));
-    count_begin();
+    heap_start();
     for (int i = 0; i < N; i++) {
         ka_event ev;
         if (ka_launch(Q, F.inc, &r, args, 1, &ev) || ka_event_notify(ev) || ka_event_release(ev))
@@ -490,7 +470,7 @@ static void zero_alloc_4_threads(void **state) {
         int z = 0;
         KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].b, &z, sizeof z, 0, 64 * sizeof(int), NULL));
     }
-    count_begin();
+    heap_start();
     for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, &w[i]);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     COUNT_END_ZERO("launch + wait from 4 threads at once");
@@ -505,13 +485,13 @@ static void zero_alloc_4_threads(void **state) {
 /* The harness itself counts: a call that does allocate is seen. */
 static void harness_sees_allocations(void **state) {
     (void)state;
-    count_begin();
+    heap_start();
     ka_buffer b;
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, 64, &b));
     KA_OK_OR_FAIL(ka_buffer_release(b));
-    atomic_store(&counting, 0);
-    assert_true(atomic_load(&allocs) > 0);
-    assert_int_equal(atomic_load(&allocs), atomic_load(&frees));
+    heap_stop();
+    assert_true(atomic_load(&heap()->allocs) > 0);
+    assert_int_equal(atomic_load(&heap()->allocs), atomic_load(&heap()->frees));
 }
 
 int main(void) {
