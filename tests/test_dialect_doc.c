@@ -1189,23 +1189,12 @@ static char *read_file(const char *path) {
 static void test_cuda_prelude_nvrtc(void **state) {
     (void)state;
     if (!g_parsed) fail_msg("docs/KERNELS.md could not be read: %s", g_parse_error);
-    static const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so",
-                                 "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so"};
-    void *lib = NULL;
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !lib; i++) lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
+    test_nvrtc nv;
+    if (!test_nvrtc_open(&nv)) {
         print_message("skipped: libnvrtc not found (the CUDA prelude is checked where NVRTC is installed)\n");
         skip();
     }
-    typedef struct nvrtc_prog *nvrtc_prog;
-    int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *) =
-        (int (*)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *))dlsym(lib, "nvrtcCreateProgram");
-    int (*compile)(nvrtc_prog, int, const char *const *) = (int (*)(nvrtc_prog, int, const char *const *))dlsym(lib, "nvrtcCompileProgram");
-    int (*logsize)(nvrtc_prog, size_t *) = (int (*)(nvrtc_prog, size_t *))dlsym(lib, "nvrtcGetProgramLogSize");
-    int (*getlog)(nvrtc_prog, char *) = (int (*)(nvrtc_prog, char *))dlsym(lib, "nvrtcGetProgramLog");
-    int (*destroy)(nvrtc_prog *) = (int (*)(nvrtc_prog *))dlsym(lib, "nvrtcDestroyProgram");
-    int (*version)(int *, int *) = (int (*)(int *, int *))dlsym(lib, "nvrtcVersion");
-    assert_true(create && compile && logsize && getlog && destroy && version);
+    assert_true(nv.create && nv.compile && nv.logsize && nv.getlog && nv.destroy && nv.version);
     char *prelude = read_file(g_cuda_prelude_path);
     if (!prelude) fail_msg("cannot read %s", g_cuda_prelude_path);
     /* The prelude includes ka_kernel_common.h from its own directory. */
@@ -1213,7 +1202,7 @@ static void test_cuda_prelude_nvrtc(void **state) {
     const char *incl = slash ? pool_printf("--include-path=%.*s", (int)(slash - g_cuda_prelude_path), g_cuda_prelude_path)
                              : "--include-path=.";
     int maj = 0, min = 0;
-    version(&maj, &min);
+    nv.version(&maj, &min);
     int failed = 0, built = 0;
     for (int sec = 0; sec <= NSEC; sec++) { /* NSEC: the indices again, static */
         int s = sec == NSEC ? SEC_INDEX : sec, nc;
@@ -1227,12 +1216,12 @@ static void test_cuda_prelude_nvrtc(void **state) {
         int nopt = sec == NSEC ? 10 : 4;
         if (__lsan_disable) __lsan_disable(); /* NVRTC's own allocations are not the test's */
         nvrtc_prog p = NULL;
-        int r = create(&p, src.s, "kernel.cu", 0, NULL, NULL);
-        if (!r) r = compile(p, nopt, opts);
+        int r = nv.create(&p, src.s, "kernel.cu", 0, NULL, NULL);
+        if (!r) r = nv.compile(p, nopt, opts);
         size_t ln = 0;
         char *log = NULL;
-        if (p && !logsize(p, &ln) && ln > 1 && (log = malloc(ln))) getlog(p, log);
-        if (p) destroy(&p);
+        if (p && !nv.logsize(p, &ln) && ln > 1 && (log = malloc(ln))) nv.getlog(p, log);
+        if (p) nv.destroy(&p);
         if (__lsan_enable) __lsan_enable();
         free(src.s);
         built++;

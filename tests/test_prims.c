@@ -474,21 +474,12 @@ extern void __lsan_disable(void) __attribute__((weak));
 extern void __lsan_enable(void) __attribute__((weak));
 static void cuda_nvrtc(void **state) {
     (void)state;
-    static const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
-    void *lib = NULL;
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !lib; i++) lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
+    test_nvrtc nv;
+    if (!test_nvrtc_open(&nv)) {
         print_message("skipped: libnvrtc not found\n");
         skip();
     }
-    typedef struct nvrtc_prog *nvrtc_prog;
-    int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *) =
-        (int (*)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *))dlsym(lib, "nvrtcCreateProgram");
-    int (*compile)(nvrtc_prog, int, const char *const *) = (int (*)(nvrtc_prog, int, const char *const *))dlsym(lib, "nvrtcCompileProgram");
-    int (*logsize)(nvrtc_prog, size_t *) = (int (*)(nvrtc_prog, size_t *))dlsym(lib, "nvrtcGetProgramLogSize");
-    int (*getlog)(nvrtc_prog, char *) = (int (*)(nvrtc_prog, char *))dlsym(lib, "nvrtcGetProgramLog");
-    int (*destroy)(nvrtc_prog *) = (int (*)(nvrtc_prog *))dlsym(lib, "nvrtcDestroyProgram");
-    assert_true(create && compile && logsize && getlog && destroy);
+    assert_true(nv.create && nv.compile && nv.logsize && nv.getlog && nv.destroy);
     FILE *f = fopen(KA_PRIMS_CUDA_PRELUDE, "r");
     assert_non_null(f);
     static char src[1 << 20];
@@ -505,12 +496,12 @@ static void cuda_nvrtc(void **state) {
                                   "-DCONTIG=0", dk, dt};
             if (__lsan_disable) __lsan_disable(); /* NVRTC's own allocations are not the test's */
             nvrtc_prog p = NULL;
-            int r = create(&p, src, "prims.cu", 0, NULL, NULL);
-            if (!r) r = compile(p, 9, opts);
+            int r = nv.create(&p, src, "prims.cu", 0, NULL, NULL);
+            if (!r) r = nv.compile(p, 9, opts);
             size_t ln = 0;
             char *log = NULL;
-            if (r && p && !logsize(p, &ln) && ln > 1 && (log = malloc(ln))) getlog(p, log);
-            if (p) destroy(&p);
+            if (r && p && !nv.logsize(p, &ln) && ln > 1 && (log = malloc(ln))) nv.getlog(p, log);
+            if (p) nv.destroy(&p);
             if (__lsan_enable) __lsan_enable();
             if (r) failed++, print_message("KIND=%d TID=%d: NVRTC error %d\n%.4000s\n", kind, tid, r, log ? log : "");
             free(log);

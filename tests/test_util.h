@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include <dlfcn.h>
 
 /* libka's heap calls, counted through ka_set_allocator: heap_install()
  * before the first libka object exists (libka frees with the allocator it
@@ -52,6 +53,33 @@ static inline void heap_start(void) {
 static inline uint64_t heap_stop(void) {
     atomic_store(&heap()->on, 0);
     return atomic_load(&heap()->allocs) + atomic_load(&heap()->frees);
+}
+
+/* NVRTC through dlopen, for tests that compile CUDA code without a GPU:
+ * false when no libnvrtc is found (the caller skips). */
+typedef struct nvrtc_prog *nvrtc_prog;
+typedef struct test_nvrtc {
+    void *lib;
+    int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *, const char *const *);
+    int (*compile)(nvrtc_prog, int, const char *const *);
+    int (*logsize)(nvrtc_prog, size_t *);
+    int (*getlog)(nvrtc_prog, char *);
+    int (*destroy)(nvrtc_prog *);
+    int (*version)(int *, int *);
+} test_nvrtc;
+static inline bool test_nvrtc_open(test_nvrtc *n) {
+    static const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so",
+                                 "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so"};
+    memset(n, 0, sizeof *n);
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !n->lib; i++) n->lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    if (!n->lib) return false;
+    *(void **)&n->create = dlsym(n->lib, "nvrtcCreateProgram");
+    *(void **)&n->compile = dlsym(n->lib, "nvrtcCompileProgram");
+    *(void **)&n->logsize = dlsym(n->lib, "nvrtcGetProgramLogSize");
+    *(void **)&n->getlog = dlsym(n->lib, "nvrtcGetProgramLog");
+    *(void **)&n->destroy = dlsym(n->lib, "nvrtcDestroyProgram");
+    *(void **)&n->version = dlsym(n->lib, "nvrtcVersion");
+    return true;
 }
 
 /* Asserts KA_OK, printing the status and libka's detail message otherwise. */
