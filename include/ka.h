@@ -190,8 +190,10 @@ KA_API ka_status ka_queue_flush(ka_queue q);
 /* Commands enqueued on q after this call start only once ev (an event of any
  * queue of q's device) has completed; the host does not block, and nothing is
  * allocated. A complete event (an inline launch's on PoCL is complete when
- * ka_launch returns) costs nothing; a failed one is KA_ERR_KERNEL_FAILED and
- * adds no wait. ev may be released right after the call. */
+ * ka_launch returns) costs nothing. One already complete and failed returns
+ * the status its command failed with (what ka_event_wait on it returns, e.g.
+ * KA_ERR_KERNEL_FAILED or a driver error) and enqueues nothing; one still
+ * pending is waited for as it is. ev may be released right after the call. */
 KA_API ka_status ka_queue_wait_event(ka_queue q, ka_event ev);
 
 /* ---- buffers ------------------------------------------------------------ */
@@ -477,9 +479,15 @@ typedef struct ka_trace_event {
     ka_status status;     /* end: what the call returns */
 } ka_trace_event;
 typedef void (*ka_tracer_fn)(const ka_trace_event *ev, void *user);
-/* Installs fn (NULL removes it) for devices opened from now on; it is called
- * in the calling thread before and after each traced call, and must not call
- * libka. */
+/* Installs fn (NULL removes it). A device is traced or not from its open:
+ * one opened while a tracer is installed or KA_TRACE names a file is traced,
+ * and every traced device calls the tracer installed at the time of the call,
+ * so a tracer set later is called by devices already traced too; devices
+ * opened untraced never call it. fn is called in the calling thread before
+ * and after each traced call and must not call libka. fn and user are stored
+ * separately, and the call does not wait for a tracer running in another
+ * thread: install, replace or remove the tracer only while no traced call
+ * runs in another thread. */
 KA_API void ka_set_tracer(ka_tracer_fn fn, void *user);
 
 /* ---- version ------------------------------------------------------------ */
