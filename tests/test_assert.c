@@ -7,6 +7,8 @@
  * nothing; a graph refuses to record one. */
 #include "test_util.h"
 
+#include <pthread.h>
+
 
 /* Line numbers matter: the detail names the line of the failing ka_assert. */
 static const char *src =
@@ -71,6 +73,60 @@ static void test_event_wait(void **state) {
         assert_int_equal(v[1], n - 1);
         KA_OK_OR_FAIL(ka_queue_finish(g_q));
     }
+}
+
+/* A wait on a queue that ran asserting kernels keeps its meaning: it waits
+ * for its own event, not for the commands enqueued after it (the record is
+ * read apart from the queue). A kernel behind the awaited one spins until
+ * the host sets a flag in wrapped host memory; a watchdog sets it after 60 s
+ * so that a wait which wrongly waits for it fails the test instead of
+ * hanging it. */
+static const char *hold_src =
+    "KA_KERNEL(hold, KA_GLOBAL volatile uint *flag) {\n"
+    "    if (ka_global_id(0) == 0) while (flag[0] == 0) {}\n"
+    "}\n";
+
+static void *watchdog(void *arg) {
+    volatile uint32_t *flag = arg;
+    for (int i = 0; i < 600 && !*flag; i++) nanosleep(&(struct timespec){0, 100000000}, NULL);
+    __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_wait_not_after_later_commands(void **state) {
+    (void)state;
+    const ka_device_info *info;
+    KA_OK_OR_FAIL(ka_device_get_info(g_dev, &info));
+    if (info->backend == KA_BACKEND_NULL) skip(); /* runs no kernel */
+    ka_program hp;
+    ka_kernel hold;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, hold_src, NULL, &hp));
+    KA_OK_OR_FAIL(ka_kernel_get(hp, "hold", NULL, &hold));
+    uint32_t *flag;
+    KA_OK_OR_FAIL(ka_host_alloc(g_dev, KA_HOST_ALIGN, (void **)&flag));
+    __atomic_store_n(flag, 0u, __ATOMIC_RELEASE);
+    ka_buffer fb;
+    KA_OK_OR_FAIL(ka_buffer_wrap(g_dev, flag, KA_HOST_ALIGN, &fb));
+    ka_event first, held;
+    ka_arg a[] = {ka_arg_buffer(g_out), ka_arg_u32(UINT32_MAX)}, h[] = {ka_arg_buffer(fb)};
+    /* An asserting kernel (the queue reads the record at waits), then the hold. */
+    KA_OK_OR_FAIL(ka_launch(g_q, g_check, &(ka_range){.dims = 1, .size = {64}, .flags = KA_LAUNCH_ASYNC}, a, 2, &first));
+    KA_OK_OR_FAIL(ka_launch(g_q, hold, &(ka_range){.dims = 1, .size = {1}, .flags = KA_LAUNCH_ASYNC}, h, 1, &held));
+    pthread_t dog;
+    assert_int_equal(pthread_create(&dog, NULL, watchdog, flag), 0);
+    KA_OK_OR_FAIL(ka_event_wait(first, KA_WAIT_FOREVER));
+    ka_status later = ka_event_wait(held, 0); /* still spinning: the host has not set the flag */
+    __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+    pthread_join(dog, NULL);
+    KA_OK_OR_FAIL(ka_event_wait(held, KA_WAIT_FOREVER));
+    if (later != KA_ERR_TIMEOUT)
+        fail_msg("the wait for the first kernel also waited for the kernel enqueued after it (%s)", ka_status_name(later));
+    KA_OK_OR_FAIL(ka_event_release(first));
+    KA_OK_OR_FAIL(ka_event_release(held));
+    KA_OK_OR_FAIL(ka_queue_finish(g_q));
+    KA_OK_OR_FAIL(ka_buffer_release(fb));
+    KA_OK_OR_FAIL(ka_host_free(g_dev, flag));
+    KA_OK_OR_FAIL(ka_program_release(hp));
 }
 
 /* Only the first failure is kept: several failing work-items, one record. */
@@ -196,6 +252,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event_wait),
         cmocka_unit_test(test_first_failure_and_other_calls),
+        cmocka_unit_test(test_wait_not_after_later_commands),
         cmocka_unit_test(test_other_queue),
         cmocka_unit_test(test_signatures),
         cmocka_unit_test(test_no_alloc),

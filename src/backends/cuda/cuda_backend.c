@@ -37,7 +37,8 @@ static ka_status cuda_queue_create(ka__queue *kq, const ka_queue_config *cfg) {
     }
     /* ka_assert's record: zeroed on the stream, before any kernel. */
     if ((r = ka__cu.cuMemAlloc(&q->arec, KA__ASSERT_WORDS * 4)) != CUDA_SUCCESS ||
-        (r = ka__cu.cuMemsetD8Async(q->arec, 0, KA__ASSERT_WORDS * 4, q->stream)) != CUDA_SUCCESS) {
+        (r = ka__cu.cuMemsetD8Async(q->arec, 0, KA__ASSERT_WORDS * 4, q->stream)) != CUDA_SUCCESS ||
+        (r = ka__cu.cuStreamCreate(&q->astream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
         if (q->arec) ka__cu.cuMemFree(q->arec);
         ka__cu.cuStreamDestroy(q->stream);
         ka__free(q, sizeof *q);
@@ -46,6 +47,7 @@ static ka_status cuda_queue_create(ka__queue *kq, const ka_queue_config *cfg) {
     /* The core's slot count when it is known here, else its default. */
     uint32_t slots = kq->nevents ? kq->nevents : KA__CUDA_DEFAULT_EVENTS;
     if ((st = ka__cuda_events_init(q, slots + KA__CUDA_EVENT_MARGIN)) != KA_OK) {
+        ka__cu.cuStreamDestroy(q->astream);
         ka__cu.cuMemFree(q->arec);
         ka__cu.cuStreamDestroy(q->stream);
         ka__free(q, sizeof *q);
@@ -55,14 +57,19 @@ static ka_status cuda_queue_create(ka__queue *kq, const ka_queue_config *cfg) {
     return KA_OK;
 }
 
-/* After a wait: the stream's commands up to the read are complete. */
+/* After a wait: the awaited command and those before it are complete and
+ * the host saw it. The record is read on a stream of its own (non-blocking):
+ * on the queue's stream the read would also wait for the commands enqueued
+ * after the awaited one, and a timed wait would lose its timeout. */
 static ka_status cuda_assert_take(ka__queue *kq, uint32_t *rec) {
     ka__cuq *q = kq->native;
     ka_status st = ka__cuda_bind(q->d);
     if (st != KA_OK) return st;
-    CUresult r = ka__cu.cuMemcpyDtoHAsync(rec, q->arec, KA__ASSERT_WORDS * 4, q->stream);
-    if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(q->stream);
-    if (r == CUDA_SUCCESS && rec[0]) r = ka__cu.cuMemsetD8Async(q->arec, 0, KA__ASSERT_WORDS * 4, q->stream);
+    CUresult r = ka__cu.cuMemcpyDtoHAsync(rec, q->arec, KA__ASSERT_WORDS * 4, q->astream);
+    if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(q->astream);
+    if (r == CUDA_SUCCESS && rec[0] &&
+        (r = ka__cu.cuMemsetD8Async(q->arec, 0, KA__ASSERT_WORDS * 4, q->astream)) == CUDA_SUCCESS)
+        r = ka__cu.cuStreamSynchronize(q->astream);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "reading the assertion record");
 }
 
@@ -72,6 +79,7 @@ static void cuda_queue_release(ka__queue *kq) {
     if (ka__cuda_bind(q->d) == KA_OK) ka__cu.cuStreamSynchronize(q->stream);
     ka__cuda_events_fini(q);
     ka__cu.cuMemFree(q->arec);
+    ka__cu.cuStreamDestroy(q->astream);
     ka__cu.cuStreamDestroy(q->stream);
     ka__free(q, sizeof *q);
     kq->native = NULL;

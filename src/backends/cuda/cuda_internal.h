@@ -60,6 +60,7 @@ struct ka__cuq {
     bool locks_made;
     bool profiling;            /* events time their command: sev before it, ev after */
     CUdeviceptr arec;          /* ka_assert's record (KA__ASSERT_WORDS words), zeroed on the stream */
+    CUstream astream;          /* where waits read and clear arec (not after the stream's later commands) */
     pthread_t thread;
 };
 

@@ -53,6 +53,9 @@ typedef struct ka__cl_queue {
      * ka_testsuite's concurrent launches). Taken before the kernel's lock. */
     _Atomic uint32_t inl_spin;
     cl_mem arec;                /* ka_assert's record (KA__ASSERT_WORDS words), zeroed */
+    /* Where waits read and clear arec: a queue of its own, so a wait does
+     * not also wait for the commands enqueued on main after its event. */
+    cl_command_queue aux;
 } ka__cl_queue;
 
 /* ka__variant.native: the main device's program, and `basic`'s, built when a

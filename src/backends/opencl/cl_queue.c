@@ -20,8 +20,16 @@ ka_status ka__cl_queue_create(ka__queue *q, const ka_queue_config *cfg) {
         ka__free(cq, sizeof *cq);
         return ka__cl_fail("clCreateBuffer(assertion record)", err);
     }
+    cq->aux = clCreateCommandQueue(cd->context, cd->device, 0, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseMemObject(cq->arec);
+        clReleaseCommandQueue(cq->main);
+        ka__free(cq, sizeof *cq);
+        return ka__cl_fail("clCreateCommandQueue(assertion record)", err);
+    }
     ka_status st = ka__cl_route_open(q, cfg, cq);
     if (st != KA_OK) {
+        clReleaseCommandQueue(cq->aux);
         clReleaseMemObject(cq->arec);
         clReleaseCommandQueue(cq->main);
         ka__free(cq, sizeof *cq);
@@ -35,6 +43,7 @@ void ka__cl_queue_release(ka__queue *q) {
     ka__cl_queue *cq = q->native;
     clReleaseCommandQueue(cq->main);
     if (cq->inl) clReleaseCommandQueue(cq->inl);
+    clReleaseCommandQueue(cq->aux);
     clReleaseMemObject(cq->arec);
     ka__free(cq, sizeof *cq);
 }
@@ -64,15 +73,20 @@ void ka__cl_queue_stats(ka__queue *q, ka_queue_stats *out) {
     out->inline_launches = atomic_load_explicit(&cq->inline_launches, memory_order_relaxed);
 }
 
-/* After a wait: every command that wrote the record is complete (inline
- * launches are on return), so a blocking read on main sees it. */
+/* After a wait: the awaited command and those before it are complete
+ * (inline launches on return), and the host saw it, so their writes to the
+ * record are visible to a later command of any queue. The read goes on aux:
+ * on main it would also wait for every command enqueued after the awaited
+ * one, and a timed wait would no longer keep its timeout. A failure that a
+ * kernel still running records between this read and the clear is lost
+ * (only the first failure between two waits is kept anyway). */
 ka_status ka__cl_assert_take(ka__queue *q, uint32_t *rec) {
     ka__cl_queue *cq = q->native;
     static const uint32_t zero[KA__ASSERT_WORDS];
     KA__CL_CHECK("clEnqueueReadBuffer(assertion record)",
-                 clEnqueueReadBuffer(cq->main, cq->arec, CL_TRUE, 0, sizeof zero, rec, 0, NULL, NULL));
+                 clEnqueueReadBuffer(cq->aux, cq->arec, CL_TRUE, 0, sizeof zero, rec, 0, NULL, NULL));
     if (rec[0])
         KA__CL_CHECK("clEnqueueWriteBuffer(assertion record)",
-                     clEnqueueWriteBuffer(cq->main, cq->arec, CL_TRUE, 0, sizeof zero, zero, 0, NULL, NULL));
+                     clEnqueueWriteBuffer(cq->aux, cq->arec, CL_TRUE, 0, sizeof zero, zero, 0, NULL, NULL));
     return KA_OK;
 }
