@@ -2,7 +2,8 @@
 # The MPI example on loopback: mpi_heat.sh MPIEXEC MPI_HEAT MODE
 #   MODE = N (ranks): N ranks with a fresh kernel cache; the grid must equal,
 #          bit for bit, the serial C loop (--check) and a one-rank run; the N
-#          ranks must have compiled the program once (N - 1 cache loads).
+#          ranks must have compiled the program once (N - 1 cache loads);
+#          with KA_TRACE=...%p..., each rank writes its own valid trace file.
 #   MODE = fail: rank 1 of 2 gets a bad device selector; the job must end
 #          (not hang) with a non-zero status and that rank's message.
 set -uo pipefail
@@ -46,4 +47,14 @@ grep -q "check: bit for bit equal to the serial C loop" "$dir/n.out" || { echo "
 cmp "$dir/one.bin" "$dir/n.bin" || { echo "FAIL: $n ranks differ from one rank"; exit 1; }
 grep -q "kernel cache: $((n - 1)) of $n builds loaded from the cache" "$dir/n.out" \
   || { echo "FAIL: the $n ranks did not compile exactly once"; exit 1; }
-echo "PASS: $n ranks equal the one-rank run and the serial C loop bit for bit; one compile"
+# KA_TRACE with %p: one trace file per rank, each a valid trace of its rank's launches.
+src=$(cd "$(dirname "$0")" && pwd)
+if command -v python3 > /dev/null; then
+  mkdir -p "$dir/trace"
+  KA_TRACE="$dir/trace/t.%p.json" KA_CACHE_DIR=$dir/kcache timeout 300 "${run[@]}" -np "$n" "$exe" "${args[@]}" \
+    > "$dir/t.out" 2>&1 || { cat "$dir/t.out"; echo "FAIL: the traced run"; exit 1; }
+  files=("$dir"/trace/t.*.json)
+  (( ${#files[@]} == n )) || { ls "$dir/trace"; echo "FAIL: ${#files[@]} trace files for $n ranks"; exit 1; }
+  for f in "${files[@]}"; do python3 "$src/check_trace.py" "$f" || { echo "FAIL: $f"; exit 1; }; done
+fi
+echo "PASS: $n ranks equal the one-rank run and the serial C loop bit for bit; one compile; a trace per rank"

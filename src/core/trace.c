@@ -139,6 +139,20 @@ static bool open_file(void) {
         long v = strtol(b, NULL, 10);
         cap = v < 16 ? 16 : v > (1 << 24) ? 1u << 24 : (uint32_t)v;
     }
+    /* "%p" in the name is the process id: one file per MPI rank (or other
+     * process) instead of every process writing the same one. */
+    char name[4096];
+    size_t n = 0;
+    for (const char *c = path; *c && n + 24 < sizeof name; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            n += (size_t)snprintf(name + n, sizeof name - n, "%d", (int)getpid());
+            c++;
+        } else {
+            name[n++] = *c;
+        }
+    }
+    name[n] = 0;
+    path = name;
     rec *buf = ka__alloc(sizeof *buf * cap);
     FILE *f = buf ? fopen(path, "w") : NULL;
     if (!f) {
