@@ -68,11 +68,16 @@ static bool mapped(ka__buffer *b) {
 }
 
 ka_status ka_buffer_release(ka_buffer buf) {
-    ka__buffer *b = ka__resolve(buf.id, KA__T_BUFFER);
-    if (b && mapped(b))
-        return ka__fail(KA_ERR_IN_USE, "ka_buffer_release: the buffer is mapped (ka_buffer_unmap first)");
+    /* Pinned for the map check: a release racing in another thread cannot
+     * free the buffer under it (the retire below waits for the pin). */
+    ka__slot *bs;
+    ka__buffer *b = ka__pin(buf.id, KA__T_BUFFER, &bs);
+    if (!b) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_release: invalid or released buffer");
+    bool busy = mapped(b);
+    ka__unpin(bs);
+    if (busy) return ka__fail(KA_ERR_IN_USE, "ka_buffer_release: the buffer is mapped (ka_buffer_unmap first)");
     /* Transfers on the buffer in other threads return first. */
-    if (!b || !ka__handle_retire(buf.id))
+    if (!ka__handle_retire(buf.id))
         return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_release: invalid or released buffer");
     ka__handle_free(b->id);
     ka__be_buffer_release(b);
