@@ -165,8 +165,11 @@ static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel
         return st;
     int64_t t0 = ka__now_ns();
     if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev);
-    else if ((st = launch_threaded(q, k, l, args, nargs, ev)) == KA_OK) st = ka__cl_finish_main(cq);
-    if (st == KA_OK) ka__cl_route_sample(b, path, l->items, ka__now_ns() - t0);
+    else st = launch_threaded(q, k, l, args, nargs, ev);
+    /* A threaded launch is enqueued (its event made) whatever the finish
+     * gives: a failed finish costs the sample, and the wait reports it. */
+    if (st == KA_OK && (path == KA__PATH_INLINE || ka__cl_finish_main(cq) == KA_OK))
+        ka__cl_route_sample(b, path, l->items, ka__now_ns() - t0);
     return st;
 }
 

@@ -151,8 +151,11 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
     uint32_t other = atomic_load_explicit(&b->ns[path ^ 1], memory_order_relaxed);
     /* The sample says the times may have changed when the chosen path now
      * takes longer than the other's average, or the other path less than the
-     * chosen's: probe often again. */
-    bool changed = old && other && (path == chosen ? x > other : x < other);
+     * chosen's, by the margin of a flip (1/8): probe often again. Without the
+     * margin, two paths of about the same time reset the probe period on
+     * every noisy sample, and 6-9 % of launches were timed. */
+    bool changed = old && other &&
+                   (path == chosen ? (uint64_t)x * 8 > (uint64_t)other * 9 : (uint64_t)x * 9 < (uint64_t)other * 8);
     /* The average moves half-way to each sample; one sample counts at most 4
      * times the average (a stray compile or preemption). */
     if (old && x > 4 * old) x = 4 * old;
