@@ -268,6 +268,10 @@ static inline ka_status ka__be_event_elapsed(const ka__queue *q, void *ev, uint6
         return ka__fail(KA_ERR_UNSUPPORTED, "ka_event_elapsed_ns: the %s back-end does not time commands", q->dev->ops->name);
     return q->dev->ops->event_elapsed(ev, ns);
 }
+/* ka_assert's record of q into rec (zeroed when the back-end keeps none). */
+static inline ka_status ka__be_assert_take(ka__queue *q, uint32_t *rec) {
+    return q->dev->ops->assert_take ? q->dev->ops->assert_take(q, rec) : KA_OK;
+}
 /* The optional hooks: false when the back-end has none. */
 static inline bool ka__be_device_native(ka__device *d, ka_native_device *out) {
     if (!d->ops->device_native) return false;

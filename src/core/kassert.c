@@ -6,8 +6,7 @@
 
 ka_status ka__assert_check(ka__queue *q, const char *call) {
     uint32_t r[KA__ASSERT_WORDS] = {0};
-    if (!q->dev->ops->assert_take) return KA_OK;
-    ka_status st = q->dev->ops->assert_take(q, r);
+    ka_status st = ka__be_assert_take(q, r);
     if (st != KA_OK) return st;
     if (!r[0]) return KA_OK;
     uint64_t g[3];

@@ -367,11 +367,12 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
             return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s': the driver lacks cuFuncGetParamInfo (CUDA 12.4) and the PTX "
                             "signature could not be read", k->name);
     }
+    /* Too many first: past the limit the last sizes were not read. */
+    if (n > KA_MAX_ARGS + 1 + hidden)
+        return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s' has more than %d arguments", k->name, KA_MAX_ARGS);
     if (hidden && (n < 3 || sizes[n - 2] != 8 || sizes[n - 1] != 8))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' lacks ka_assert's hidden parameters", k->name);
     n -= hidden;
-    if (n > KA_MAX_ARGS + 1)
-        return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s' has more than %d arguments", k->name, KA_MAX_ARGS);
     if (n == 0 || sizes[0] != 32)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' does not take libka's hidden range first: declare it with "
                         "KA_KERNEL or KA_KERNEL_NOARGS", k->name);
