@@ -1,7 +1,8 @@
 /* The back-end contract (src/core/backend.h), linked against libka's objects
  * so the internal table and its check can be called: every built-in table
- * passes the check; a table of another version, or without a required hook,
- * is refused with a message naming it; selectors and names come from the
+ * passes the check; a table of another version, without a required hook, or
+ * with some but not all of the host memory hooks, is refused with a message
+ * naming it; selectors and names come from the
  * table. */
 #include "test_util.h"
 
@@ -30,6 +31,13 @@ static void wrong_version_refused(void **state) {
     KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
 }
 
+static ka_status fake_host_alloc(ka__device *d, size_t bytes, void **ptr) {
+    (void)d;
+    (void)bytes;
+    (void)ptr;
+    return KA_ERR_UNSUPPORTED;
+}
+
 static void missing_hook_refused(void **state) {
     (void)state;
     ka__backend t = ka__opencl_backend;
@@ -40,6 +48,20 @@ static void missing_hook_refused(void **state) {
     t.event_wait = NULL;
     KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
     EXPECT_DETAIL("event_wait");
+    /* The hooks of host memory, maps and queue waits are required too. */
+    t = ka__opencl_backend;
+    t.queue_wait = NULL;
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
+    EXPECT_DETAIL("queue_wait");
+    t = ka__opencl_backend;
+    t.buffer_map = NULL;
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
+    EXPECT_DETAIL("buffer_map");
+    /* The four host memory hooks: all or none (OpenCL has none, CUDA all). */
+    t = ka__opencl_backend;
+    t.host_alloc = fake_host_alloc; /* one of the four */
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
+    EXPECT_DETAIL("opencl", "1 of the 4 host memory hooks");
     /* The optional ones may be NULL. */
     t = ka__opencl_backend;
     t.selects = NULL;
@@ -48,6 +70,13 @@ static void missing_hook_refused(void **state) {
     t.queue_native = NULL;
     t.queue_stats = NULL;
     t.event_error = NULL;
+    t.event_elapsed = NULL;
+    t.assert_take = NULL;
+    t.buffer_native = NULL;
+    t.host_alloc = NULL;
+    t.host_free = NULL;
+    t.host_register = NULL;
+    t.host_unregister = NULL;
     KA_OK_OR_FAIL(ka__backend_check(&t));
 }
 
