@@ -87,8 +87,9 @@ static const char *hold_src =
     "}\n";
 
 static void *watchdog(void *arg) {
-    volatile uint32_t *flag = arg;
-    for (int i = 0; i < 600 && !*flag; i++) nanosleep(&(struct timespec){0, 100000000}, NULL);
+    uint32_t *flag = arg;
+    for (int i = 0; i < 600 && !__atomic_load_n(flag, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
     __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
     return NULL;
 }
