@@ -74,25 +74,37 @@ ka_status ka_host_alloc(ka_device dev, size_t bytes, void **ptr) {
     return st;
 }
 
-ka_status ka_host_free(ka_device dev, void *ptr) {
-    if (!ptr) return KA_OK; /* as free(NULL) */
+/* Ends a block of ka_host_alloc (registered false: the memory is freed) or a
+ * registration (true: only unregistered), whichever (dev, ptr) recorded; an
+ * unrecorded pointer is refused with `what` in the detail. */
+static ka_status drop(ka_device dev, void *ptr, bool registered, const char *call, const char *what) {
     ka__slot *ds;
     ka__device *d = ka__pin(dev.id, KA__T_DEVICE, &ds);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_host_free: invalid or released device");
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released device", call);
     pthread_mutex_lock(&lock);
-    block *b = take(d, ptr, false);
+    block *b = take(d, ptr, registered);
     pthread_mutex_unlock(&lock);
     ka_status st = KA_OK;
     if (!b) {
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_free: %p is not memory of ka_host_alloc on this device (or freed)", ptr);
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: %p is %s", call, ptr, what);
     } else {
-        if (ka__be_has_host_memory(d)) ka__be_host_free(d, ptr);
-        else free(ptr);
+        if (!ka__be_has_host_memory(d)) {
+            if (!registered) free(ptr);
+        } else if (registered) {
+            ka__be_host_unregister(d, ptr);
+        } else {
+            ka__be_host_free(d, ptr);
+        }
         ka__free(b, sizeof *b);
         atomic_fetch_sub(&d->live, 1);
     }
     ka__unpin(ds);
     return st;
+}
+
+ka_status ka_host_free(ka_device dev, void *ptr) {
+    if (!ptr) return KA_OK; /* as free(NULL) */
+    return drop(dev, ptr, false, "ka_host_free", "not memory of ka_host_alloc on this device (or freed)");
 }
 
 ka_status ka_host_register(ka_device dev, void *ptr, size_t bytes) {
@@ -118,20 +130,5 @@ ka_status ka_host_register(ka_device dev, void *ptr, size_t bytes) {
 }
 
 ka_status ka_host_unregister(ka_device dev, void *ptr) {
-    ka__slot *ds;
-    ka__device *d = ka__pin(dev.id, KA__T_DEVICE, &ds);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_host_unregister: invalid or released device");
-    pthread_mutex_lock(&lock);
-    block *b = take(d, ptr, true);
-    pthread_mutex_unlock(&lock);
-    ka_status st = KA_OK;
-    if (!b) {
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_unregister: %p is not registered on this device", ptr);
-    } else {
-        if (ka__be_has_host_memory(d)) ka__be_host_unregister(d, ptr);
-        ka__free(b, sizeof *b);
-        atomic_fetch_sub(&d->live, 1);
-    }
-    ka__unpin(ds);
-    return st;
+    return drop(dev, ptr, true, "ka_host_unregister", "not registered on this device");
 }
