@@ -38,27 +38,24 @@ static ka_status fake_host_alloc(ka__device *d, size_t bytes, void **ptr) {
     return KA_ERR_UNSUPPORTED;
 }
 
+/* OpenCL's table without one required hook: refused, the detail naming it. */
+#define EXPECT_REQUIRED(hook)                                                                      \
+    do {                                                                                           \
+        ka__backend t_ = ka__opencl_backend;                                                       \
+        t_.hook = NULL;                                                                            \
+        KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t_));                                     \
+        EXPECT_DETAIL("opencl", #hook);                                                            \
+    } while (0)
+
 static void missing_hook_refused(void **state) {
     (void)state;
-    ka__backend t = ka__opencl_backend;
-    t.launch = NULL;
-    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
-    EXPECT_DETAIL("opencl", "launch");
-    t = ka__opencl_backend;
-    t.event_wait = NULL;
-    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
-    EXPECT_DETAIL("event_wait");
+    EXPECT_REQUIRED(launch);
+    EXPECT_REQUIRED(event_wait);
     /* The hooks of host memory, maps and queue waits are required too. */
-    t = ka__opencl_backend;
-    t.queue_wait = NULL;
-    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
-    EXPECT_DETAIL("queue_wait");
-    t = ka__opencl_backend;
-    t.buffer_map = NULL;
-    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
-    EXPECT_DETAIL("buffer_map");
+    EXPECT_REQUIRED(queue_wait);
+    EXPECT_REQUIRED(buffer_map);
     /* The four host memory hooks: all or none (OpenCL has none, CUDA all). */
-    t = ka__opencl_backend;
+    ka__backend t = ka__opencl_backend;
     t.host_alloc = fake_host_alloc; /* one of the four */
     KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
     EXPECT_DETAIL("opencl", "1 of the 4 host memory hooks");
