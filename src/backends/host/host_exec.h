@@ -1,0 +1,47 @@
+/* The host back-end's execution engine: a persistent thread pool per device
+ * and the fibers that run the work-items of one work-group when its kernel
+ * has barriers. host_pool.c and host_fiber.c implement it; the launch path
+ * (host_launch.c) is its only user. Nothing here allocates once created. */
+#ifndef KA_HOST_EXEC_H
+#define KA_HOST_EXEC_H
+
+#include "ka_internal.h"
+
+/* ---- the pool -------------------------------------------------------------
+ * n threads in all: the caller of ka__pool_run is part number 0, n - 1
+ * workers are the others. Workers spin for a while after a run, then sleep
+ * on a futex; a run wakes only sleeping workers. */
+typedef struct ka__pool ka__pool;
+typedef void (*ka__pool_fn)(void *ctx, uint32_t part, uint32_t nparts);
+
+/* nthreads >= 1 (1: no worker thread, every run is inline). */
+ka_status ka__pool_create(uint32_t nthreads, ka__pool **out);
+void ka__pool_destroy(ka__pool *p); /* no run in progress */
+uint32_t ka__pool_size(const ka__pool *p);
+/* Calls fn(ctx, i, n) once for every part i in [0, n), n = ka__pool_size(p),
+ * part 0 in the calling thread; returns when every call has returned. The
+ * same part number goes to the same thread on every run (a static partition
+ * keeps each thread's slab of data in its cache). Runs from several threads
+ * at once are allowed: one of them gets the workers, another runs all n
+ * parts itself, in order (correct, not parallel). Never allocates. */
+void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx);
+
+/* ---- fibers ---------------------------------------------------------------
+ * A fiber set runs the work-items of one work-group in one thread, each on
+ * its own small stack; ka__fiber_barrier() inside an item suspends it until
+ * every item of the group has reached a barrier, then all continue. One set
+ * per pool thread, made before any launch (stacks are mapped once). */
+typedef struct ka__fiberset ka__fiberset;
+typedef void (*ka__item_fn)(void *ctx, uint32_t item);
+
+ka_status ka__fiberset_create(uint32_t max_items, size_t stack_bytes, ka__fiberset **out);
+void ka__fiberset_destroy(ka__fiberset *fs);
+/* Runs item(ctx, i) for every i in [0, n), n <= max_items, as fibers of the
+ * calling thread; returns when all have returned. KA_ERR_KERNEL_FAILED when
+ * the items did not all reach the same barriers (some returned while others
+ * wait at a barrier): the waiting ones are abandoned, never resumed. */
+ka_status ka__fiberset_run(ka__fiberset *fs, uint32_t n, ka__item_fn item, void *ctx);
+/* Called by a kernel's ka_barrier() in fiber mode; in the thread running a set. */
+void ka__fiber_barrier(void);
+
+#endif
