@@ -30,9 +30,10 @@ struct raw {
  * take the same parameters as libka's kernel: the 32-byte range first. */
 enum { SRC_KA, SRC_OPENCL, SRC_CUDA };
 static char *kernel_source(int nargs, int form) {
+    static const char cuda_head[] = "struct nd_t { unsigned long long x, y, z, w; };\n"
+                                    "extern \"C\" __global__ void k(const nd_t nd, float *p0";
     static const char *head[] = {"KA_KERNEL(k, KA_GLOBAL float *p0", "__kernel void k(ulong4 nd, __global float *p0",
-                                 "struct nd_t { unsigned long long x, y, z, w; };\n"
-                                 "extern \"C\" __global__ void k(const nd_t nd, float *p0"};
+                                 cuda_head};
     static const char *body[] = {") { if (ka_global_id(0) == 0) p0[0] = 1.0f; }\n",
                                  ") { if (get_global_id(0) == 0) p0[0] = 1.0f; }\n",
                                  ") { if (blockIdx.x * blockDim.x + threadIdx.x == 0) p0[0] = 1.0f; }\n"};

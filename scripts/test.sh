@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: a -Werror build with its tests, then the same suite
-# under ASan+UBSan and under TSan. Installs what it needs first.
+# under ASan+UBSan and under TSan; then -Werror builds in the other build
+# types and with clang. Installs what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -21,7 +22,18 @@ run() { # name, cmake args...
   cmake --build "$dir" -j"$jobs"
   (cd "$dir" && ctest --output-on-failure --timeout 900)
 }
+# Users build with any build type and with gcc or clang: each of these must
+# build warning-free (-Werror); the suite itself runs in the three above.
+build_only() { # name, cmake args...
+  local dir=build-$1; shift
+  echo "=== $dir (build only): $*"
+  cmake -S . -B "$dir" -DKA_WERROR=ON -DKA_REQUIRE_MPI=ON "${cuda[@]}" "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+}
 run release
 run asan -DKA_SANITIZE=address,undefined
 run tsan -DKA_SANITIZE=thread
+build_only gcc-release -DCMAKE_BUILD_TYPE=Release
+build_only gcc-debug -DCMAKE_BUILD_TYPE=Debug
+CC=clang-15 build_only clang-release -DCMAKE_BUILD_TYPE=Release
 echo "all test configurations passed"

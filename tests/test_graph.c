@@ -22,6 +22,11 @@ static const char *src =
     "    if (!ka_in_range()) return;\n"
     "    v[ka_global_id(0)] *= s;\n"
     "}\n"
+    "KA_KERNEL(lcopy, KA_GLOBAL float *v, KA_LOCAL_ARG(float) s) {\n"
+    "    s[ka_local_id(0)] = ka_in_range() ? v[ka_global_id(0)] : 0.0f;\n"
+    "    ka_barrier();\n"
+    "    if (ka_in_range()) v[ka_global_id(0)] = s[ka_local_id(0)] + 1.0f;\n"
+    "}\n"
     "typedef struct coef { float a; float b; } coef;\n"
     "KA_KERNEL(affine, KA_GLOBAL float *v, coef c) {\n"
     "    if (!ka_in_range()) return;\n"
@@ -35,14 +40,15 @@ typedef struct coef {
 static ka_device g_dev;
 static ka_queue g_q;
 static ka_program g_prog;
-static ka_kernel g_heat, g_scale, g_affine;
+static ka_kernel g_heat, g_scale, g_affine, g_lcopy;
 static const ka_range R = {.dims = 1, .size = {N}, .workgroup = {64}};
 
 static int setup(void **state) {
     (void)state;
     if (ka_device_open(NULL, &g_dev) || ka_queue_create(g_dev, NULL, &g_q) || ka_program_build(g_dev, src, NULL, &g_prog) ||
         ka_kernel_get(g_prog, "heat", NULL, &g_heat) || ka_kernel_get(g_prog, "scale", NULL, &g_scale) ||
-        ka_kernel_get(g_prog, "affine", NULL, &g_affine)) {
+        ka_kernel_get(g_prog, "affine", NULL, &g_affine) ||
+        ka_kernel_get(g_prog, "lcopy", NULL, &g_lcopy)) {
         fprintf(stderr, "setup: %s\n", ka_last_error());
         return -1;
     }
@@ -256,6 +262,37 @@ static void recording_errors(void **state) {
     ka_buffer_release(v);
 }
 
+/* A 0-byte local memory argument is refused as ka_launch refuses it: when
+ * recorded and by ka_graph_set_arg, so no replay can stop half-way at it. */
+static void zero_local_refused(void **state) {
+    (void)state;
+    ka_buffer v = make_buffer(g_dev, N * sizeof(float));
+    float host[N], out[N];
+    for (int i = 0; i < N; i++) host[i] = (float)i;
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, v, 0, sizeof host, host, NULL));
+    ka_arg zero[] = {ka_arg_buffer(v), ka_arg_local(0)};
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_launch(g_q, g_lcopy, &R, zero, 2, NULL));
+    EXPECT_DETAIL("lcopy", "argument 1", "0 bytes");
+    KA_OK_OR_FAIL(ka_graph_begin(g_q));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_launch(g_q, g_lcopy, &R, zero, 2, NULL));
+    EXPECT_DETAIL("0 bytes");
+    ka_arg ok[] = {ka_arg_buffer(v), ka_arg_local(64 * sizeof(float))};
+    ka_arg sc[] = {ka_arg_buffer(v), ka_arg_f32(2), ka_arg_u32(N)};
+    KA_OK_OR_FAIL(ka_launch(g_q, g_scale, &R, sc, 3, NULL)); /* node 0: v *= 2 */
+    KA_OK_OR_FAIL(ka_launch(g_q, g_lcopy, &R, ok, 2, NULL)); /* node 1: v += 1 */
+    ka_graph g;
+    KA_OK_OR_FAIL(ka_graph_end(g_q, &g));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_graph_set_arg(g, 1, 1, ka_arg_local(0)));
+    EXPECT_DETAIL("0 bytes");
+    /* The refused update left the graph whole: both nodes run. */
+    KA_OK_OR_FAIL(ka_graph_launch(g_q, g, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(g_q));
+    read_back(v, out);
+    for (int i = 0; i < N; i++) assert_float_equal(out[i], 2.0f * (float)i + 1.0f, 0);
+    KA_OK_OR_FAIL(ka_graph_release(g));
+    ka_buffer_release(v);
+}
+
 /* A replay after a buffer or the kernel it names was released: a clean
  * error and nothing enqueued. */
 static void replay_after_release(void **state) {
@@ -417,6 +454,7 @@ int main(void) {
         cmocka_unit_test(ping_pong_by_set_arg),
         cmocka_unit_test(copies_fills_and_bytes),
         cmocka_unit_test(recording_errors),
+        cmocka_unit_test(zero_local_refused),
         cmocka_unit_test(replay_after_release),
         cmocka_unit_test(other_device),
         cmocka_unit_test(null_backend),

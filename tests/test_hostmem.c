@@ -245,6 +245,32 @@ static void host_memory(void **state) {
     free(mine);
 }
 
+/* Ranges that wrap around the end of the address space, and host blocks no
+ * allocator can give, are refused before any driver or allocator sees them
+ * (ASan's allocator aborts the process on such a request). */
+static void impossible_ranges(void **state) {
+    (void)state;
+    void *top = (void *)(UINTPTR_MAX - 4095);
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_host_register(g_dev, top, 8192));
+    EXPECT_DETAIL("ka_host_register", "wraps");
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_host_register(g_dev, (char *)top + 64, 4096)); /* inside it: no overlap check wraps */
+    EXPECT_DETAIL("wraps");
+    ka_buffer b = {99};
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_wrap(g_dev, top, 8192, &b));
+    EXPECT_DETAIL("ka_buffer_wrap", "wraps");
+    assert_true(b.id == 0);
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_create_with(g_dev, 8192, top, &b));
+    EXPECT_DETAIL("ka_buffer_create_with", "wraps");
+    void *p = (void *)1;
+    KA_EXPECT(KA_ERR_OUT_OF_MEMORY, ka_host_alloc(g_dev, SIZE_MAX, &p));
+    EXPECT_DETAIL("ka_host_alloc", "machine's memory");
+    assert_null(p);
+    KA_EXPECT(KA_ERR_OUT_OF_MEMORY, ka_host_alloc(g_dev, (size_t)1 << 62, &p));
+    /* Nothing was recorded: the device has no block to keep it open. */
+    KA_OK_OR_FAIL(ka_host_alloc(g_dev, 64, &p));
+    KA_OK_OR_FAIL(ka_host_free(g_dev, p));
+}
+
 /* ---- dependencies between queues -------------------------------------------- */
 /* The long kernel on one queue, a copy of its result on another that waits
  * for it: without the wait the copy would run at once and find 0. */
@@ -485,6 +511,7 @@ int main(void) {
         cmocka_unit_test(wrap_unaligned),
         cmocka_unit_test(map_device_buffer),
         cmocka_unit_test(host_memory),
+        cmocka_unit_test(impossible_ranges),
         cmocka_unit_test(wait_event_orders_queues),
         cmocka_unit_test(copy_and_compute_queues),
         cmocka_unit_test(wait_event_bad),

@@ -16,6 +16,9 @@ static ka_status make(const char *fn, ka_device dev, size_t bytes, enum make_mod
     if (bytes == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: size is 0", fn);
     if ((mode == MAKE_WITH || mode == MAKE_WRAP) && !host)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, mode == MAKE_WRAP ? "host" : "src");
+    if ((mode == MAKE_WITH || mode == MAKE_WRAP) && bytes > UINTPTR_MAX - (uintptr_t)host)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: [%p, +%zu) wraps around the end of the address space", fn, host,
+                        bytes);
     if (d->info.max_alloc_size && bytes > d->info.max_alloc_size)
         return ka__fail(KA_ERR_DEVICE_OUT_OF_MEMORY, "%s: %zu bytes exceeds the device's largest allocation (%llu)", fn,
                         bytes, (unsigned long long)d->info.max_alloc_size);

@@ -71,7 +71,7 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
     size_t nbytes = 0;
     for (uint32_t i = 0; i < nargs; i++)
         if (args[i].kind == KA_ARG_BYTES) nbytes += 2 * bytes_room(args[i].size);
-    ka__gnode *nd;
+    ka__gnode *nd = NULL; /* set by node_new on success (gcc -O3 cannot see it) */
     if ((st = node_new(g, "ka_launch", &nd)) != KA_OK) return st;
     nd->args = ka__alloc(sizeof(ka_arg) * slots(nargs));
     nd->mem = ka__calloc(slots(nargs), sizeof(void *));
@@ -106,7 +106,7 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
 
 ka_status ka__graph_add_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, ka_event *ev) {
     ka_status st = no_event("ka_buffer_copy", ev);
-    ka__gnode *nd;
+    ka__gnode *nd = NULL; /* set by node_new on success (gcc -O3 cannot see it) */
     if (st != KA_OK || (st = node_new(q->rec, "ka_buffer_copy", &nd)) != KA_OK) return st;
     nd->type = KA__GN_COPY;
     nd->buf[0] = s->id;
@@ -121,7 +121,7 @@ ka_status ka__graph_add_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer 
 ka_status ka__graph_add_fill(ka__queue *q, ka__buffer *b, const void *pattern, size_t psz, size_t off, size_t n,
                              ka_event *ev) {
     ka_status st = no_event("ka_buffer_fill", ev);
-    ka__gnode *nd;
+    ka__gnode *nd = NULL; /* set by node_new on success (gcc -O3 cannot see it) */
     if (st != KA_OK || (st = node_new(q->rec, "ka_buffer_fill", &nd)) != KA_OK) return st;
     nd->type = KA__GN_FILL;
     nd->buf[0] = b->id;

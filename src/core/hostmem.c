@@ -7,6 +7,7 @@
 #include "backend.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct block {
     struct block *next;
@@ -38,6 +39,14 @@ static bool overlaps(ka__device *d, const void *ptr, size_t bytes) {
     return false;
 }
 
+/* The machine's memory: no allocator can give a block larger than this, and
+ * asking some (ASan's, by default) for one aborts the process. */
+static size_t phys_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return SIZE_MAX;
+    return (uint64_t)pages > SIZE_MAX / (uint64_t)page ? SIZE_MAX : (size_t)pages * (size_t)page;
+}
+
 static ka_status record(ka__device *d, void *ptr, size_t bytes, bool registered) {
     block *b = ka__alloc(sizeof *b);
     if (!b) return KA_ERR_OUT_OF_MEMORY;
@@ -59,6 +68,9 @@ ka_status ka_host_alloc(ka_device dev, size_t bytes, void **ptr) {
     ka_status st = KA_OK;
     void *p = NULL;
     if (bytes == 0) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_alloc: size is 0");
+    else if (bytes > phys_bytes())
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_host_alloc: %zu bytes is more than the machine's memory (%zu bytes)", bytes,
+                      phys_bytes());
     else if (ka__be_has_host_memory(d)) st = ka__be_host_alloc(d, bytes, &p);
     /* Plain memory elsewhere, aligned for CL_MEM_USE_HOST_PTR's zero copy.
      * The user's memory, not libka's: not through ka_set_allocator's hook. */
@@ -117,6 +129,9 @@ ka_status ka_host_register(ka_device dev, void *ptr, size_t bytes) {
     bool taken = overlaps(d, ptr, bytes);
     pthread_mutex_unlock(&lock);
     if (bytes == 0) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_register: size is 0");
+    else if (bytes > UINTPTR_MAX - (uintptr_t)ptr)
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_register: [%p, +%zu) wraps around the end of the address space",
+                      ptr, bytes);
     else if (taken)
         st = ka__fail(KA_ERR_INVALID_ARGUMENT,
                       "ka_host_register: [%p, +%zu) overlaps memory already registered or from ka_host_alloc", ptr, bytes);

@@ -28,6 +28,9 @@ static ka_status __attribute__((noinline, cold)) check_arg(const ka__kernel *k, 
     case KA_ARG_BUFFER: ok = s->kind == KA__SIG_BUFFER || (s->kind == KA__SIG_UNKNOWN && (!s->size || s->size == 8)); break;
     case KA_ARG_LOCAL: {
         ok = s->kind == KA__SIG_LOCAL || s->kind == KA__SIG_UNKNOWN;
+        if (ok && !a->size) /* OpenCL refuses a 0-byte __local argument; a graph must refuse it when recorded */
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): 0 bytes of local memory",
+                            k->name, i, s->name);
         uint64_t limit = di->local_mem_size, local = k->local_mem + (*dyn_local += a->size);
         if (ok && limit && local > limit)
             return ka__fail(KA_ERR_INVALID_ARGUMENT,

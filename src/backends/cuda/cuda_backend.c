@@ -182,7 +182,7 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
     ka__cuq *q = kq->native;
     void *params[KA_MAX_ARGS + 3];
     uint64_t vals[KA_MAX_ARGS];
-    CUDA_KERNEL_NODE_PARAMS p;
+    CUDA_KERNEL_NODE_PARAMS p = {0}; /* kernel_params fills it; gcc -O3 cannot see that its failures are not KA_OK */
     ka_status st = ka__cuda_bind(q->d);
     if (KA_UNLIKELY(st != KA_OK)) return st;
     if (KA_UNLIKELY((st = kernel_params("ka_launch", k, l, args, nargs, params, vals, &p)) != KA_OK)) return st;
