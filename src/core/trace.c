@@ -110,8 +110,8 @@ static void report(failed_file x) {
 
 /* Notes the first failure of a write (a negative result, as every stdio call
  * here gives on failure). */
-#define CHECK(call)                                  \
-    do {                                             \
+#define CHECK(call)                                        \
+    do {                                                   \
         if ((call) < 0 && !err) err = errno ? errno : EIO; \
     } while (0)
 
@@ -222,7 +222,7 @@ static FILE *open_path(void) {
                     strerror(e));
         return NULL;
     }
-    int e = 0, fl;
+    int e = 0, fl = 0;
     FILE *f = NULL;
     if (fstat(fd, &s) != 0) e = errno;
     else if (!S_ISREG(s.st_mode)) {
