@@ -2,10 +2,24 @@
  * queues (routed small launches, threaded large ones, transfers) and its
  * errors; ka_set_tracer's spans; the KA_TRACE file, checked as JSON by
  * tests/check_trace.py, with a buffer of 16 records (several writes) and
- * after a program that exits without closing its device. */
+ * after a program that exits without closing its device; KA_TRACE files that
+ * cannot be used (a FIFO, a name too long, writes that fail), each in a
+ * process of its own (the file is chosen once per process). */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "test_util.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static const char *src =
     "KA_KERNEL(saxpy, KA_GLOBAL float *y, KA_GLOBAL const float *x, float a, uint n) {\n"
@@ -260,11 +274,234 @@ static int exit_without_close(void) {
     exit(0); /* device and queue left open: atexit writes the file */
 }
 
+/* ---- KA_TRACE files that cannot be used ----------------------------------
+ * Each case runs this program again (run_child) with a mode and KA_TRACE's
+ * value; the child checks what its logger got and exits 0 when all is well. */
+static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_trace_msgs;   /* KA_TRACE's errors and warnings */
+static char g_trace_msg[512];
+
+static void trace_logger(ka_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level > KA_LOG_WARN || !strstr(msg, "KA_TRACE")) return;
+    pthread_mutex_lock(&g_log_lock);
+    if (!g_trace_msgs++) snprintf(g_trace_msg, sizeof g_trace_msg, "%s", msg);
+    fprintf(stderr, "logged: %s\n", msg);
+    pthread_mutex_unlock(&g_log_lock);
+}
+
+/* 0 when exactly one KA_TRACE message was logged and it holds each of the
+ * texts (NULL ends them); else says why, 1. */
+static int one_message(const char *what, ...) {
+    pthread_mutex_lock(&g_log_lock);
+    int n = g_trace_msgs;
+    char msg[sizeof g_trace_msg];
+    memcpy(msg, g_trace_msg, sizeof msg);
+    pthread_mutex_unlock(&g_log_lock);
+    if (n != 1) {
+        fprintf(stderr, "%s: %d KA_TRACE messages logged, expected 1\n", what, n);
+        return 1;
+    }
+    va_list ap;
+    va_start(ap, what);
+    for (const char *t; (t = va_arg(ap, const char *));)
+        if (!strstr(msg, t)) {
+            fprintf(stderr, "%s: the message \"%s\" lacks \"%s\"\n", what, msg, t);
+            va_end(ap);
+            return 1;
+        }
+    va_end(ap);
+    return 0;
+}
+
+static int child_start(const char *path) {
+    setenv("KA_TRACE", path, 1);
+    setenv("KA_TRACE_BUFFER", "16", 1);
+    ka_set_logger(trace_logger, NULL);
+    return 0;
+}
+
+/* This program with a mode and KA_TRACE's value; its exit status. */
+static int run_child(const char *mode, const char *trace) {
+    char *argv[] = {g_self, (char *)mode, (char *)trace, NULL};
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, g_self, NULL, NULL, argv, environ), 0);
+    int st;
+    while (waitpid(pid, &st, 0) < 0) assert_int_equal(errno, EINTR);
+    if (WIFSIGNALED(st)) fail_msg("%s: killed by signal %d", mode, WTERMSIG(st));
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* A FIFO that nobody reads: the device opens (a writer's open of a FIFO
+ * would block until a reader comes), the file is refused and logged. A
+ * watchdog opens the FIFO for reading after 60 s, which lets a blocked open
+ * return, and fails the case. */
+static _Atomic int g_opened, g_dog_fired;
+
+static void *fifo_watchdog(void *path) {
+    for (int i = 0; i < 600 && !atomic_load(&g_opened); i++) nanosleep(&(struct timespec){0, 100000000}, NULL);
+    if (atomic_load(&g_opened)) return NULL;
+    atomic_store(&g_dog_fired, 1);
+    (void)open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* kept open: the writer gets no SIGPIPE */
+    return NULL;
+}
+
+static int fifo_child(const char *path) {
+    child_start(path);
+    pthread_t dog;
+    if (pthread_create(&dog, NULL, fifo_watchdog, (void *)path)) return 1;
+    ka_device dev;
+    ka_status st = ka_device_open(NULL, &dev);
+    atomic_store(&g_opened, 1);
+    pthread_join(dog, NULL);
+    if (atomic_load(&g_dog_fired)) {
+        fprintf(stderr, "ka_device_open was still blocked on the FIFO after 60 s\n");
+        return 1;
+    }
+    if (st != KA_OK) {
+        fprintf(stderr, "ka_device_open: %s\n", ka_status_name(st));
+        return 1;
+    }
+    ka_queue q;
+    if (ka_queue_create(dev, NULL, &q)) return 1;
+    saxpy_round(dev, q, 1000); /* the device works, untraced */
+    if (ka_queue_release(q) || ka_device_close(dev)) return 1;
+    return one_message("FIFO", "KA_TRACE", path, "FIFO", "not a regular file", strerror(ENXIO), (char *)NULL);
+}
+
+static void test_trace_fifo(void **state) {
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s.fifo", g_trace);
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    int r = run_child("--fifo", path);
+    unlink(path);
+    assert_int_equal(r, 0);
+}
+
+/* A name longer than a path can be: refused and logged, never written under
+ * a name cut short. The directories of the name exist as far as a path can
+ * reach, so a name cut anywhere short of PATH_MAX could be created. */
+static char g_long_root[300];
+
+static int long_path_child(const char *path) {
+    child_start(path);
+    ka_device dev;
+    ka_status st = ka_device_open(NULL, &dev);
+    if (st != KA_OK) {
+        fprintf(stderr, "ka_device_open: %s\n", ka_status_name(st));
+        return 1;
+    }
+    if (ka_device_close(dev)) return 1;
+    char head[41]; /* the message shows the name's first bytes */
+    snprintf(head, sizeof head, "%s", path);
+    return one_message("long name", "KA_TRACE", head, strerror(ENAMETOOLONG), (char *)NULL);
+}
+
+static int g_files_found;
+static int count_file(const char *p, const struct stat *s, int flag, struct FTW *f) {
+    (void)s;
+    (void)f;
+    if (flag == FTW_F || flag == FTW_SL) {
+        fprintf(stderr, "found %.80s... (%zu bytes)\n", p, strlen(p));
+        g_files_found++;
+    }
+    return 0;
+}
+static int remove_entry(const char *p, const struct stat *s, int flag, struct FTW *f) {
+    (void)s;
+    (void)flag;
+    (void)f;
+    return remove(p);
+}
+
+static void test_trace_long_name(void **state) {
+    (void)state;
+    snprintf(g_long_root, sizeof g_long_root, "%s.long", g_trace);
+    nftw(g_long_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    enum { LEN = 5000 };
+    char *path = malloc(LEN + 1);
+    assert_non_null(path);
+    size_t n = (size_t)snprintf(path, LEN + 1, "%s", g_long_root);
+    assert_int_equal(mkdir(path, 0700), 0);
+    while (n + 201 < LEN) { /* directories of 200 bytes' names, made while they fit a path */
+        path[n++] = '/';
+        memset(path + n, 'd', 200);
+        n += 200;
+        path[n] = 0;
+        if (n < 4095) assert_int_equal(mkdir(path, 0700), 0);
+    }
+    path[n++] = '/';
+    memset(path + n, 'f', LEN - n);
+    path[LEN] = 0;
+    assert_int_equal(strlen(path), LEN);
+    int r = run_child("--long-path", path);
+    g_files_found = 0;
+    assert_int_equal(nftw(g_long_root, count_file, 16, FTW_PHYS), 0);
+    nftw(g_long_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(path);
+    assert_int_equal(r, 0);
+    assert_int_equal(g_files_found, 0);
+}
+
+/* Writes that fail (the file size limit, its signal ignored): the first
+ * failure is logged once, the file is no longer written, and the traced
+ * calls go on working while the 16 records fill up again and again. */
+static int write_fails_child(const char *path) {
+    child_start(path);
+    ka_device dev;
+    ka_queue q;
+    ka_program p;
+    ka_kernel k;
+    ka_buffer out;
+    if (ka_device_open(NULL, &dev) || ka_queue_create(dev, NULL, &q) || ka_program_build(dev, src, NULL, &p) ||
+        ka_kernel_get(p, "spin", NULL, &k) || ka_buffer_create(dev, 4096, &out))
+        return 1;
+    ka_arg a[] = {ka_arg_buffer(out), ka_arg_u32(4)};
+    /* Launches before the limit: the kernel is built and cached for both of
+     * PoCL's routes (the first launches time both), files the limit would stop. */
+    const int warm = 8, launches = 208;
+    for (int i = 0; i < launches; i++) {
+        if (i == warm) {
+            struct rlimit rl;
+            if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR || getrlimit(RLIMIT_FSIZE, &rl)) return 1;
+            rl.rlim_cur = 4096;
+            if (setrlimit(RLIMIT_FSIZE, &rl)) return 1;
+        }
+        ka_event ev;
+        ka_status st = ka_launch(q, k, &(ka_range){.dims = 1, .size = {1024}}, a, 2, &ev);
+        if (st == KA_OK) st = ka_event_wait(ev, KA_WAIT_FOREVER);
+        if (st == KA_OK) st = ka_event_release(ev);
+        if (st != KA_OK) {
+            fprintf(stderr, "launch %d: %s\n", i, ka_status_name(st));
+            return 1;
+        }
+    }
+    if (ka_buffer_release(out) || ka_program_release(p) || ka_queue_release(q) || ka_device_close(dev)) return 1;
+    struct stat s;
+    if (stat(path, &s) || s.st_size > 4096) return 1;
+    return one_message("write failure", "KA_TRACE", path, strerror(EFBIG), (char *)NULL);
+}
+
+static void test_trace_write_fails(void **state) {
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s.full", g_trace);
+    int r = run_child("--write-fails", path);
+    unlink(path);
+    assert_int_equal(r, 0);
+}
+
 int main(int argc, char **argv) {
     ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
     if (n <= 0) return 1;
     g_self[n] = 0;
     if (argc > 1 && !strcmp(argv[1], "--exit-without-close")) return exit_without_close();
+    if (argc > 2 && !strcmp(argv[1], "--fifo")) return fifo_child(argv[2]);
+    if (argc > 2 && !strcmp(argv[1], "--long-path")) return long_path_child(argv[2]);
+    if (argc > 2 && !strcmp(argv[1], "--write-fails")) return write_fails_child(argv[2]);
     snprintf(g_trace, sizeof g_trace, "%s/test_trace_%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     /* Both before the first device opens: tracing is chosen there. */
     setenv("KA_TRACE", g_trace, 1);
@@ -276,6 +513,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_trace_no_alloc),
         cmocka_unit_test(test_trace_at_exit),
+        cmocka_unit_test(test_trace_fifo),
+        cmocka_unit_test(test_trace_long_name),
+        cmocka_unit_test(test_trace_write_fails),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(g_trace);

@@ -9,21 +9,33 @@
  * test of a flag. The core's waits test one global flag (ka__tracing), set
  * once a traced device exists.
  *
- * The file. Spans go into an array of fixed-size records allocated when the
- * file is opened (KA_TRACE_BUFFER records, default 4096): a traced call
- * copies its record in under a lock and allocates nothing. A full array is
- * written to the file at once (the call that filled it pays for the write),
- * nothing is dropped. The file is valid JSON after every write: the events
+ * The file. Opened once per process, at the first device open, without
+ * blocking (O_NONBLOCK: a FIFO without a reader would block the open) and
+ * only when it is a regular file; a name that does not fit a path once "%p"
+ * is expanded is refused rather than cut short. Refused or failing, it is
+ * logged and tracing to a file is off; the device opens all the same.
+ * Spans go into an array of fixed-size records allocated when the file is
+ * opened (KA_TRACE_BUFFER records, default 4096): a traced call copies its
+ * record in under a lock and allocates nothing. A full array is written to
+ * the file at once (the call that filled it pays for the write), nothing is
+ * dropped. The file is valid JSON after every successful write: the events
  * are followed by the closing text, which the next write overwrites. It is
  * written when the array is full, when a traced device is closed, and at
  * exit (atexit); spans recorded after the last of these by a program that
- * crashes are lost, the file stays valid. */
+ * crashes are lost, the file stays valid. A write that fails (disk full, file
+ * size limit) is logged once, outside the lock, and the file is closed and
+ * no longer written: it may then be incomplete, and traced calls go on
+ * (records are no longer kept). */
 #include "trace.h"
 #include "backend.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 _Atomic bool ka__tracing;
@@ -50,7 +62,8 @@ static struct {
     _Atomic(ka_tracer_fn) fn;
     void *_Atomic user;
     _Atomic uint32_t lock;      /* the records and the file */
-    FILE *f;
+    FILE *f;                    /* NULL once a write failed */
+    char path[PATH_MAX];        /* the file's name, "%p" expanded */
     long body_end;              /* where the closing text starts */
     bool any;                   /* an event was written */
     rec *buf;
@@ -70,19 +83,48 @@ static const ka__backend *under(const ka__queue *q) { return T.under[q->dev->ops
 
 static const char *const kind_names[] = {"", "launch", "write", "read", "copy", "fill", "finish", "wait"};
 
-/* A name as a JSON string's content: identifiers pass, anything else is '?'. */
-static void put_name(FILE *f, const char *s) {
-    for (; *s; s++) fputc((*s >= 32 && *s < 127 && *s != '"' && *s != '\\') ? *s : '?', f);
+/* A name as a JSON string's content: identifiers pass, anything else is '?'.
+ * EOF when a write failed. */
+static int put_name(FILE *f, const char *s) {
+    for (; *s; s++)
+        if (fputc((*s >= 32 && *s < 127 && *s != '"' && *s != '\\') ? *s : '?', f) == EOF) return EOF;
+    return 0;
 }
 
-/* Writes the records and the closing text; under T.lock. */
-static void flush_locked(void) {
-    if (!T.f) return;
+/* The path for a message: its first bytes when it is long. */
+#define SHORT_PATH(p) (strlen(p) > 200 ? 200 : (int)strlen(p)), (p), (strlen(p) > 200 ? "..." : "")
+
+/* A file whose write failed, closed and logged outside T.lock (the logger is
+ * the user's code). */
+typedef struct failed_file {
+    FILE *f;
+    int err;
+} failed_file;
+
+static void report(failed_file x) {
+    if (!x.f) return;
+    fclose(x.f); /* retries what is buffered; fails the same way */
+    ka__log(KA_LOG_ERROR, "KA_TRACE: cannot write %.*s%s: %s; tracing to the file is off (it may be incomplete)",
+            SHORT_PATH(T.path), strerror(x.err));
+}
+
+/* Notes the first failure of a write (a negative result, as every stdio call
+ * here gives on failure). */
+#define CHECK(call)                                        \
+    do {                                                   \
+        if ((call) < 0 && !err) err = errno ? errno : EIO; \
+    } while (0)
+
+/* Writes the records and the closing text; under T.lock. On the file's first
+ * failure it is taken out of T (no longer written) and returned for report. */
+static failed_file flush_locked(void) {
+    if (!T.f) return (failed_file){0};
     FILE *f = T.f;
-    fseek(f, T.body_end, SEEK_SET);
-    for (uint32_t i = 0; i < T.n; i++) {
+    int err = 0;
+    CHECK(fseek(f, T.body_end, SEEK_SET));
+    for (uint32_t i = 0; i < T.n && !err; i++) {
         const rec *r = &T.buf[i];
-        fputs(T.any ? ",\n" : "\n", f);
+        CHECK(fputs(T.any ? ",\n" : "\n", f));
         T.any = true;
         /* A queue's track is its handle's slot; named before its first span. */
         unsigned tid = (unsigned)(uint32_t)r->queue;
@@ -90,46 +132,124 @@ static void flush_locked(void) {
         while (t < T.ntracks && T.tracks[t] != tid) t++;
         if (t == T.ntracks && t < TRACKS) {
             T.tracks[T.ntracks++] = tid;
-            fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"queue %u (", T.pid,
-                    tid, tid);
-            put_name(f, r->dev);
-            fputs(")\"}},\n", f);
+            CHECK(fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"queue %u (",
+                          T.pid, tid, tid));
+            CHECK(put_name(f, r->dev));
+            CHECK(fputs(")\"}},\n", f));
         }
-        fputs("{\"name\":\"", f);
-        put_name(f, r->name);
-        fprintf(f, "\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%u,\"args\":{",
-                kind_names[r->kind], (double)(r->t0 - T.origin) / 1e3, (double)(r->t1 - r->t0) / 1e3, T.pid, tid);
+        CHECK(fputs("{\"name\":\"", f));
+        CHECK(put_name(f, r->name));
+        CHECK(fprintf(f, "\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%u,\"args\":{",
+                      kind_names[r->kind], (double)(r->t0 - T.origin) / 1e3, (double)(r->t1 - r->t0) / 1e3, T.pid, tid));
         if (r->kind == KA_TRACE_LAUNCH && r->dims)
-            fprintf(f, "\"dims\":%u,\"global\":[%llu,%llu,%llu],\"local\":[%llu,%llu,%llu],", r->dims,
-                    (unsigned long long)r->global[0], (unsigned long long)r->global[1], (unsigned long long)r->global[2],
-                    (unsigned long long)r->local[0], (unsigned long long)r->local[1], (unsigned long long)r->local[2]);
-        if (r->bytes) fprintf(f, "\"bytes\":%llu,", (unsigned long long)r->bytes);
-        fprintf(f, "\"queue\":%llu,\"status\":\"%s\"}}", (unsigned long long)r->queue, ka_status_name((ka_status)r->status));
+            CHECK(fprintf(f, "\"dims\":%u,\"global\":[%llu,%llu,%llu],\"local\":[%llu,%llu,%llu],", r->dims,
+                          (unsigned long long)r->global[0], (unsigned long long)r->global[1],
+                          (unsigned long long)r->global[2], (unsigned long long)r->local[0],
+                          (unsigned long long)r->local[1], (unsigned long long)r->local[2]));
+        if (r->bytes) CHECK(fprintf(f, "\"bytes\":%llu,", (unsigned long long)r->bytes));
+        CHECK(fprintf(f, "\"queue\":%llu,\"status\":\"%s\"}}", (unsigned long long)r->queue,
+                      ka_status_name((ka_status)r->status)));
     }
     T.n = 0;
-    T.body_end = ftell(f);
-    fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"libka " KA_VERSION_STRING "\"}}\n", f);
-    fflush(f);
+    if (!err) {
+        long end = ftell(f);
+        CHECK(end);
+        T.body_end = end;
+    }
+    if (!err) CHECK(fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"libka " KA_VERSION_STRING "\"}}\n", f));
+    if (!err) CHECK(fflush(f));
+    if (!err && ferror(f)) err = EIO;
+    if (!err) return (failed_file){0};
+    T.f = NULL;
+    return (failed_file){f, err};
 }
 
 static void add(const rec *r) {
+    failed_file x = {0};
     ka__spin_lock(&T.lock);
-    if (T.buf) {
-        if (T.n == T.cap) flush_locked();
-        T.buf[T.n++] = *r;
+    if (T.f) {
+        if (T.n == T.cap) x = flush_locked();
+        if (T.f) T.buf[T.n++] = *r;
     }
     ka__spin_unlock(&T.lock);
+    report(x);
 }
 
 static void flush_all(void) {
     ka__spin_lock(&T.lock);
-    flush_locked();
+    failed_file x = flush_locked();
     ka__spin_unlock(&T.lock);
+    report(x);
 }
 
-/* Opens KA_TRACE's file once (under open_lock); false when there is none. */
+/* KA_TRACE's name into T.path, "%p" replaced by the process id: one file per
+ * MPI rank (or other process) instead of every process writing the same one.
+ * False when it does not fit a path. */
+static bool expand_path(const char *path) {
+    char pid[24];
+    size_t np = (size_t)snprintf(pid, sizeof pid, "%d", (int)getpid()), n = 0;
+    for (const char *c = path; *c; c++) {
+        const char *s = c;
+        size_t k = 1;
+        if (c[0] == '%' && c[1] == 'p') s = pid, k = np, c++;
+        if (k >= sizeof T.path - n) return false;
+        memcpy(T.path + n, s, k);
+        n += k;
+    }
+    T.path[n] = 0;
+    return true;
+}
+
+static const char *file_kind(mode_t m) {
+    return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : S_ISLNK(m) ? "a symbolic link" : "something else";
+}
+
+/* T.path for writing, emptied: only a regular file, and no symbolic link
+ * (O_NOFOLLOW, as the kernel cache's files), opened without blocking (a
+ * FIFO's writer would wait for a reader). NULL, logged, when it cannot be. */
+static FILE *open_path(void) {
+    const char *path = T.path;
+    int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0666);
+    struct stat s;
+    if (fd < 0) {
+        int e = errno; /* ENXIO: a FIFO without a reader; ELOOP: a symbolic link */
+        if (lstat(path, &s) == 0 && !S_ISREG(s.st_mode))
+            ka__log(KA_LOG_ERROR, "KA_TRACE: %.*s%s is %s, not a regular file (%s); tracing to a file is off",
+                    SHORT_PATH(path), file_kind(s.st_mode), strerror(e));
+        else
+            ka__log(KA_LOG_ERROR, "KA_TRACE: cannot open %.*s%s: %s; tracing to a file is off", SHORT_PATH(path),
+                    strerror(e));
+        return NULL;
+    }
+    int e = 0, fl = 0;
+    FILE *f = NULL;
+    if (fstat(fd, &s) != 0) e = errno;
+    else if (!S_ISREG(s.st_mode)) {
+        ka__log(KA_LOG_ERROR, "KA_TRACE: %.*s%s is %s, not a regular file; tracing to a file is off", SHORT_PATH(path),
+                file_kind(s.st_mode));
+        close(fd);
+        return NULL;
+    } else if (ftruncate(fd, 0) != 0 || (fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+               !(f = fdopen(fd, "w")))
+        e = errno;
+    if (!f) {
+        close(fd);
+        ka__log(KA_LOG_ERROR, "KA_TRACE: cannot write %.*s%s: %s; tracing to a file is off", SHORT_PATH(path),
+                strerror(e));
+    }
+    return f;
+}
+
+/* Opens KA_TRACE's file once (under open_lock); false when there is none
+ * (or no longer: a write failed). */
 static bool open_file(void) {
-    if (T.file_tried) return T.f != NULL;
+    if (T.file_tried) {
+        ka__spin_lock(&T.lock);
+        bool on = T.f != NULL;
+        ka__spin_unlock(&T.lock);
+        return on;
+    }
     T.file_tried = true;
     const char *path = getenv("KA_TRACE");
     if (!path || !*path) return false;
@@ -139,29 +259,26 @@ static bool open_file(void) {
         long v = strtol(b, NULL, 10);
         cap = v < 16 ? 16 : v > (1 << 24) ? 1u << 24 : (uint32_t)v;
     }
-    /* "%p" in the name is the process id: one file per MPI rank (or other
-     * process) instead of every process writing the same one. */
-    char name[4096];
-    size_t n = 0;
-    for (const char *c = path; *c && n + 24 < sizeof name; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            n += (size_t)snprintf(name + n, sizeof name - n, "%d", (int)getpid());
-            c++;
-        } else {
-            name[n++] = *c;
-        }
-    }
-    name[n] = 0;
-    path = name;
-    rec *buf = ka__alloc(sizeof *buf * cap);
-    FILE *f = buf ? fopen(path, "w") : NULL;
-    if (!f) {
-        if (buf) ka__free(buf, sizeof *buf * cap);
-        ka__log(KA_LOG_ERROR, "KA_TRACE: cannot write %s: tracing to a file is off", path);
+    if (!expand_path(path)) {
+        ka__log(KA_LOG_ERROR, "KA_TRACE: the file name %.64s... (%zu bytes, at most %d once %%p is expanded): %s; "
+                "tracing to a file is off", path, strlen(path), (int)sizeof T.path - 1, strerror(ENAMETOOLONG));
         return false;
     }
-    fputs("{\"traceEvents\":[", f);
-    T.body_end = ftell(f);
+    rec *buf = ka__alloc(sizeof *buf * cap);
+    if (!buf) {
+        ka__log(KA_LOG_ERROR, "KA_TRACE: no memory for %u records; tracing to a file is off", cap);
+        return false;
+    }
+    FILE *f = open_path();
+    if (!f) {
+        ka__free(buf, sizeof *buf * cap);
+        return false;
+    }
+    if (fputs("{\"traceEvents\":[", f) < 0 || (T.body_end = ftell(f)) < 0) {
+        report((failed_file){f, errno ? errno : EIO});
+        ka__free(buf, sizeof *buf * cap);
+        return false;
+    }
     T.buf = buf;
     T.cap = cap;
     T.origin = ka__now_ns();
