@@ -323,10 +323,13 @@ bool ka__kcache_parse_size(const char *s, uint64_t *out);
 ka_status ka__kcache_load(ka__kcache_key *key, void **data, size_t *size);
 /* Writes the entry atomically (temp file, fsync, rename); silently does
  * nothing on any failure, or when an untrusted entry is in the way. Then
- * releases the entry's lock. */
+ * evicts least recently used entries if the directory may be over
+ * KA_CACHE_MAX_BYTES (never this one), and releases the entry's lock
+ * (unlinking its lock file). */
 void ka__kcache_store(ka__kcache_key *key, const void *data, size_t size);
 /* Releases the entry's lock if a miss of ka__kcache_load left it held (the
- * build failed, or its result is not stored). Idempotent. */
+ * build failed, or its result is not stored), unlinking its lock file first.
+ * Idempotent. */
 void ka__kcache_unlock(ka__kcache_key *key);
 
 /* Embedded kernel dialect preludes (generated from include/ka_kernel_*.h). */

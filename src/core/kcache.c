@@ -22,14 +22,28 @@
  * flock on "<entry>.lock" and looks again: the first to get it compiles and
  * stores, the others wait and then load that entry. flock, not fcntl locks:
  * its lock belongs to the open file, so two threads of one process exclude
- * each other too, and a process that dies releases it. Lock files stay
- * (unlinking one while another process waits on it would let two hold
- * "the" lock); they are empty.
+ * each other too, and a process that dies releases it. The holder unlinks
+ * the lock file while still holding it, then closes it; whoever gets a lock
+ * checks that the name still leads to the file it locked (fstat against
+ * fstatat) and else locks the name afresh, so two never hold "the" lock.
+ *
+ * Bound: KA_CACHE_MAX_BYTES (default 1 GiB; K, M, G, T suffixes; 0 is none).
+ * A hit sets the entry's mtime to now (futimens), so mtime orders entries by
+ * last use whatever the mount's atime policy. After a store, when this
+ * process's estimate of the directory (the total its last scan left, plus
+ * what it stored since; unknown before its first store there) is over the
+ * bound, the directory is scanned: temp and lock files older than an hour
+ * (a crash's) go, then the least recently used entries until the total is
+ * within the bound, never the entry just stored (a bound below one entry
+ * keeps just that one). Unlinking under readers is safe: an open descriptor
+ * reads on; a later open misses and compiles. ENOENT (another process
+ * evicted it first) counts as evicted.
  *
  * The directory is used only when it is a directory owned by the effective
  * user and not writable by group or others; an entry likewise (else it is
  * neither loaded nor replaced). Every failure here means "compile normally":
- * nothing is reported to the caller, details go to the logger. No printing;
+ * nothing is reported to the caller, details go to the logger; why the
+ * directory is unusable is logged once per process and reason. No printing;
  * memory through ka__alloc. */
 #define _GNU_SOURCE
 #include "backend.h"
