@@ -696,7 +696,7 @@ static void other_entry(const char *dir, const char *but, char out[33]) {
     struct dirent *e;
     out[0] = 0;
     while ((e = readdir(d)))
-        if (is_entry_name(e->d_name) && (!but || strcmp(e->d_name, but))) snprintf(out, 33, "%s", e->d_name);
+        if (is_entry_name(e->d_name) && (!but || strcmp(e->d_name, but))) memcpy(out, e->d_name, 33); /* 32 hex digits and the NUL */
     closedir(d);
     if (!out[0]) fail_msg("%s: no entry other than %s", dir, but ? but : "(none)");
 }
