@@ -321,6 +321,30 @@ typedef struct ka_kernel_info {
 } ka_kernel_info;
 KA_API ka_status ka_kernel_get_info(ka_kernel k, ka_kernel_info *out);
 
+/* ---- persistent kernel cache -------------------------------------------- */
+/* The cache's state as a build would find it now (the environment is read at
+ * each call): on; off (KA_CACHE=0); or unusable (no directory can be named,
+ * its path is too long, it cannot be made, or it is not a directory owned by
+ * this user and writable only by it). */
+typedef enum ka_cache_state { KA_CACHE_ON = 0, KA_CACHE_OFF = 1, KA_CACHE_UNUSABLE = 2 } ka_cache_state;
+typedef struct ka_cache_info {
+    ka_cache_state state;
+    char dir[4096];      /* the directory ("" when none can be named; a longer path cut, ending "...") */
+    char reason[256];    /* why off or unusable; "" when on */
+    uint64_t entries;    /* entry files in the directory (0 while it does not exist) */
+    uint64_t bytes;      /* their total size */
+    uint64_t max_bytes;  /* the bound (KA_CACHE_MAX_BYTES, default 1 GiB); 0: none */
+    uint64_t locks;      /* lock files (each a build of that entry in progress, or left by a crash) */
+    uint64_t temps;      /* temporary files (stores in progress, or left by a crash) */
+} ka_cache_info;
+/* Fills *out (nothing is made or changed). Allocates nothing. */
+KA_API ka_status ka_cache_get_info(ka_cache_info *out);
+/* Removes every entry, temporary file and idle lock file from the cache
+ * directory, nothing else; safe while other processes use the cache. *removed
+ * (may be NULL) counts the files removed. KA_ERR_IO when the directory is
+ * unusable or a file could not be removed. Allocates nothing. */
+KA_API ka_status ka_cache_clear(uint64_t *removed);
+
 /* ---- launch ------------------------------------------------------------- */
 typedef enum ka_arg_kind {
     KA_ARG_BUFFER = 1,

@@ -77,15 +77,24 @@ check 2 "usage:" --
 check 2 "'--bogus'" -- --bogus
 check 2 "'x'" -- version x
 check 2 "'x'" -- help run x
+check 2 "usage: ka cache" -- cache
+check 2 "unknown cache command 'bogus'" -- cache bogus
+check 2 "'--bogus'" -- cache info --bogus
+check 2 "'--json'" "takes no value" -- cache info --json=1
+check 2 "'stray'" -- cache clear stray
+check 2 "'--all'" -- cache clear --all
 
 # --- --help: usage on stdout, exit 0 -----------------------------------------
 check 0 --stdout "usage: ka" -- --help
 check 0 --stdout "usage: ka" -- -h
 check 0 --stdout "usage: ka" -- help
 check 0 --stdout "usage: ka run" -- help run
-for c in info build run version; do
+for c in info build run cache version; do
   check 0 --stdout "usage: ka $c" -- $c --help
 done
+check 0 --stdout "usage: ka cache" -- help cache
+check 0 --stdout "usage: ka cache info" -- cache info --help
+check 0 --stdout "usage: ka cache clear" -- cache help clear
 
 # --- run-time failures: exit 1 ------------------------------------------------
 # The null device's largest buffer is 1 GiB: N is not cut to 32 bits, it is refused.
@@ -107,6 +116,33 @@ check 0 --stdout "built for" -- build "$dir/ok.cl" -DX=1.0f
 check 0 --stdout "built for" -- build -DX=1.0f -- "$dir/ok.cl"
 check 0 --stdout "saxpy: n=1000, 0 wrong elements: OK" -- run --n 1000
 check 0 --stdout "saxpy: n=1000, 0 wrong elements: OK" -- run --n=1000
+
+# --- ka cache: a directory of its own; info and clear, and only libka's files go
+export KA_CACHE_DIR=$dir/kcache
+check 0 --stdout "state           on" "0 entries" "bound           1073741824 bytes" -- cache info
+check 0 --stdout "0 files removed" -- cache clear
+check 0 --stdout "built for" -- build "$dir/ok.cl" -DX=3.0f
+check 0 --stdout "1 entry," -- cache info
+check 0 --stdout '"state":"on"' '"entries":1' -- cache info --json
+if ! python3 -m json.tool "$dir/out" >/dev/null; then
+  fails=$((fails + 1))
+  echo "FAIL  ka cache info --json: not valid JSON"
+fi
+check 0 --stdout '"kernel_cache":{' -- info --json
+: >"$KA_CACHE_DIR/notes.txt"
+: >"$KA_CACHE_DIR/0123456789abcdef0123456789abcdef.tmp.XXXXXX"
+check 0 --stdout "2 files removed" -- cache clear
+check 0 --stdout "0 entries" -- cache info
+[[ -e $KA_CACHE_DIR/notes.txt ]] || { fails=$((fails + 1)); echo "FAIL  ka cache clear removed a file that is not libka's"; }
+KA_CACHE=0 check 0 --stdout "state           off" -- cache info
+KA_CACHE_MAX_BYTES=64M check 0 --stdout "bound           67108864 bytes" -- cache info
+KA_CACHE_MAX_BYTES=0 check 0 --stdout "bound           none" -- cache info
+chmod 0777 "$KA_CACHE_DIR"
+check 0 --stdout "state           unusable" "writable only by it" -- cache info
+check 1 "ka cache clear" "writable only by it" -- cache clear
+chmod 0700 "$KA_CACHE_DIR"
+KA_CACHE_DIR=$dir/$(printf 'a%.0s' {1..300}) check 0 --stdout "unusable" "300 bytes" -- cache info
+unset KA_CACHE_DIR
 
 # --- ka-bench: the same parser; its benchmarks' table ---------------------------
 if [[ -n $kabench ]]; then

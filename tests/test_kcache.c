@@ -52,8 +52,8 @@ static bool is_entry_name(const char *n) {
     return true;
 }
 
-/* Entries (32 hex digits), temp files (".tmp."), the entries' empty lock
- * files (".lock", kept) and anything else in dir. */
+/* Entries (32 hex digits), temp files (".tmp."), the entries' lock files
+ * (".lock", removed by their holder) and anything else in dir. */
 typedef struct listing {
     int entries, temps, locks, other;
     char first[512]; /* path of one entry */
@@ -187,6 +187,7 @@ static void test_cold_then_warm(void **state) {
     listing l = list_dir(dir);
     assert_int_equal(l.entries, 1);
     assert_int_equal(l.temps, 0);
+    assert_int_equal(l.locks, 0); /* a miss's lock file goes with its lock */
 }
 
 /* Each variant (here a static work-group) is its own entry. */
@@ -523,6 +524,381 @@ static void test_concurrent_builders(void **state) {
     assert_int_equal(hits, 3); /* one compile, three loads */
     only_entry(dir);
     build_run(src_fill, NULL, 1);
+    assert_int_equal(list_dir(dir).locks, 0); /* waiters relocked afresh; nobody left one */
+}
+
+
+/* ---- messages, the bound, eviction ---------------------------------------- */
+
+/* WARN messages of the logger that contain g_log_want. */
+static const char *g_log_want;
+static int g_log_count;
+static char g_log_last[8192];
+static void count_log(ka_log_level lvl, const char *msg, void *user) {
+    (void)user;
+    if (lvl > KA_LOG_WARN || !strstr(msg, g_log_want)) return;
+    g_log_count++;
+    snprintf(g_log_last, sizeof g_log_last, "%s", msg);
+}
+static void log_watch(const char *want) {
+    g_log_want = want;
+    g_log_count = 0;
+    ka_set_logger(count_log, NULL);
+}
+
+/* A damaged entry is reported once per build (the entry is looked at again
+ * under its lock; that second look must not warn again). */
+static void test_damage_warned_once(void **state) {
+    (void)state;
+    const char *dir = use_dir("warnonce");
+    build_run(src_fill, NULL, 0);
+    char e[512];
+    snprintf(e, sizeof e, "%s", only_entry(dir));
+    flip_byte(e, file_size(e) - 1);
+    log_watch("payload checksum mismatch");
+    build_run(src_fill, NULL, 0);
+    ka_set_logger(NULL, NULL);
+    if (g_log_count != 1) fail_msg("the damaged entry reported %d times, expected once: %s", g_log_count, g_log_last);
+    build_run(src_fill, NULL, 1);
+}
+
+/* A directory that cannot be used (a path component over 255 bytes, a path
+ * of 5000 bytes) is reported once per process and reason at WARN, not at
+ * every build; builds work. */
+static void test_unusable_dir_logged_once(void **state) {
+    (void)state;
+    char *path = malloc(6000);
+    assert_non_null(path);
+    int n = snprintf(path, 6000, "%s/", g_root);
+    memset(path + n, 'a', 300);
+    path[n + 300] = 0;
+    assert_int_equal(setenv("KA_CACHE_DIR", path, 1), 0);
+    log_watch("not used");
+    build_run(src_fill, NULL, 0);
+    build_run(src_fill, NULL, 0);
+    if (g_log_count != 1) fail_msg("the 300-byte name reported %d times, expected once", g_log_count);
+    if (!strstr(g_log_last, "300 bytes")) fail_msg("the message does not say why: %s", g_log_last);
+    ka_cache_info ci;
+    KA_OK_OR_FAIL(ka_cache_get_info(&ci));
+    assert_int_equal(ci.state, KA_CACHE_UNUSABLE);
+    assert_non_null(strstr(ci.reason, "300 bytes"));
+    for (n = 0; n < 5000; n += 100) memcpy(path + n, "/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 100);
+    path[5000] = 0;
+    assert_int_equal(setenv("KA_CACHE_DIR", path, 1), 0);
+    build_run(src_fill, NULL, 0);
+    build_run(src_fill, NULL, 0);
+    ka_set_logger(NULL, NULL);
+    if (g_log_count != 2) fail_msg("the 5000-byte path: %d messages in all, expected 2", g_log_count);
+    if (!strstr(g_log_last, "5000 bytes")) fail_msg("the message does not say why: %s", g_log_last);
+    KA_OK_OR_FAIL(ka_cache_get_info(&ci));
+    assert_int_equal(ci.state, KA_CACHE_UNUSABLE);
+    free(path);
+}
+
+/* A source whose kernel writes i * 3 + seed + k (k tells the entries apart). */
+static void src_k(char *buf, size_t len, uint32_t k) {
+    snprintf(buf, len,
+             "KA_KERNEL(fill, KA_GLOBAL uint *out, uint seed) {\n"
+             "    if (!ka_in_range()) return;\n"
+             "    size_t i = ka_global_id(0);\n"
+             "    out[i] = (uint)i * 3u + seed + %uu;\n"
+             "}\n",
+             k);
+}
+
+/* Builds src_k(k) on queue q, checks its result; 0 or 1 (a cache hit), -1
+ * on any failure (the reason in err). Thread-safe. */
+static int build_k(ka_queue q, uint32_t k, char *err, size_t elen) {
+    char src[512];
+    src_k(src, sizeof src, k);
+    ka_program p;
+    ka_kernel kk;
+    ka_buffer b;
+    uint32_t out[64], hits = 0;
+    int r = -1;
+    if (ka_program_build(g_dev, src, NULL, &p) != KA_OK) {
+        snprintf(err, elen, "build %u: %s", k, ka_last_error());
+        return -1;
+    }
+    if (ka_kernel_get(p, "fill", NULL, &kk) == KA_OK && ka_program_cache_hits(p, &hits) == KA_OK &&
+        ka_buffer_create(g_dev, sizeof out, &b) == KA_OK) {
+        ka_arg args[] = {ka_arg_buffer(b), ka_arg_u32(5)};
+        ka_range rg = {.dims = 1, .size = {64}};
+        if (ka_launch(q, kk, &rg, args, 2, NULL) == KA_OK && ka_buffer_read(q, b, 0, sizeof out, out, NULL) == KA_OK) {
+            r = (int)hits;
+            for (uint32_t i = 0; i < 64; i++)
+                if (out[i] != i * 3u + 5u + k) {
+                    snprintf(err, elen, "kernel %u: out[%u] = %u, expected %u", k, i, out[i], i * 3u + 5u + k);
+                    r = -1;
+                    break;
+                }
+        } else {
+            snprintf(err, elen, "kernel %u: %s", k, ka_last_error());
+        }
+        ka_buffer_release(b);
+    } else {
+        snprintf(err, elen, "kernel %u: %s", k, ka_last_error());
+    }
+    ka_program_release(p);
+    return r;
+}
+
+static int build_k_ok(uint32_t k) {
+    char err[512] = "";
+    int r = build_k(g_q, k, err, sizeof err);
+    if (r < 0) fail_msg("%s", err);
+    return r;
+}
+
+/* KA_CACHE_MAX_BYTES: bytes, K/M/G/T (binary), optionally "B" or "iB"; 0 is
+ * no bound; malformed gives the default (1 GiB), reported once at WARN when
+ * a store reads it. */
+static void test_max_bytes_parsing(void **state) {
+    (void)state;
+    static const struct {
+        const char *v;
+        uint64_t want;
+    } cases[] = {
+        {"4096", 4096}, {"2K", 2048}, {"2k", 2048}, {"3M", 3u << 20}, {"3MiB", 3u << 20}, {"5KB", 5120},
+        {"1G", 1u << 30}, {"2T", (uint64_t)2 << 40}, {"0", 0}, {"18446744073709551615", UINT64_MAX},
+        {"", 1u << 30}, {"abc", 1u << 30}, {"-1", 1u << 30}, {"12X", 1u << 30}, {"1.5G", 1u << 30},
+        {" 12", 1u << 30}, {"12 ", 1u << 30}, {"2Ki", 1u << 30}, {"18446744073709551616", 1u << 30},
+        {"17179869184G", 1u << 30}, {"K", 1u << 30},
+    };
+    ka_cache_info ci;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(setenv("KA_CACHE_MAX_BYTES", cases[i].v, 1), 0);
+        KA_OK_OR_FAIL(ka_cache_get_info(&ci));
+        if (ci.max_bytes != cases[i].want)
+            fail_msg("KA_CACHE_MAX_BYTES=\"%s\": bound %llu, expected %llu", cases[i].v,
+                     (unsigned long long)ci.max_bytes, (unsigned long long)cases[i].want);
+    }
+    assert_int_equal(unsetenv("KA_CACHE_MAX_BYTES"), 0);
+    KA_OK_OR_FAIL(ka_cache_get_info(&ci));
+    assert_int_equal(ci.max_bytes, 1u << 30);
+    /* Malformed: reported once, when stores read it; entries are kept. */
+    const char *dir = use_dir("badmax");
+    assert_int_equal(setenv("KA_CACHE_MAX_BYTES", "lots", 1), 0);
+    log_watch("KA_CACHE_MAX_BYTES");
+    assert_int_equal(build_k_ok(70), 0);
+    assert_int_equal(build_k_ok(71), 0);
+    ka_set_logger(NULL, NULL);
+    assert_int_equal(unsetenv("KA_CACHE_MAX_BYTES"), 0);
+    if (g_log_count != 1) fail_msg("a malformed KA_CACHE_MAX_BYTES reported %d times, expected once", g_log_count);
+    assert_non_null(strstr(g_log_last, "\"lots\""));
+    assert_int_equal(list_dir(dir).entries, 2);
+}
+
+/* The name of an entry of dir other than `but` (NULL: any) into out. */
+static void other_entry(const char *dir, const char *but, char out[33]) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    out[0] = 0;
+    while ((e = readdir(d)))
+        if (is_entry_name(e->d_name) && (!but || strcmp(e->d_name, but))) memcpy(out, e->d_name, 33); /* 32 hex digits and the NUL */
+    closedir(d);
+    if (!out[0]) fail_msg("%s: no entry other than %s", dir, but ? but : "(none)");
+}
+
+static bool has_file(const char *dir, const char *name) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+static off_t size_of(const char *dir, const char *name) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return file_size(p);
+}
+
+static void set_mtime(const char *dir, const char *name, time_t t) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct timespec ts[2] = {{t, 0}, {t, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* Past the bound, a store evicts the least recently used entries (oldest
+ * mtime first; a hit renews an entry's mtime), never the one just stored.
+ * Times are set, not waited for: A and B are made old, then A is hit. */
+static void test_eviction_lru(void **state) {
+    (void)state;
+    char dir[512], a[33], b[33];
+    snprintf(dir, sizeof dir, "%s", use_dir("lru"));
+    assert_int_equal(build_k_ok(1), 0);
+    other_entry(dir, NULL, a);
+    assert_int_equal(build_k_ok(2), 0);
+    other_entry(dir, a, b);
+    set_mtime(dir, a, 1000);
+    set_mtime(dir, b, 2000);
+    assert_int_equal(build_k_ok(1), 1); /* A is now the most recently used */
+    /* Room for A and a third entry of about B's size, not for all three. */
+    char bound[32];
+    snprintf(bound, sizeof bound, "%lld", (long long)(size_of(dir, a) + size_of(dir, b) + size_of(dir, b) / 2));
+    assert_int_equal(setenv("KA_CACHE_MAX_BYTES", bound, 1), 0);
+    assert_int_equal(build_k_ok(3), 0);
+    assert_int_equal(unsetenv("KA_CACHE_MAX_BYTES"), 0);
+    if (has_file(dir, b)) fail_msg("the least recently used entry was not evicted (bound %s)", bound);
+    assert_true(has_file(dir, a));
+    listing l = list_dir(dir);
+    assert_int_equal(l.entries, 2);
+    assert_int_equal(l.locks + l.temps, 0);
+    assert_int_equal(build_k_ok(1), 1);
+    assert_int_equal(build_k_ok(3), 1);
+}
+
+/* A bound smaller than one entry: each store keeps the entry just stored
+ * (the build after it loads it) and evicts every other. */
+static void test_bound_below_one_entry(void **state) {
+    (void)state;
+    char dir[512], first[33];
+    snprintf(dir, sizeof dir, "%s", use_dir("tiny"));
+    assert_int_equal(setenv("KA_CACHE_MAX_BYTES", "1", 1), 0);
+    assert_int_equal(build_k_ok(20), 0);
+    other_entry(dir, NULL, first);
+    assert_int_equal(build_k_ok(20), 1);
+    assert_int_equal(build_k_ok(21), 0);
+    listing l = list_dir(dir);
+    assert_int_equal(l.entries, 1);
+    assert_false(has_file(dir, first));
+    assert_int_equal(build_k_ok(21), 1);
+    assert_int_equal(build_k_ok(20), 0); /* evicted */
+    ka_cache_info ci;
+    KA_OK_OR_FAIL(ka_cache_get_info(&ci));
+    assert_int_equal(ci.state, KA_CACHE_ON);
+    assert_int_equal(ci.entries, 1);
+    assert_true(ci.bytes > 64);
+    assert_int_equal(ci.max_bytes, 1);
+    assert_int_equal(ci.locks + ci.temps, 0);
+    assert_int_equal(unsetenv("KA_CACHE_MAX_BYTES"), 0);
+}
+
+/* Threads building (loading, or compiling and storing) three programs under a
+ * one-byte bound: every store evicts what the others load. Every build
+ * succeeds and runs its own kernel; no lock or temp file is left. */
+typedef struct evicter {
+    pthread_t t;
+    int id, bad;
+    char err[512];
+} evicter;
+
+static void *evict_race(void *arg) {
+    evicter *r = arg;
+    ka_queue q;
+    ka_queue_config off = {.spin_ns = KA_SPIN_DEFAULT, .inline_max_items = KA_INLINE_OFF};
+    if (ka_queue_create(g_dev, &off, &q) != KA_OK) {
+        snprintf(r->err, sizeof r->err, "ka_queue_create: %s", ka_last_error());
+        r->bad = 1;
+        return NULL;
+    }
+    for (int j = 0; j < 6 && !r->bad; j++)
+        if (build_k(q, 30u + (uint32_t)((r->id + j) % 3), r->err, sizeof r->err) < 0) r->bad = 1;
+    ka_queue_release(q);
+    return NULL;
+}
+
+static void test_readers_during_eviction(void **state) {
+    (void)state;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", use_dir("evictrace"));
+    assert_int_equal(setenv("KA_CACHE_MAX_BYTES", "1", 1), 0);
+    for (uint32_t k = 30; k < 33; k++) build_k_ok(k); /* entries to load, and to evict */
+    evicter r[4];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 4; i++) {
+        r[i].id = i;
+        assert_int_equal(pthread_create(&r[i].t, NULL, evict_race, &r[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(r[i].t, NULL);
+    assert_int_equal(unsetenv("KA_CACHE_MAX_BYTES"), 0);
+    for (int i = 0; i < 4; i++)
+        if (r[i].bad) fail_msg("builder %d: %s", i, r[i].err);
+    listing l = list_dir(dir);
+    if (l.entries < 1 || l.entries > 4) fail_msg("%d entries left, expected 1 to 4 (one per last store)", l.entries);
+    assert_int_equal(l.locks, 0);
+    assert_int_equal(l.temps, 0);
+}
+
+/* Stale temporary and lock files (left by a crash) are removed by the next
+ * eviction scan; fresh ones (a store or build in progress) are not; a held
+ * lock is not. */
+static void test_stale_files_cleaned(void **state) {
+    (void)state;
+    char dir[512], e[33], p[1024];
+    snprintf(dir, sizeof dir, "%s", use_dir("stale"));
+    assert_int_equal(build_k_ok(40), 0);
+    other_entry(dir, NULL, e);
+    const char *suffix[] = {".tmp.AAAAAA", ".lock", ".tmp.BBBBBB", ".tmp.CCCCCC"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s%s", dir, e, suffix[i]);
+        int fd = open(p, O_CREAT | O_WRONLY, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        if (i < 2) set_mtime(dir, strrchr(p, '/') + 1, 1000); /* old */
+    }
+    /* A store scans when it may be over the bound: here, the first store
+     * under a new bound (this process knows nothing of the directory then). */
+    assert_int_equal(setenv("KA_CACHE_MAX_BYTES", "1023M", 1), 0);
+    assert_int_equal(build_k_ok(41), 0);
+    assert_int_equal(unsetenv("KA_CACHE_MAX_BYTES"), 0);
+    listing l = list_dir(dir);
+    assert_int_equal(l.locks, 0);
+    assert_int_equal(l.temps, 2); /* the fresh ones */
+    assert_int_equal(l.entries, 2);
+    /* ka_cache_clear removes every file libka made, nothing else. */
+    snprintf(p, sizeof p, "%s/README", dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fclose(f);
+    uint64_t removed = 0;
+    KA_OK_OR_FAIL(ka_cache_clear(&removed));
+    assert_int_equal(removed, 4);
+    l = list_dir(dir);
+    assert_int_equal(l.entries + l.temps + l.locks, 0);
+    assert_int_equal(l.other, 1);
+    assert_int_equal(build_k_ok(41), 0);
+    assert_int_equal(build_k_ok(41), 1);
+}
+
+/* A read-only cache directory (mode 0500): entries load, nothing is written,
+ * every build works. Root's writes ignore permission bits, so as root this
+ * is skipped; test_unwritable_dir covers a directory root cannot write. */
+static void test_readonly_dir(void **state) {
+    (void)state;
+    if (geteuid() == 0) {
+        fprintf(stderr, "test_readonly_dir: skipped: running as root, whose writes mode 0500 does not stop "
+                        "(test_unwritable_dir covers an unwritable directory)\n");
+        skip();
+    }
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", use_dir("readonly"));
+    assert_int_equal(build_k_ok(50), 0);
+    assert_int_equal(chmod(dir, 0500), 0);
+    assert_int_equal(build_k_ok(50), 1);
+    assert_int_equal(build_k_ok(51), 0);
+    assert_int_equal(build_k_ok(51), 0); /* not stored */
+    listing l = list_dir(dir);
+    assert_int_equal(chmod(dir, 0700), 0);
+    assert_int_equal(l.entries, 1);
+    assert_int_equal(l.locks + l.temps, 0);
+}
+
+/* A directory where no file can be made, whoever asks (procfs: owned by the
+ * process's user, mode 0555, creation fails with ENOENT even for root): no
+ * lock, no store, every build works. */
+static void test_unwritable_dir(void **state) {
+    (void)state;
+    struct stat s;
+    if (stat("/proc/self/fdinfo", &s) != 0 || s.st_uid != geteuid()) skip();
+    assert_int_equal(setenv("KA_CACHE_DIR", "/proc/self/fdinfo", 1), 0);
+    assert_int_equal(build_k_ok(60), 0);
+    assert_int_equal(build_k_ok(60), 0);
+    ka_cache_info ci;
+    KA_OK_OR_FAIL(ka_cache_get_info(&ci));
+    assert_int_equal(ci.state, KA_CACHE_ON);
+    assert_int_equal(ci.entries + ci.locks + ci.temps, 0);
 }
 
 static void test_api_errors(void **state) {
@@ -589,6 +965,15 @@ int main(void) {
             cmocka_unit_test(test_stray_files),
             cmocka_unit_test(test_routed_basic_build),
             cmocka_unit_test(test_concurrent_builders),
+            cmocka_unit_test(test_damage_warned_once),
+            cmocka_unit_test(test_unusable_dir_logged_once),
+            cmocka_unit_test(test_max_bytes_parsing),
+            cmocka_unit_test(test_eviction_lru),
+            cmocka_unit_test(test_bound_below_one_entry),
+            cmocka_unit_test(test_readers_during_eviction),
+            cmocka_unit_test(test_stale_files_cleaned),
+            cmocka_unit_test(test_readonly_dir),
+            cmocka_unit_test(test_unwritable_dir),
             cmocka_unit_test(test_api_errors),
         };
         rc = cmocka_run_group_tests_name("kcache", tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/* The `ka` command: info, build, run, version (the benchmarks are `ka-bench`).
+/* The `ka` command: info, build, run, cache, version (the benchmarks are `ka-bench`).
  * Exit status: 0 success; 1 a run-time failure (no device, a failed build or
  * check); 2 a usage error (unknown option or command, bad or missing value,
  * a FILE that is not a readable kernel source). */
@@ -19,13 +19,16 @@ static const char usage_ka[] =
     "  ka build FILE [-DNAME[=V]...] [--device SEL] [--options OPTS]\n"
     "                                   compile check; prints the build log, exit 1 on failure\n"
     "  ka run [--device SEL] [--n N]    runs saxpy on the device and checks the result\n"
+    "  ka cache info [--json]           the persistent kernel cache: directory, state, use, bound\n"
+    "  ka cache clear                   removes the kernel cache's entries\n"
     "  ka version                       libka's version\n"
     CLI_DEVICES_HELP
     "Exit status: 0 success, 1 failure (no device, build or check failed), 2 usage error.\n";
 
 static const char usage_info[] =
     "usage: ka info [--json]\n"
-    "  Lists every device libka sees: platform, back-end, limits, sub-group sizes, capabilities.\n"
+    "  Lists every device libka sees: platform, back-end, limits, sub-group sizes, capabilities;\n"
+    "  then the persistent kernel cache, as `ka cache info` shows it.\n"
     "  --json   one JSON object on stdout instead of text\n";
 
 static const char usage_build[] =
@@ -44,6 +47,29 @@ static const char usage_run[] =
     "  --n N          elements, 1 to 4294967295 (default 1000003); each of the two buffers,\n"
     "                 4*N bytes, must fit the device's largest buffer\n"
     "  Exit status: 0 checked, 1 failure (no device, buffer too large, wrong result), 2 usage error.\n";
+
+static const char usage_cache[] =
+    "usage: ka cache COMMAND   (ka cache COMMAND --help for its options)\n"
+    "  ka cache info [--json]   the cache's directory, state (on, off or unusable, and why),\n"
+    "                           entries and bytes used, and the bound (KA_CACHE_MAX_BYTES)\n"
+    "  ka cache clear           removes every entry, temporary and idle lock file libka made\n"
+    "                           in the cache directory, nothing else\n"
+    "  The directory is $KA_CACHE_DIR, else $XDG_CACHE_HOME/libka, else $HOME/.cache/libka.\n"
+    "Exit status: 0 success, 1 failure (clear: the directory is unusable or a file stayed), 2 usage error.\n";
+
+static const char usage_cache_info[] =
+    "usage: ka cache info [--json]\n"
+    "  The persistent kernel cache: directory, state (on, off or unusable, and why), entries and\n"
+    "  bytes used, the bound (KA_CACHE_MAX_BYTES; 0 is none), lock and temporary files.\n"
+    "  --json   one JSON object on stdout instead of text\n"
+    "  Exit status: 0 shown (whatever the state), 2 usage error.\n";
+
+static const char usage_cache_clear[] =
+    "usage: ka cache clear\n"
+    "  Removes every entry, temporary file and idle lock file libka made in the cache directory,\n"
+    "  nothing else. Safe while other processes use the cache: their builds compile again.\n"
+    "  Exit status: 0 cleared (or nothing to clear), 1 the directory is unusable or a file stayed,\n"
+    "  2 usage error.\n";
 
 static const char usage_version[] = "usage: ka version\n  Prints libka's version.\n";
 
@@ -69,6 +95,31 @@ static void print_sg(const ka_device_info *d, int json) {
         return;
     }
     for (uint32_t i = 0; i < d->num_subgroup_sizes; i++) printf("%s%u", i ? ", " : "", d->subgroup_sizes[i]);
+}
+
+static const char *cache_state_name(ka_cache_state s) {
+    return s == KA_CACHE_ON ? "on" : s == KA_CACHE_OFF ? "off" : "unusable";
+}
+
+/* The cache's state as JSON (an object) or text (indented lines). */
+static void print_cache(const ka_cache_info *ci, int json) {
+    if (json) {
+        printf("{\"dir\":");
+        json_str(ci->dir);
+        printf(",\"state\":\"%s\",\"reason\":", cache_state_name(ci->state));
+        json_str(ci->reason);
+        printf(",\"entries\":%llu,\"bytes\":%llu,\"max_bytes\":%llu,\"locks\":%llu,\"temps\":%llu}",
+               (unsigned long long)ci->entries, (unsigned long long)ci->bytes, (unsigned long long)ci->max_bytes,
+               (unsigned long long)ci->locks, (unsigned long long)ci->temps);
+        return;
+    }
+    printf("  directory       %s\n", ci->dir[0] ? ci->dir : "(none)");
+    printf("  state           %s%s%s\n", cache_state_name(ci->state), ci->reason[0] ? ": " : "", ci->reason);
+    printf("  used            %llu entr%s, %llu bytes\n", (unsigned long long)ci->entries, ci->entries == 1 ? "y" : "ies",
+           (unsigned long long)ci->bytes);
+    if (ci->max_bytes) printf("  bound           %llu bytes (KA_CACHE_MAX_BYTES)\n", (unsigned long long)ci->max_bytes);
+    else printf("  bound           none (KA_CACHE_MAX_BYTES=0)\n");
+    printf("  lock files      %llu, temporary files %llu\n", (unsigned long long)ci->locks, (unsigned long long)ci->temps);
 }
 
 static int cmd_info(int argc, char **argv) {
@@ -143,7 +194,16 @@ static int cmd_info(int argc, char **argv) {
                    d.has_subgroup_shuffle ? "yes" : "no");
         }
     }
-    if (json) printf("]}\n");
+    ka_cache_info ci;
+    ka_cache_get_info(&ci);
+    if (json) {
+        printf("],\"kernel_cache\":");
+        print_cache(&ci, 1);
+        printf("}\n");
+    } else {
+        printf("\nkernel cache\n");
+        print_cache(&ci, 0);
+    }
     return 0;
 }
 
@@ -301,6 +361,51 @@ static int cmd_run(int argc, char **argv) {
     return ka_run_saxpy(sel, (uint32_t)n) ? KA_EXIT_FAIL : 0;
 }
 
+static int cmd_cache_info(int argc, char **argv) {
+    static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    cli c;
+    cli_init(&c, "ka cache info", usage_cache_info, argc, argv, "h", lo);
+    int json = 0;
+    const char *arg;
+    for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
+        if (r == 'j') json = 1;
+        else return cli_default(&c, r, arg);
+    }
+    ka_cache_info ci;
+    if (ka_cache_get_info(&ci) != KA_OK) {
+        fprintf(stderr, "ka cache info: %s\n", ka_last_error());
+        return KA_EXIT_FAIL;
+    }
+    if (!json) printf("kernel cache\n");
+    print_cache(&ci, json);
+    if (json) printf("\n");
+    return 0;
+}
+
+static int cmd_cache_clear(int argc, char **argv) {
+    cli c;
+    cli_init(&c, "ka cache clear", usage_cache_clear, argc, argv, "h", cli_help_only);
+    int rc = cli_no_options(&c);
+    if (rc >= 0) return rc;
+    uint64_t removed = 0;
+    ka_status st = ka_cache_clear(&removed);
+    if (st != KA_OK) {
+        fprintf(stderr, "ka cache clear: %s\n", ka_last_error());
+        return KA_EXIT_FAIL;
+    }
+    ka_cache_info ci;
+    ka_cache_get_info(&ci);
+    printf("kernel cache %s: %llu file%s removed\n", ci.dir[0] ? ci.dir : "(none)", (unsigned long long)removed,
+           removed == 1 ? "" : "s");
+    return 0;
+}
+
+static int cmd_cache(int argc, char **argv) {
+    static const cli_command cmds[] = {{"info", NULL, cmd_cache_info}, {"clear", NULL, cmd_cache_clear}};
+    const cli_program prog = {"ka cache", "cache command", usage_cache, cmds, sizeof cmds / sizeof cmds[0]};
+    return cli_dispatch(&prog, argc, argv);
+}
+
 static int cmd_version(int argc, char **argv) {
     cli c;
     cli_init(&c, "ka version", usage_version, argc, argv, "h", cli_help_only);
@@ -312,7 +417,8 @@ static int cmd_version(int argc, char **argv) {
 
 /* No summaries: usage_ka gives each command's synopsis instead. */
 static const cli_command commands[] = {
-    {"info", NULL, cmd_info}, {"build", NULL, cmd_build}, {"run", NULL, cmd_run}, {"version", NULL, cmd_version}};
+    {"info", NULL, cmd_info}, {"build", NULL, cmd_build}, {"run", NULL, cmd_run}, {"cache", NULL, cmd_cache},
+    {"version", NULL, cmd_version}};
 
 int main(int argc, char **argv) {
     const cli_program prog = {"ka", "command", usage_ka, commands, sizeof commands / sizeof commands[0]};

@@ -299,6 +299,7 @@ uint64_t ka__hash(const void *p, size_t n, uint64_t seed);
 typedef struct ka__kcache_key {
     uint64_t lo, hi;
     int lock; /* the entry's lock file while this process compiles it, else -1 */
+    int dir;  /* while lock >= 0: the cache directory, where the lock file is unlinked */
 } ka__kcache_key;
 /* false when KA_CACHE is "0", "off", "no" or "false". Read at each call. */
 bool ka__kcache_enabled(void);
@@ -309,6 +310,10 @@ bool ka__kcache_enabled(void);
 void ka__kcache_key_make(const ka__device *d, const char *target, const char *source, const char *options,
                          ka__kcache_key *key);
 void ka__kcache_key_hex(const ka__kcache_key *key, char out[33]);
+/* A size as KA_CACHE_MAX_BYTES gives it: decimal bytes, optionally followed
+ * by K, M, G or T (either case; binary multiples), then optionally "B" or
+ * "iB". false when malformed or over 2^64 - 1. */
+bool ka__kcache_parse_size(const char *s, uint64_t *out);
 /* KA_OK: *data (ka__alloc'd, *size bytes; the caller frees it with ka__free)
  * holds a verified entry. Anything else is a miss: absent, corrupt, truncated,
  * untrusted (owner, mode), cache off, or I/O trouble. On a miss the entry's
@@ -318,10 +323,13 @@ void ka__kcache_key_hex(const ka__kcache_key *key, char out[33]);
 ka_status ka__kcache_load(ka__kcache_key *key, void **data, size_t *size);
 /* Writes the entry atomically (temp file, fsync, rename); silently does
  * nothing on any failure, or when an untrusted entry is in the way. Then
- * releases the entry's lock. */
+ * evicts least recently used entries if the directory may be over
+ * KA_CACHE_MAX_BYTES (never this one), and releases the entry's lock
+ * (unlinking its lock file). */
 void ka__kcache_store(ka__kcache_key *key, const void *data, size_t size);
 /* Releases the entry's lock if a miss of ka__kcache_load left it held (the
- * build failed, or its result is not stored). Idempotent. */
+ * build failed, or its result is not stored), unlinking its lock file first.
+ * Idempotent. */
 void ka__kcache_unlock(ka__kcache_key *key);
 
 /* Embedded kernel dialect preludes (generated from include/ka_kernel_*.h). */
