@@ -34,8 +34,8 @@
  * what it stored since; unknown before its first store there) is over the
  * bound, the directory is scanned: temp and lock files older than an hour
  * (a crash's) go, then the least recently used entries until the total is
- * within the bound, never the entry just stored (a bound below one entry
- * keeps just that one). Unlinking under readers is safe: an open descriptor
+ * within the bound, never the entry just stored nor a newer one (a bound
+ * below one entry keeps the newest). Unlinking under readers is safe: an open descriptor
  * reads on; a later open misses and compiles. ENOENT (another process
  * evicted it first) counts as evicted.
  *
@@ -518,7 +518,8 @@ static int item_cmp(const void *a, const void *b) {
 
 /* Scans the directory dfd (path for messages): removes stale temporary and
  * lock files, then least recently used entries (oldest mtime first) until
- * the entries' total is within bound, never `keep` (the entry just stored).
+ * the entries' total is within bound, never `keep` (the entry just stored)
+ * nor any entry used after it (or after the scan began, if `keep` is gone).
  * Returns the total left. Unlinking is safe under readers: one that opened
  * an entry reads on from its descriptor; one that comes later misses and
  * compiles. An entry another evicting process removed first is skipped. */
@@ -536,6 +537,8 @@ static uint64_t evict(int dfd, const char *path, const char *keep, uint64_t boun
     uint64_t total = 0;
     bool short_of_memory = false;
     time_t now = time(NULL);
+    struct timespec scan_start;
+    clock_gettime(CLOCK_REALTIME, &scan_start);
     struct dirent *e;
     while ((e = readdir(d))) {
         enum kc_kind k = kind_of(e->d_name);
@@ -573,9 +576,15 @@ static uint64_t evict(int dfd, const char *path, const char *keep, uint64_t boun
     if (short_of_memory) ka__log(KA_LOG_INFO, "kernel cache: out of memory listing %s; evicting among %zu entries", path, n);
     if (total > bound && n) {
         qsort(items, n, sizeof *items, item_cmp);
+        /* Entries stored or used at or after `keep` belong to concurrent
+         * builders: evicting them would let two racing scans empty the
+         * directory. The newest entry thus always survives. */
+        kc_item newer = {.mtime = scan_start};
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(items[i].name, keep)) newer = items[i];
         size_t evicted = 0;
         for (size_t i = 0; i < n && total > bound; i++) {
-            if (!strcmp(items[i].name, keep)) continue;
+            if (item_cmp(&items[i], &newer) >= 0 || !strcmp(items[i].name, keep)) break;
             if (unlinkat(dfd, items[i].name, 0) == 0 || errno == ENOENT) {
                 total -= items[i].size;
                 evicted++;
