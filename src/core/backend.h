@@ -1,5 +1,6 @@
 /* The back-end contract: what the core asks of OpenCL, CUDA and null, and the
- * only way it asks (the inline ka__be_* wrappers below). Not installed.
+ * only way it asks (the inline ka__be_* wrappers below; the build hooks
+ * from the build pipeline, build.c, alone). Not installed.
  *
  * Threads and locks. Every hook may be called from any user thread, and
  * concurrently for different objects, unless its entry says otherwise. The
