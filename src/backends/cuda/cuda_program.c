@@ -290,35 +290,6 @@ static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int ca
     return n;
 }
 
-/* Names and, where certain, kinds of a kernel's parameters, read from its
- * KA_KERNEL(name, ...) declaration in the user's source (kdecl.h; CUDA
- * reports only sizes). A pointer or KA_CONST(T) is a buffer, KA_LOCAL_ARG(T)
- * local memory, a parameter spelled only with scalar type words a scalar;
- * anything else (a typedef, a struct) stays unknown. Nothing is set unless a
- * declaration is found with exactly nargs parameters. */
-static void sig_from_source(const char *src, const char *kname, ka__argsig *sig, uint32_t nargs) {
-    ka__kparam par[KA_MAX_ARGS];
-    const char *name;
-    size_t nl, kl = strlen(kname);
-    uint32_t n;
-    while (ka__kdecl_next(&src, &name, &nl, par, KA_MAX_ARGS, &n)) {
-        if (nl != kl || strncmp(name, kname, kl) || n != nargs) continue;
-        for (uint32_t i = 0; i < n; i++) {
-            size_t len = (size_t)(par[i].name_end - par[i].name);
-            if (len > sizeof sig[i].name - 1) len = sizeof sig[i].name - 1;
-            memcpy(sig[i].name, par[i].name, len);
-            sig[i].name[len] = 0;
-            const char *tb = par[i].type, *te = par[i].type_end;
-            bool star = memchr(tb, '*', (size_t)(te - tb)) != NULL;
-            bool local = ka__kdecl_has(tb, te, "KA_LOCAL_ARG"), cnst = ka__kdecl_has(tb, te, "KA_CONST");
-            if (local && sig[i].size == 8) sig[i].kind = KA__SIG_LOCAL;
-            else if ((star || cnst) && !local && sig[i].size == 8) sig[i].kind = KA__SIG_BUFFER;
-            else if (!star && !local && !cnst && ka__kdecl_scalar_type(tb, te)) sig[i].kind = KA__SIG_SCALAR;
-        }
-        return;
-    }
-}
-
 ka_status ka__cuda_kernel_create(ka__kernel *k) {
     ka__cumod *m = k->var->native;
     ka__cudev *d = k->prog->dev->native;
@@ -377,14 +348,14 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     }
     /* Sizes from the driver; a buffer, a dynamic local-memory argument and a
-     * 64-bit scalar are all 8 bytes, so kinds and names come from the source
-     * when it can be read (sig_from_source), else stay unknown. */
+     * 64-bit scalar are all 8 bytes, so kinds and names come from the
+     * KA_KERNEL declaration when it can be read (kdecl.h), else stay unknown. */
     for (uint32_t i = 0; i < nargs; i++) {
         sig[i].kind = KA__SIG_UNKNOWN;
         sig[i].size = sizes[i + 1];
         snprintf(sig[i].name, sizeof sig[i].name, "#%u", i);
     }
-    sig_from_source(k->prog->source, k->name, sig, nargs);
+    ka__kdecl_signature(k->prog->source, k->name, sig, nargs);
     ck->fn = f;
     ck->asserts = hidden != 0;
     pthread_mutex_init(&ck->lock, NULL);

@@ -3,6 +3,7 @@
  * allocation paths) without a driver. Kernels are found by scanning the
  * source for KA_KERNEL(name, ...) and counting its parameters. */
 #include "backend.h"
+#include "kdecl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -130,8 +131,8 @@ static ka_status n_kernel_init(ka__kernel *k, uint32_t n) {
     return KA_OK;
 }
 
-/* Counts the parameters after the name in KA_KERNEL(name, ...); a
- * KA_KERNEL_NOARGS(name) has none. */
+/* The parameters of KA_KERNEL(name, ...) (kdecl.h); a KA_KERNEL_NOARGS(name)
+ * has none. */
 static ka_status n_kernel_create(ka__kernel *k) {
     const char *s = k->prog->source;
     size_t nl = strlen(k->name);
@@ -140,19 +141,9 @@ static ka_status n_kernel_create(ka__kernel *k) {
         while (*q == ' ') q++;
         if (!strncmp(q, k->name, nl) && (q[nl] == ')' || q[nl] == ' ')) return n_kernel_init(k, 0);
     }
-    for (const char *p = s; (p = strstr(p, "KA_KERNEL(")); p++) {
-        const char *q = p + 10;
-        while (*q == ' ') q++;
-        if (strncmp(q, k->name, nl) || (q[nl] != ',' && q[nl] != ')' && q[nl] != ' ')) continue;
-        uint32_t n = 0;
-        int depth = 1;
-        for (q += nl; *q && depth; q++) {
-            if (*q == '(') depth++;
-            else if (*q == ')') depth--;
-            else if (*q == ',' && depth == 1) n++;
-        }
-        return n_kernel_init(k, n);
-    }
+    ka__kparam par[KA_MAX_ARGS];
+    uint32_t n;
+    if (ka__kdecl_find(s, k->name, par, KA_MAX_ARGS, &n)) return n_kernel_init(k, n);
     return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program", k->name);
 }
 static void n_kernel_release(ka__kernel *k) { (void)k; }

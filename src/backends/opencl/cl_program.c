@@ -72,11 +72,8 @@ static size_t size_probes(const char *src, char *out) {
     uint32_t n;
     while (ka__kdecl_next(&src, &name, &nl, par, KA_MAX_ARGS, &n)) {
         for (uint32_t i = 0; i < n; i++) {
+            if (ka__kdecl_traits(&par[i])) continue; /* a pointer, scalar, local memory...: no probe */
             const char *tb = par[i].type, *te = par[i].type_end;
-            if (memchr(tb, '*', (size_t)(te - tb)) || memchr(tb, '[', (size_t)(te - tb)) || ka__kdecl_scalar_type(tb, te) ||
-                ka__kdecl_has(tb, te, "KA_LOCAL_ARG") || ka__kdecl_has(tb, te, "KA_CONST") ||
-                ka__kdecl_has(tb, te, "KA_GLOBAL") || ka__kdecl_has(tb, te, "KA_LOCAL"))
-                continue;
             char tail[24];
             int tl = snprintf(tail, sizeof tail, "_%u(void) {}\n", i);
             emit(out, &len, pre, sizeof pre - 1);
