@@ -172,9 +172,9 @@ struct ka__backend {
      * b->be_* for compile and load. A failure fails the build. */
     ka_status (*build_target)(ka__build *b);
     /* Compiles b->source with b->options. Success: *module the loaded module,
-     * or NULL (then the core calls load on the binary); *binary (ka__alloc'd,
-     * *size bytes) what the cache stores, or NULL for nothing (only asked
-     * for when b->want_binary). Failure: the compiler's log in the detail,
+     * or NULL (then the core calls load on the binary, required then);
+     * *binary (ka__alloc'd, *size bytes) what the cache stores, or NULL for
+     * nothing (with a module, only asked for when b->want_binary). Failure: the compiler's log in the detail,
      * nothing left behind. */
     ka_status (*compile)(ka__build *b, void **binary, size_t *size, void **module);
     /* A module from a binary (the cache's, b->from_cache, or compile's). May
