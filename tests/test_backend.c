@@ -1,8 +1,9 @@
 /* The back-end contract (src/core/backend.h), linked against libka's objects
  * so the internal table and its check can be called: every built-in table
- * passes the check; a table of another version, without a required hook, or
- * with some but not all of the host memory hooks, is refused with a message
- * naming it; selectors and names come from the
+ * passes the check; a table of another version, without a required hook
+ * (the build hooks among them), with some but not all of the host memory
+ * hooks, or with only one of source_append and append_file, is refused with
+ * a message naming it; selectors and names come from the
  * table. */
 #include "test_util.h"
 
@@ -54,13 +55,32 @@ static void missing_hook_refused(void **state) {
     /* The hooks of host memory, maps and queue waits are required too. */
     EXPECT_REQUIRED(queue_wait);
     EXPECT_REQUIRED(buffer_map);
+    /* The build hooks the core's pipeline calls (src/core/build.c). */
+    EXPECT_REQUIRED(prelude);
+    EXPECT_REQUIRED(build_target);
+    EXPECT_REQUIRED(compile);
+    EXPECT_REQUIRED(load);
+    EXPECT_REQUIRED(module_release);
     /* The four host memory hooks: all or none (OpenCL has none, CUDA all). */
     ka__backend t = ka__opencl_backend;
     t.host_alloc = fake_host_alloc; /* one of the four */
     KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
     EXPECT_DETAIL("opencl", "1 of the 4 host memory hooks");
+    /* The appendix and its file name: both or neither. */
+    t = ka__opencl_backend;
+    t.append_file = NULL;
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
+    EXPECT_DETAIL("opencl", "source_append and append_file");
+    t = ka__opencl_backend;
+    t.source_append = NULL;
+    KA_EXPECT(KA_ERR_UNSUPPORTED, ka__backend_check(&t));
     /* The optional ones may be NULL. */
     t = ka__opencl_backend;
+    t.source_file = NULL;
+    t.source_rewrite = NULL;
+    t.source_append = NULL;
+    t.append_file = NULL;
+    t.build_options = NULL;
     t.selects = NULL;
     t.preferred = NULL;
     t.device_native = NULL;

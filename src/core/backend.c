@@ -19,8 +19,8 @@ ka_status ka__backend_check(const ka__backend *be) {
     const struct { const char *name; bool missing; } req[] = {
         REQ(enumerate), REQ(device_open), REQ(device_close), REQ(queue_create), REQ(queue_release),
         REQ(queue_finish), REQ(queue_flush), REQ(buffer_create), REQ(buffer_release), REQ(buffer_write),
-        REQ(buffer_read), REQ(buffer_copy), REQ(buffer_fill), REQ(program_build), REQ(program_release),
-        REQ(kernel_create), REQ(kernel_release), REQ(launch), REQ(event_query), REQ(event_callback),
+        REQ(buffer_read), REQ(buffer_copy), REQ(buffer_fill), REQ(prelude), REQ(build_target), REQ(compile),
+        REQ(load), REQ(module_release), REQ(kernel_create), REQ(kernel_release), REQ(launch), REQ(event_query), REQ(event_callback),
         REQ(event_wait), REQ(event_release), REQ(buffer_wrap), REQ(buffer_init), REQ(buffer_map),
         REQ(buffer_unmap), REQ(queue_wait),
     };
@@ -29,6 +29,9 @@ ka_status ka__backend_check(const ka__backend *be) {
         if (req[i].missing)
             return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end lacks the required hook %s", be->name,
                             req[i].name);
+    if (!be->source_append != !be->append_file)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end sets one of source_append and append_file "
+                        "(both or neither)", be->name);
     int graph_hooks = !!be->graph_make + !!be->graph_launch + !!be->graph_update + !!be->graph_release;
     if (graph_hooks != 0 && graph_hooks != 4)
         return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end sets %d of the 4 graph hooks (none or all)",

@@ -1,10 +1,12 @@
 /* The back-end contract: what the core asks of OpenCL, CUDA and null, and the
- * only way it asks (the inline ka__be_* wrappers below). Not installed.
+ * only way it asks (the inline ka__be_* wrappers below; the build hooks
+ * from the build pipeline, build.c, alone). Not installed.
  *
  * Threads and locks. Every hook may be called from any user thread, and
  * concurrently for different objects, unless its entry says otherwise. The
- * core holds no lock of its own around a hook except where noted (program
- * hooks run under the program's mutex). Objects a hook is given are alive
+ * core holds no lock of its own around a hook except where noted (build
+ * and kernel hooks run under the program's mutex, a build for the alternate
+ * target under its variant's lock). Objects a hook is given are alive
  * for the whole call: the core pins their handles (ka__pin) and a release
  * waits for the pins, so a *_release hook never runs while another hook
  * uses the same object. Exceptions: the buffers named in a launch's
@@ -26,7 +28,7 @@
 #include "ka_internal.h"
 
 /* Raised whenever a hook's signature or meaning changes. */
-#define KA__BACKEND_VERSION 4u
+#define KA__BACKEND_VERSION 5u
 
 enum {
     /* Not enumerated (ka_device_count does not see it); opened by its bare
@@ -50,6 +52,28 @@ typedef struct ka__launch {
 } ka__launch;
 
 typedef void (*ka__native_cb)(void *ctx, ka_status st);
+
+/* What a build is for: the opened device, or the back-end's alternate
+ * target (PoCL's `basic` device, built for when routing first needs it). */
+enum { KA__TARGET_DEVICE = 0, KA__TARGET_ALT = 1 };
+
+/* One build of a variant for one target, as the build hooks see it: the
+ * core's pipeline (src/core/build.c) fills it and passes it to each hook in
+ * turn; it lives on the core's stack for the build's length. */
+typedef struct ka__build {
+    ka__program *prog;
+    ka__variant *var;
+    uint32_t target;           /* KA__TARGET_* */
+    const char *source;        /* composed: prelude, #line, the user's source (rewritten), the appendix */
+    const char *options;       /* var->options: the full options */
+    bool cache;                /* build_target sets it false for a build that must not be cached */
+    bool want_binary;          /* compile: the binary is stored (false: the hook need not produce one) */
+    bool from_cache;           /* load: the binary came from the cache (ka__build_fail then only logs) */
+    bool kept;                 /* load sets it: the module keeps the binary (module_release frees it) */
+    char target_name[256];     /* build_target: what is compiled for beyond the device's info (in the cache key) */
+    char be_text[64];          /* the back-end's, shared by the hooks of one build (CUDA: the architecture option) */
+    uint32_t be_flags;         /* the back-end's, likewise (CUDA: a cubin) */
+} ka__build;
 
 struct ka__backend {
     uint32_t version;          /* KA__BACKEND_VERSION */
@@ -119,11 +143,49 @@ struct ka__backend {
     ka_status (*host_register)(ka__device *d, void *ptr, size_t bytes);
     void (*host_unregister)(ka__device *d, void *ptr);
 
-    /* ---- programs and kernels: under the program's mutex ------------------ */
-    /* Builds p->source (the back-end adds its prelude) with options into
-     * v->native; a failure puts the build log in the detail. */
-    ka_status (*program_build)(ka__program *p, ka__variant *v, const char *options);
-    void (*program_release)(ka__program *p, ka__variant *v);
+    /* ---- builds: the core composes the source, keys and locks the
+     * persistent cache, loads or compiles, stores (src/core/build.c); these
+     * hooks are its back-end steps. Under the program's mutex, or, for the
+     * alternate target (ka__build_alt), under the variant's alt_lock, so
+     * concurrently with another variant's build. A module is the back-end's
+     * loaded program (a cl_program, a ka__cumod *), a binary opaque bytes
+     * (ka__alloc'd, the core frees them unless load kept them). ---------- */
+    const char *prelude;       /* the kernel dialect, put before the user's source */
+    const char *source_file;   /* may be NULL: the file name of the user's source in its #line */
+    /* May be NULL (the user's source as it is). The text that stands for
+     * p->source, written into out when out is not NULL (no NUL); returns its
+     * length. Adds or removes no newline (log lines stay the user's). */
+    size_t (*source_rewrite)(const ka__program *p, char *out);
+    /* May be NULL, with append_file. Text after the user's source, under
+     * `#line 1 "append_file"`, written as source_rewrite; 0: nothing. When a
+     * build with it fails (not for memory) and the detail names append_file,
+     * the core builds the variant again without it (v->plain), for every
+     * target. */
+    size_t (*source_append)(const ka__program *p, char *out);
+    const char *append_file;
+    /* May be NULL. Options put before each build's own (OpenCL's -cl-std and
+     * -cl-kernel-arg-info); a string alive as long as d. */
+    const char *(*build_options)(const ka__device *d);
+    /* First in every build, cache on or off: fills b->target_name (the
+     * compile target for the cache key: OpenCL's cl_device_id, CUDA's
+     * architecture and NVRTC version), may set b->cache false and readies
+     * b->be_* for compile and load. A failure fails the build. */
+    ka_status (*build_target)(ka__build *b);
+    /* Compiles b->source with b->options. Success: *module the loaded module,
+     * or NULL (then the core calls load on the binary, required then);
+     * *binary (ka__alloc'd, *size bytes) what the cache stores, or NULL for
+     * nothing (with a module, only asked for when b->want_binary). Failure: the compiler's log in the detail,
+     * nothing left behind. */
+    ka_status (*compile)(ka__build *b, void **binary, size_t *size, void **module);
+    /* A module from a binary (the cache's, b->from_cache, or compile's). May
+     * keep the bytes in the module (sets b->kept). A failure goes through
+     * ka__build_fail: for a cached binary it is only logged and the core
+     * compiles instead. */
+    ka_status (*load)(ka__build *b, void *binary, size_t size, void **module);
+    /* Releases a module load or compile made for target. */
+    void (*module_release)(ka__program *p, void *module, uint32_t target);
+
+    /* ---- kernels: under the program's mutex -------------------------------- */
     /* Creates k->native and k->bk and fills nargs, sig, max_wg,
      * pref_multiple, local_mem. On failure, kernel_release cleans up once
      * k->native is set; before that, the hook leaves nothing behind. */
@@ -181,6 +243,20 @@ extern const ka__backend ka__cuda_backend;
 /* Every back-end built in, in enumeration order (backend.c). */
 extern const ka__backend *const ka__backends[];
 extern const uint32_t ka__nbackends;
+
+/* ---- the build pipeline (build.c) ----------------------------------------- */
+/* Builds variant v of p for the device into v->native (v->options set),
+ * falling back to a build without the appendix as source_append says.
+ * Under the program's mutex. */
+ka_status ka__build_variant(ka__program *p, ka__variant *v);
+/* v's module for the back-end's alternate target, built at the first call
+ * (under v->alt_lock): PoCL routing's `basic` build. */
+ka_status ka__build_alt(ka__program *p, ka__variant *v, void **module);
+/* A load hook's failure: the build's (ka__fail) for a fresh binary; for one
+ * from the cache a WARN to the logger only (the core then compiles). */
+ka_status ka__build_fail(const ka__build *b, ka_status st, const char *fmt, ...) KA_PRINTF(3, 4);
+/* Releases v's modules (variant release). */
+void ka__build_release(ka__program *p, ka__variant *v);
 
 /* KA_OK, or KA_ERR_UNSUPPORTED naming the back-end and the version or the
  * missing hook. At device open. */
@@ -244,10 +320,7 @@ static inline ka_status ka__be_host_register(ka__device *d, void *ptr, size_t by
     return d->ops->host_register(d, ptr, bytes);
 }
 static inline void ka__be_host_unregister(ka__device *d, void *ptr) { d->ops->host_unregister(d, ptr); }
-static inline ka_status ka__be_program_build(ka__program *p, ka__variant *v, const char *options) {
-    return p->dev->ops->program_build(p, v, options);
-}
-static inline void ka__be_program_release(ka__program *p, ka__variant *v) { p->dev->ops->program_release(p, v); }
+/* The build hooks are called by build.c alone, through p->dev->ops. */
 static inline ka_status ka__be_kernel_create(ka__kernel *k) { return k->prog->dev->ops->kernel_create(k); }
 static inline void ka__be_kernel_release(ka__kernel *k) { k->prog->dev->ops->kernel_release(k); }
 static inline ka_status ka__be_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args,

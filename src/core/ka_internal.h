@@ -138,14 +138,18 @@ typedef struct ka__config_key {
     uint64_t defines_hash;     /* hash of cfg->defines, 0 if none */
 } ka__config_key;
 
-struct ka__variant {           /* one native build of a program */
+struct ka__variant {           /* one native build of a program (build.c) */
     ka__variant *next;
     uint32_t wg[3];
     uint32_t sg;
     uint64_t nd[3];
     uint64_t defines_hash;
     char *defines;
-    void *native;              /* the back-end's build: ka__cl_prog * / ka__cumod * */
+    char *options;             /* the full build options, every target's */
+    bool plain;                /* built without the back-end's appendix (with it, the build failed) */
+    void *native;              /* the module for the device: cl_program / ka__cumod * */
+    void *alt;                 /* the module for the alternate target (PoCL's `basic`), once asked for */
+    pthread_mutex_t alt_lock;  /* building alt */
 };
 
 struct ka__kernel {

@@ -141,3 +141,34 @@ bool ka__src_has_word(const char *s, const char *w) {
     }
     return false;
 }
+
+uint32_t ka__kdecl_traits(const ka__kparam *p) {
+    const char *b = p->type, *e = p->type_end;
+    size_t n = (size_t)(e - b);
+    return (memchr(b, '*', n) ? KA__KT_STAR : 0u) | (memchr(b, '[', n) ? KA__KT_ARRAY : 0u) |
+           (ka__kdecl_scalar_type(b, e) ? KA__KT_SCALAR : 0u) | (ka__kdecl_has(b, e, "KA_LOCAL_ARG") ? KA__KT_LOCAL_ARG : 0u) |
+           (ka__kdecl_has(b, e, "KA_CONST") ? KA__KT_CONST : 0u) |
+           (ka__kdecl_has(b, e, "KA_GLOBAL") || ka__kdecl_has(b, e, "KA_LOCAL") ? KA__KT_SPACE : 0u);
+}
+
+void ka__kdecl_signature(const char *src, const char *kname, ka__argsig *sig, uint32_t nargs) {
+    ka__kparam par[KA_MAX_ARGS];
+    const char *name;
+    size_t nl, kl = strlen(kname);
+    uint32_t n;
+    while (ka__kdecl_next(&src, &name, &nl, par, KA_MAX_ARGS, &n)) {
+        if (nl != kl || strncmp(name, kname, kl) || n != nargs) continue;
+        for (uint32_t i = 0; i < n; i++) {
+            size_t len = (size_t)(par[i].name_end - par[i].name);
+            if (len > sizeof sig[i].name - 1) len = sizeof sig[i].name - 1;
+            memcpy(sig[i].name, par[i].name, len);
+            sig[i].name[len] = 0;
+            uint32_t t = ka__kdecl_traits(&par[i]);
+            bool star = t & KA__KT_STAR, local = t & KA__KT_LOCAL_ARG, cnst = t & KA__KT_CONST;
+            if (local && sig[i].size == 8) sig[i].kind = KA__SIG_LOCAL;
+            else if ((star || cnst) && !local && sig[i].size == 8) sig[i].kind = KA__SIG_BUFFER;
+            else if (!star && !local && !cnst && (t & KA__KT_SCALAR)) sig[i].kind = KA__SIG_SCALAR;
+        }
+        return;
+    }
+}

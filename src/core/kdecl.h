@@ -1,7 +1,8 @@
 /* KA_KERNEL(name, params...) declarations read from a program's source, for
- * what a driver does not report: the CUDA back-end takes parameter names and
- * kinds from them, the OpenCL back-end the types whose size it asks the
- * compiler for (and rewrites the declarations themselves). The scan is
+ * what a driver does not report: a back-end whose driver gives only sizes
+ * (CUDA) takes parameter names and kinds from them (ka__kdecl_signature),
+ * the OpenCL back-end the types whose size it asks the compiler for (and
+ * rewrites the declarations themselves). The scan is
  * textual: comments and literals are skipped, the preprocessor is not run (a
  * declaration in an `#if 0` block is found); callers treat what it finds as a
  * hint that may be absent. */
@@ -10,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ka_internal.h"
 
 typedef struct ka__kparam {
     const char *type, *type_end; /* everything before the name, trimmed */
@@ -36,4 +39,22 @@ bool ka__kdecl_scalar_type(const char *b, const char *e);
 bool ka__src_has_word(const char *src, const char *w);
 /* Whether [b, e) contains the word w. */
 bool ka__kdecl_has(const char *b, const char *e, const char *w);
+
+/* What a parameter's declared type is spelled with (ka__kdecl_traits). */
+enum {
+    KA__KT_STAR = 1u << 0,      /* a '*' */
+    KA__KT_ARRAY = 1u << 1,     /* a '[' */
+    KA__KT_SCALAR = 1u << 2,    /* scalar type words only (ka__kdecl_scalar_type) */
+    KA__KT_LOCAL_ARG = 1u << 3, /* KA_LOCAL_ARG(T): dynamic local memory */
+    KA__KT_CONST = 1u << 4,     /* KA_CONST(T): a read-only buffer */
+    KA__KT_SPACE = 1u << 5,     /* KA_GLOBAL or KA_LOCAL */
+};
+uint32_t ka__kdecl_traits(const ka__kparam *p);
+/* Names and, where certain, kinds of kernel kname's nargs parameters from its
+ * declaration in src, over sig whose sizes the driver reported: a pointer or
+ * KA_CONST(T) of 8 bytes is a buffer, KA_LOCAL_ARG(T) of 8 bytes local
+ * memory, a parameter spelled only with scalar type words a scalar; anything
+ * else (a typedef, a struct) stays as it was. Nothing is set unless a
+ * declaration is found with exactly nargs parameters. */
+void ka__kdecl_signature(const char *src, const char *kname, ka__argsig *sig, uint32_t nargs);
 #endif

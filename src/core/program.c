@@ -32,7 +32,9 @@ static char *compose_options(const ka_build_options *o, bool asserts) {
 }
 
 static void variant_free(ka__program *p, ka__variant *v) {
-    if (v->native) ka__be_program_release(p, v);
+    ka__build_release(p, v);
+    pthread_mutex_destroy(&v->alt_lock);
+    ka__strfree(v->options);
     ka__strfree(v->defines);
     ka__free(v, sizeof *v);
 }
@@ -52,8 +54,9 @@ static ka_status variant_build(ka__program *p, const ka__config_key *key, const 
     memcpy(v->nd, key->nd, sizeof v->nd);
     v->sg = key->sg;
     v->defines_hash = key->defines_hash;
+    pthread_mutex_init(&v->alt_lock, NULL);
     if (defines && *defines && !(v->defines = ka__strdup(defines))) {
-        ka__free(v, sizeof *v);
+        variant_free(p, v);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     }
     char extra[512];
@@ -64,15 +67,17 @@ static ka_status variant_build(ka__program *p, const ka__config_key *key, const 
     if (key->nd[0])
         snprintf(extra + n, sizeof extra - (size_t)n, " -DKA_STATIC_ND0=%llu -DKA_STATIC_ND1=%llu -DKA_STATIC_ND2=%llu",
                  (unsigned long long)key->nd[0], (unsigned long long)key->nd[1], (unsigned long long)key->nd[2]);
-    size_t len = strlen(p->options) + strlen(extra) + (v->defines ? strlen(v->defines) : 0) + 2;
-    char *opts = ka__alloc(len);
-    if (!opts) {
+    /* The back-end's own options first (OpenCL: -cl-std, -cl-kernel-arg-info). */
+    const char *base = p->dev->ops->build_options ? p->dev->ops->build_options(p->dev) : NULL;
+    size_t len = (base ? strlen(base) + 1 : 0) + strlen(p->options) + strlen(extra) +
+                 (v->defines ? strlen(v->defines) : 0) + 2;
+    if (!(v->options = ka__alloc(len))) {
         variant_free(p, v);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     }
-    snprintf(opts, len, "%s%s %s", p->options, extra, v->defines ? v->defines : "");
-    ka_status st = ka__be_program_build(p, v, opts);
-    ka__free(opts, len);
+    snprintf(v->options, len, "%s%s%s%s %s", base ? base : "", base ? " " : "", p->options, extra,
+             v->defines ? v->defines : "");
+    ka_status st = ka__build_variant(p, v);
     if (st != KA_OK) {
         variant_free(p, v);
         return st;

@@ -64,7 +64,7 @@ struct ka__cuq {
     pthread_t thread;
 };
 
-/* ka__variant.native */
+/* A module (ka__variant.native) */
 typedef struct ka__cumod {
     CUmodule mod;
     char *ptx;                 /* kept only when the driver lacks cuFuncGetParamInfo */
@@ -173,8 +173,10 @@ ka_status ka__cuda_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffe
 ka_status ka__cuda_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
 
 /* cuda_program.c */
-ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *options);
-void ka__cuda_program_release(ka__program *p, ka__variant *v);
+ka_status ka__cuda_build_target(ka__build *b);
+ka_status ka__cuda_compile(ka__build *b, void **binary, size_t *size, void **module);
+ka_status ka__cuda_module_load(ka__build *b, void *image, size_t len, void **module);
+void ka__cuda_module_release(ka__program *p, void *module, uint32_t target);
 ka_status ka__cuda_kernel_create(ka__kernel *k);
 void ka__cuda_kernel_release(ka__kernel *k);
 

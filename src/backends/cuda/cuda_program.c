@@ -1,7 +1,8 @@
 /* Programs through NVRTC, kernels through the module loader.
  *
- * A build compiles the CUDA prelude + "#line 1" + the user's source for the
- * device's own architecture (a cubin: no JIT at load). When this NVRTC cannot
+ * The build hooks (src/core/build.c composes the CUDA prelude + `#line 1
+ * "kernel source"` + the user's source and runs the cache): NVRTC compiles
+ * for the device's own architecture (a cubin: no JIT at load). When this NVRTC cannot
  * target the device (a newer GPU), it emits PTX for the newest architecture
  * it knows and the driver JIT-compiles it. OpenCL-style options are
  * translated where CUDA has an equivalent. */
@@ -101,94 +102,94 @@ static ka_status nvrtc_fail(nvrtcResult r, const char *call) {
                     ka__nvrtc_name(r));
 }
 
-static const char line_directive[] = "\n#line 1 \"kernel source\"\n";
-
 /* Loads image (a cubin, or NUL-terminated PTX) into m->mod; keeps the PTX
  * when the driver lacks cuFuncGetParamInfo (signatures are read from it):
- * then *image passes to m and is set to NULL. */
-static CUresult module_load(ka__cudev *d, void **image, size_t image_len, bool cubin, ka__cumod *m) {
+ * then image passes to m (*kept). */
+static CUresult module_load(ka__cudev *d, void *image, size_t image_len, bool cubin, ka__cumod *m, bool *kept) {
     if (ka__cuda_bind(d) != KA_OK) return CUDA_ERROR_INVALID_CONTEXT;
-    CUresult r = ka__cu.cuModuleLoadData(&m->mod, *image);
+    CUresult r = ka__cu.cuModuleLoadData(&m->mod, image);
     if (r != CUDA_SUCCESS) return r;
     if (!ka__cu.cuFuncGetParamInfo && !cubin) {
-        m->ptx = *image;
+        m->ptx = image;
         m->ptx_len = image_len;
-        *image = NULL;
+        *kept = true;
     }
     return CUDA_SUCCESS;
 }
 
-/* The persistent kernel cache's target: the architecture (cubin or PTX), the
- * language standard and NVRTC's version. */
-static void cache_target(const char *arch, char *out, size_t len) {
-    int maj = 0, min = 0;
-    ka__nvrtc.nvrtcVersion(&maj, &min);
-    snprintf(out, len, "cuda: %s -std=c++17 | nvrtc %d.%d", arch, maj, min);
-}
+/* b->be_text: the architecture option; b->be_flags: */
+#define CU_CUBIN 1u /* it makes a cubin (else PTX) */
 
-ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *options) {
+/* NVRTC loaded, the architecture chosen, and the persistent kernel cache's
+ * target: the architecture (cubin or PTX), the language standard and
+ * NVRTC's version. Not cached when a cubin's signatures would need the PTX
+ * (driver without cuFuncGetParamInfo). */
+ka_status ka__cuda_build_target(ka__build *b) {
     ka_status st = ka__nvrtc_load();
     if (st != KA_OK) return st;
-    ka__cudev *d = p->dev->native;
-    char arch[64];
+    ka__cudev *d = b->prog->dev->native;
     bool cubin = false;
-    if ((st = choose_arch(d->cc, arch, sizeof arch, &cubin)) != KA_OK) return st;
+    if ((st = choose_arch(d->cc, b->be_text, sizeof b->be_text, &cubin)) != KA_OK) return st;
+    b->be_flags = cubin ? CU_CUBIN : 0;
+    int maj = 0, min = 0;
+    ka__nvrtc.nvrtcVersion(&maj, &min);
+    snprintf(b->target_name, sizeof b->target_name, "cuda: %s -std=c++17 | nvrtc %d.%d", b->be_text, maj, min);
+    b->cache = ka__cu.cuFuncGetParamInfo || !cubin;
+    return KA_OK;
+}
 
-    size_t plen = strlen(ka__prelude_cuda), slen = strlen(p->source), olen = options ? strlen(options) : 0;
-    size_t srclen = plen + sizeof line_directive + slen;
+ka_status ka__cuda_module_load(ka__build *b, void *image, size_t len, void **module) {
+    ka__cudev *d = b->prog->dev->native;
+    bool cubin = b->be_flags & CU_CUBIN;
+    CUresult r = CUDA_ERROR_INVALID_IMAGE;
+    if (!cubin && (len == 0 || ((char *)image)[len - 1] != 0)) /* PTX is NUL-terminated text */
+        return ka__build_fail(b, KA_ERR_BUILD_FAILED, "cuModuleLoadData (%s): %s", b->be_text, ka__cu_name(r));
+    ka__cumod *m = ka__calloc(1, sizeof *m);
+    if (!m) return ka__build_fail(b, KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    ka_status st;
+    /* A fresh image: a context that cannot be bound fails the build with its own status. */
+    if (!b->from_cache && (st = ka__cuda_bind(d)) != KA_OK) {
+        ka__free(m, sizeof *m);
+        return st;
+    }
+    bool kept = false;
+    if ((r = module_load(d, image, len, cubin, m, &kept)) != CUDA_SUCCESS) {
+        ka__free(m, sizeof *m);
+        return ka__build_fail(b,
+                              ka__cu_status(r) == KA_ERR_DEVICE_OUT_OF_MEMORY ? KA_ERR_DEVICE_OUT_OF_MEMORY
+                                                                               : KA_ERR_BUILD_FAILED,
+                              "cuModuleLoadData (%s): %s", b->be_text, ka__cu_name(r));
+    }
+    b->kept = kept;
+    *module = m;
+    return KA_OK;
+}
+
+/* NVRTC: the image (cubin or PTX) is the binary, loaded by the core through
+ * ka__cuda_module_load and stored once the driver accepted it. */
+ka_status ka__cuda_compile(ka__build *b, void **binary, size_t *size, void **module) {
+    bool cubin = b->be_flags & CU_CUBIN;
+    size_t olen = strlen(b->options);
     int cap = (int)(olen / 2 + 4);
     size_t argv_bytes = sizeof(const char *) * (size_t)cap;
-    char *src = ka__alloc(srclen);
     char *obuf = ka__alloc(olen + 1);
     const char **argv = ka__alloc(argv_bytes);
     char *log = NULL;
     void *image = NULL;
     size_t log_len = 0, image_len = 0;
     nvrtcProgram prog = NULL;
-    ka__cumod *m = NULL;
-    ka__kcache_key key = {.lock = -1};
-    bool cache = false;
-    if (!src || !obuf || !argv) {
+    ka_status st;
+    if (!obuf || !argv) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
         goto out;
     }
-    memcpy(src, ka__prelude_cuda, plen);
-    memcpy(src + plen, line_directive, sizeof line_directive - 1);
-    memcpy(src + plen + sizeof line_directive - 1, p->source, slen + 1);
-
-    /* The persistent kernel cache (src/core/kcache.c): a cubin (or PTX) from
-     * an earlier process skips NVRTC. Not used when a cubin's signatures
-     * would need the PTX (driver without cuFuncGetParamInfo). Any trouble
-     * there just means compiling. */
-    cache = ka__kcache_enabled() && (ka__cu.cuFuncGetParamInfo || !cubin);
-    if (cache) {
-        char target[160];
-        cache_target(arch, target, sizeof target);
-        ka__kcache_key_make(p->dev, target, src, options ? options : "", &key);
-        if (ka__kcache_load(&key, &image, &image_len) == KA_OK) {
-            CUresult r = CUDA_ERROR_INVALID_IMAGE;
-            if ((cubin || ((char *)image)[image_len - 1] == 0) && (m = ka__calloc(1, sizeof *m)) &&
-                (r = module_load(d, &image, image_len, cubin, m)) == CUDA_SUCCESS) {
-                atomic_fetch_add_explicit(&p->cache_hits, 1, memory_order_relaxed);
-                v->native = m;
-                st = KA_OK;
-                goto out;
-            }
-            if (m) ka__free(m, sizeof *m);
-            m = NULL;
-            ka__log(KA_LOG_WARN, "kernel cache: a cached %s image did not load (%s); compiling", arch, ka__cu_name(r));
-            ka__free(image, image_len);
-            image = NULL;
-        }
-    }
-
-    memcpy(obuf, options ? options : "", olen + 1);
+    memcpy(obuf, b->options, olen + 1);
     int argc = 0;
-    argv[argc++] = arch;
+    argv[argc++] = b->be_text;
     argv[argc++] = "-std=c++17";
     argc += split_options(obuf, argv + argc, cap - argc);
 
-    nvrtcResult nr = ka__nvrtc.nvrtcCreateProgram(&prog, src, "kernel.cu", 0, NULL, NULL);
+    nvrtcResult nr = ka__nvrtc.nvrtcCreateProgram(&prog, b->source, "kernel.cu", 0, NULL, NULL);
     if (nr != NVRTC_SUCCESS) {
         prog = NULL;
         st = nvrtc_fail(nr, "nvrtcCreateProgram");
@@ -222,26 +223,11 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
         st = nvrtc_fail(nr, cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX");
         goto out;
     }
-
-    if (!(m = ka__calloc(1, sizeof *m))) {
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
-        goto out;
-    }
-    if ((st = ka__cuda_bind(d)) != KA_OK) {
-        ka__free(m, sizeof *m);
-        goto out;
-    }
-    CUresult r = module_load(d, &image, image_len, cubin, m);
-    if (r != CUDA_SUCCESS) {
-        ka__free(m, sizeof *m);
-        st = ka__fail(ka__cu_status(r) == KA_ERR_DEVICE_OUT_OF_MEMORY ? KA_ERR_DEVICE_OUT_OF_MEMORY : KA_ERR_BUILD_FAILED,
-                      "cuModuleLoadData (%s): %s", arch, ka__cu_name(r));
-        goto out;
-    }
-    /* Stored once the driver accepted it (the PTX kept by the module is the
-     * same bytes when image passed to it). */
-    if (cache) ka__kcache_store(&key, image ? image : m->ptx, image_len);
-    if (!ka__cu.cuFuncGetParamInfo && cubin) { /* old driver: signatures come from the PTX */
+    if (!ka__cu.cuFuncGetParamInfo && cubin) {
+        /* Old driver: signatures come from the PTX, kept beside the cubin's
+         * module; such a build is not cached (ka__cuda_build_target). */
+        if ((st = ka__cuda_module_load(b, image, image_len, module)) != KA_OK) goto out;
+        ka__cumod *m = *module;
         size_t ptx_len = 0;
         if (ka__nvrtc.nvrtcGetPTXSize(prog, &ptx_len) == NVRTC_SUCCESS && (m->ptx = ka__alloc(ptx_len)) &&
             ka__nvrtc.nvrtcGetPTX(prog, m->ptx) == NVRTC_SUCCESS)
@@ -250,27 +236,27 @@ ka_status ka__cuda_program_build(ka__program *p, ka__variant *v, const char *opt
             ka__free(m->ptx, ptx_len);
             m->ptx = NULL;
         }
+    } else {
+        *binary = image;
+        *size = image_len;
+        image = NULL;
     }
-    v->native = m;
     st = KA_OK;
 out:
-    ka__kcache_unlock(&key); /* a miss's lock, when not stored */
     if (prog) ka__nvrtc.nvrtcDestroyProgram(&prog);
     if (log) ka__free(log, log_len);
     if (image) ka__free(image, image_len);
     if (argv) ka__free(argv, argv_bytes);
     if (obuf) ka__free(obuf, olen + 1);
-    if (src) ka__free(src, srclen);
     return st;
 }
 
-void ka__cuda_program_release(ka__program *p, ka__variant *v) {
-    ka__cumod *m = v->native;
-    if (!m) return;
+void ka__cuda_module_release(ka__program *p, void *module, uint32_t target) {
+    (void)target;
+    ka__cumod *m = module;
     if (ka__cuda_bind(p->dev->native) == KA_OK) ka__cu.cuModuleUnload(m->mod);
     if (m->ptx) ka__free(m->ptx, m->ptx_len);
     ka__free(m, sizeof *m);
-    v->native = NULL;
 }
 
 /* ---- kernels ------------------------------------------------------------- */
@@ -302,35 +288,6 @@ static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int ca
         sizes[n++] = elem * count;
     }
     return n;
-}
-
-/* Names and, where certain, kinds of a kernel's parameters, read from its
- * KA_KERNEL(name, ...) declaration in the user's source (kdecl.h; CUDA
- * reports only sizes). A pointer or KA_CONST(T) is a buffer, KA_LOCAL_ARG(T)
- * local memory, a parameter spelled only with scalar type words a scalar;
- * anything else (a typedef, a struct) stays unknown. Nothing is set unless a
- * declaration is found with exactly nargs parameters. */
-static void sig_from_source(const char *src, const char *kname, ka__argsig *sig, uint32_t nargs) {
-    ka__kparam par[KA_MAX_ARGS];
-    const char *name;
-    size_t nl, kl = strlen(kname);
-    uint32_t n;
-    while (ka__kdecl_next(&src, &name, &nl, par, KA_MAX_ARGS, &n)) {
-        if (nl != kl || strncmp(name, kname, kl) || n != nargs) continue;
-        for (uint32_t i = 0; i < n; i++) {
-            size_t len = (size_t)(par[i].name_end - par[i].name);
-            if (len > sizeof sig[i].name - 1) len = sizeof sig[i].name - 1;
-            memcpy(sig[i].name, par[i].name, len);
-            sig[i].name[len] = 0;
-            const char *tb = par[i].type, *te = par[i].type_end;
-            bool star = memchr(tb, '*', (size_t)(te - tb)) != NULL;
-            bool local = ka__kdecl_has(tb, te, "KA_LOCAL_ARG"), cnst = ka__kdecl_has(tb, te, "KA_CONST");
-            if (local && sig[i].size == 8) sig[i].kind = KA__SIG_LOCAL;
-            else if ((star || cnst) && !local && sig[i].size == 8) sig[i].kind = KA__SIG_BUFFER;
-            else if (!star && !local && !cnst && ka__kdecl_scalar_type(tb, te)) sig[i].kind = KA__SIG_SCALAR;
-        }
-        return;
-    }
 }
 
 ka_status ka__cuda_kernel_create(ka__kernel *k) {
@@ -391,14 +348,14 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     }
     /* Sizes from the driver; a buffer, a dynamic local-memory argument and a
-     * 64-bit scalar are all 8 bytes, so kinds and names come from the source
-     * when it can be read (sig_from_source), else stay unknown. */
+     * 64-bit scalar are all 8 bytes, so kinds and names come from the
+     * KA_KERNEL declaration when it can be read (kdecl.h), else stay unknown. */
     for (uint32_t i = 0; i < nargs; i++) {
         sig[i].kind = KA__SIG_UNKNOWN;
         sig[i].size = sizes[i + 1];
         snprintf(sig[i].name, sizeof sig[i].name, "#%u", i);
     }
-    sig_from_source(k->prog->source, k->name, sig, nargs);
+    ka__kdecl_signature(k->prog->source, k->name, sig, nargs);
     ck->fn = f;
     ck->asserts = hidden != 0;
     pthread_mutex_init(&ck->lock, NULL);

@@ -3,6 +3,7 @@
  * allocation paths) without a driver. Kernels are found by scanning the
  * source for KA_KERNEL(name, ...) and counting its parameters. */
 #include "backend.h"
+#include "kdecl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -98,14 +99,27 @@ static ka_status n_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz
     return KA_OK;
 }
 
-static ka_status n_build(ka__program *p, ka__variant *v, const char *options) {
-    (void)options;
-    if (strstr(p->source, "#error"))
-        return ka__fail(KA_ERR_BUILD_FAILED, "null: build failed\nbuild log:\nsource contains #error");
-    v->native = p; /* any non-NULL value */
+/* Nothing is compiled or cached: the "module" is the program. */
+static ka_status n_build_target(ka__build *b) {
+    snprintf(b->target_name, sizeof b->target_name, "null");
+    b->cache = false;
     return KA_OK;
 }
-static void n_prog_release(ka__program *p, ka__variant *v) { (void)p; (void)v; }
+static ka_status n_compile(ka__build *b, void **binary, size_t *size, void **module) {
+    (void)binary;
+    (void)size;
+    if (strstr(b->prog->source, "#error"))
+        return ka__fail(KA_ERR_BUILD_FAILED, "null: build failed\nbuild log:\nsource contains #error");
+    *module = b->prog;
+    return KA_OK;
+}
+static ka_status n_load(ka__build *b, void *binary, size_t size, void **module) {
+    (void)binary;
+    (void)size;
+    *module = b->prog;
+    return KA_OK;
+}
+static void n_module_release(ka__program *p, void *module, uint32_t target) { (void)p; (void)module; (void)target; }
 
 static ka_status n_kernel_init(ka__kernel *k, uint32_t n) {
     k->nargs = n;
@@ -117,8 +131,8 @@ static ka_status n_kernel_init(ka__kernel *k, uint32_t n) {
     return KA_OK;
 }
 
-/* Counts the parameters after the name in KA_KERNEL(name, ...); a
- * KA_KERNEL_NOARGS(name) has none. */
+/* The parameters of KA_KERNEL(name, ...) (kdecl.h); a KA_KERNEL_NOARGS(name)
+ * has none. */
 static ka_status n_kernel_create(ka__kernel *k) {
     const char *s = k->prog->source;
     size_t nl = strlen(k->name);
@@ -127,19 +141,9 @@ static ka_status n_kernel_create(ka__kernel *k) {
         while (*q == ' ') q++;
         if (!strncmp(q, k->name, nl) && (q[nl] == ')' || q[nl] == ' ')) return n_kernel_init(k, 0);
     }
-    for (const char *p = s; (p = strstr(p, "KA_KERNEL(")); p++) {
-        const char *q = p + 10;
-        while (*q == ' ') q++;
-        if (strncmp(q, k->name, nl) || (q[nl] != ',' && q[nl] != ')' && q[nl] != ' ')) continue;
-        uint32_t n = 0;
-        int depth = 1;
-        for (q += nl; *q && depth; q++) {
-            if (*q == '(') depth++;
-            else if (*q == ')') depth--;
-            else if (*q == ',' && depth == 1) n++;
-        }
-        return n_kernel_init(k, n);
-    }
+    ka__kparam par[KA_MAX_ARGS];
+    uint32_t n;
+    if (ka__kdecl_find(s, k->name, par, KA_MAX_ARGS, &n)) return n_kernel_init(k, n);
     return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program", k->name);
 }
 static void n_kernel_release(ka__kernel *k) { (void)k; }
@@ -183,7 +187,8 @@ const ka__backend ka__null_backend = {
     .buffer_write = n_write, .buffer_read = n_read, .buffer_copy = n_copy, .buffer_fill = n_fill,
     .buffer_wrap = n_buffer_wrap, .buffer_init = n_buffer_init, .buffer_map = n_map, .buffer_unmap = n_unmap,
     .queue_wait = n_queue_wait,
-    .program_build = n_build, .program_release = n_prog_release,
+    .prelude = "", .build_target = n_build_target, .compile = n_compile, .load = n_load,
+    .module_release = n_module_release,
     .kernel_create = n_kernel_create, .kernel_release = n_kernel_release,
     .launch = n_launch, .event_query = n_query, .event_callback = n_callback, .event_wait = n_wait,
     .event_release = n_release, .event_error = n_event_error,

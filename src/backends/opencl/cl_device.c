@@ -220,6 +220,7 @@ ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
      * platform): 3.0 mode costs PoCL generic-address-space code for nothing. */
     snprintf(cd->std_option, sizeof cd->std_option, "-cl-std=CL%d.%d", d->info.opencl_c_major ? d->info.opencl_c_major : 1,
              d->info.opencl_c_major ? d->info.opencl_c_minor : 2);
+    snprintf(cd->build_options, sizeof cd->build_options, "%s -cl-kernel-arg-info", cd->std_option);
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform, 0};
     /* PoCL's threaded device gets its `basic` sibling in the same context, for
      * routing small launches (buffers are shared within a context). */

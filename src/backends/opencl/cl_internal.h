@@ -24,6 +24,7 @@ typedef struct ka__cl_dev {
     cl_context context;
     int cl_version;      /* device OpenCL version * 10, e.g. 30 */
     char std_option[24]; /* "-cl-std=CL3.0" */
+    char build_options[48]; /* every build's first: std_option -cl-kernel-arg-info */
     bool pocl;           /* on PoCL's platform: builds add the size probes */
     cl_device_id inline_device; /* PoCL's `basic` device in the same context, or NULL */
 } ka__cl_dev;
@@ -57,17 +58,6 @@ typedef struct ka__cl_queue {
      * not also wait for the commands enqueued on main after its event. */
     cl_command_queue aux;
 } ka__cl_queue;
-
-/* ka__variant.native: the main device's program, and `basic`'s, built when a
- * small launch first needs it (PoCL compiles per device). */
-typedef struct ka__cl_prog {
-    cl_program main;
-    cl_program inl;
-    char *opts;                /* the full build options, kept for `basic` */
-    bool probes;               /* built with the size probes (cl_program.c) */
-    size_t opts_len;
-    pthread_mutex_t lock;      /* building inl */
-} ka__cl_prog;
 
 /* Argument values last set on a cl_kernel (values persist there): a launch
  * skips clSetKernelArg for an argument that did not change. One per user
@@ -163,11 +153,19 @@ ka_status ka__cl_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, u
 ka_status ka__cl_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m);
 ka_status ka__cl_queue_wait(ka__queue *q, void *ev);
 
-/* ---- cl_program.c ---- */
-ka_status ka__cl_program_build(ka__program *p, ka__variant *v, const char *options);
-void ka__cl_program_release(ka__program *p, ka__variant *v);
-/* Builds cp->inl for `basic` unless built (under cp->lock). */
-ka_status ka__cl_program_inline(ka__program *p, ka__cl_prog *cp);
+/* ---- cl_program.c: the build hooks (src/core/build.c runs them) ---- */
+size_t ka__cl_source_rewrite(const ka__program *p, char *out);
+size_t ka__cl_source_append(const ka__program *p, char *out);
+const char *ka__cl_build_options(const ka__device *d);
+ka_status ka__cl_compile(ka__build *b, void **binary, size_t *size, void **module);
+void ka__cl_module_release(ka__program *p, void *module, uint32_t target);
+/* The file name of the size probes' #line, so a build log that names it is theirs. */
+#define KA__CL_PROBE_FILE "libka-size-probes"
+/* The cl_device_id a build is for: the opened device, or `basic`. */
+static inline cl_device_id ka__cl_target_device(const ka__build *b) {
+    const ka__cl_dev *cd = ka__cl_dev_of(b->prog->dev);
+    return b->target == KA__TARGET_ALT ? cd->inline_device : cd->device;
+}
 
 /* ---- cl_kernel.c ---- */
 ka_status ka__cl_kernel_create(ka__kernel *k);
@@ -208,12 +206,12 @@ void ka__cl_event_release(void *ev);
 ka_status ka__cl_event_elapsed(void *ev, uint64_t *ns);
 ka_status ka__cl_assert_take(ka__queue *q, uint32_t *rec);
 
-/* ---- cl_kcache.c: the persistent kernel cache ---- */
-void ka__cl_cache_key(const ka__device *d, cl_device_id dev, const char *src, const char *opts, ka__kcache_key *key);
-/* A program for dev from a cached binary, built with opts; false on a miss or
- * if the driver refuses the binary (then compile). */
-bool ka__cl_cache_load(ka__cl_dev *cd, cl_device_id dev, ka__kcache_key *key, const char *opts, cl_program *out);
-/* Stores prog's binary for dev (nothing on failure). */
-void ka__cl_cache_store(cl_program prog, cl_device_id dev, ka__kcache_key *key);
+/* ---- cl_kcache.c: program binaries for the persistent kernel cache ---- */
+/* The target device's name, version and driver (PoCL's `basic` differs from the device opened). */
+ka_status ka__cl_build_target(ka__build *b);
+/* A program from a binary, built with b->options. */
+ka_status ka__cl_load(ka__build *b, void *binary, size_t size, void **module);
+/* The binary of prog for dev (ka__alloc'd), or NULL when the driver gives none. */
+void *ka__cl_program_binary(cl_program prog, cl_device_id dev, size_t *size);
 
 #endif

@@ -1,50 +1,47 @@
-/* The OpenCL side of the persistent kernel cache (src/core/kcache.c): a
- * program binary per (source, options, device) stored after a source build
- * and, in a later process, made into a program with clCreateProgramWithBinary
- * + clBuildProgram instead of compiling. */
+/* The OpenCL side of the persistent kernel cache (the protocol is the
+ * core's: src/core/build.c, kcache.c): the target in the key, a program
+ * binary per (source, options, device) taken after a source build, and, in
+ * a later process, a program made from it with clCreateProgramWithBinary +
+ * clBuildProgram instead of compiling. */
 #include "cl_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* The key for building src with opts for dev: the opened device's info, plus
- * the name, version and driver of the cl_device_id built for (PoCL's `basic`
+/* The name, version and driver of the cl_device_id built for (PoCL's `basic`
  * device differs from the device libka opened). */
-void ka__cl_cache_key(const ka__device *d, cl_device_id dev, const char *src, const char *opts, ka__kcache_key *key) {
-    char target[512], name[192] = "", ver[128] = "", drv[128] = "";
+ka_status ka__cl_build_target(ka__build *b) {
+    cl_device_id dev = ka__cl_target_device(b);
+    char name[192] = "", ver[128] = "", drv[128] = "";
     clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof ver, ver, NULL);
     clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof drv, drv, NULL);
     name[sizeof name - 1] = ver[sizeof ver - 1] = drv[sizeof drv - 1] = 0;
-    snprintf(target, sizeof target, "opencl device: %s | %s | %s", name, ver, drv);
-    ka__kcache_key_make(d, target, src, opts, key);
+    snprintf(b->target_name, sizeof b->target_name, "opencl device: %s | %s | %s", name, ver, drv);
+    return KA_OK;
 }
 
-bool ka__cl_cache_load(ka__cl_dev *cd, cl_device_id dev, ka__kcache_key *key, const char *opts, cl_program *out) {
-    void *bin;
-    size_t n;
-    if (ka__kcache_load(key, &bin, &n) != KA_OK) return false;
-    const unsigned char *b = bin;
+ka_status ka__cl_load(ka__build *b, void *binary, size_t size, void **module) {
+    ka__cl_dev *cd = ka__cl_dev_of(b->prog->dev);
+    cl_device_id dev = ka__cl_target_device(b);
+    const unsigned char *bin = binary;
     cl_int err, bstatus = CL_SUCCESS;
-    cl_program prog = clCreateProgramWithBinary(cd->context, 1, &dev, &n, &b, &bstatus, &err);
-    ka__free(bin, n);
+    cl_program prog = clCreateProgramWithBinary(cd->context, 1, &dev, &size, &bin, &bstatus, &err);
     if (err != CL_SUCCESS || bstatus != CL_SUCCESS) {
-        ka__log(KA_LOG_WARN, "kernel cache: the driver refused a cached binary (clCreateProgramWithBinary: %s); compiling",
-                ka__cl_error_name(err != CL_SUCCESS ? err : bstatus));
         if (err == CL_SUCCESS) clReleaseProgram(prog);
-        return false;
+        return ka__build_fail(b, KA_ERR_BUILD_FAILED, "clCreateProgramWithBinary: %s",
+                              ka__cl_error_name(err != CL_SUCCESS ? err : bstatus));
     }
-    if ((err = clBuildProgram(prog, 1, &dev, opts, NULL, NULL)) != CL_SUCCESS) {
-        ka__log(KA_LOG_WARN, "kernel cache: a cached binary failed to build (clBuildProgram: %s); compiling",
-                ka__cl_error_name(err));
+    if ((err = clBuildProgram(prog, 1, &dev, b->options, NULL, NULL)) != CL_SUCCESS) {
         clReleaseProgram(prog);
-        return false;
+        return ka__build_fail(b, KA_ERR_BUILD_FAILED, "clBuildProgram of the binary: %s",
+                              ka__cl_error_name(err));
     }
-    *out = prog;
-    return true;
+    *module = prog;
+    return KA_OK;
 }
 
-void ka__cl_cache_store(cl_program prog, cl_device_id dev, ka__kcache_key *key) {
+void *ka__cl_program_binary(cl_program prog, cl_device_id dev, size_t *size) {
     /* The program may belong to several devices (PoCL's two share a context):
      * the binary is the entry of dev. */
     cl_uint ndev = 0;
@@ -57,7 +54,7 @@ void ka__cl_cache_store(cl_program prog, cl_device_id dev, ka__kcache_key *key) 
         (err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size_t) * ndev, sizes, &got)) != CL_SUCCESS) {
         ka__log(KA_LOG_DEBUG, "kernel cache: no program binary from the driver (%s); nothing stored",
                 ka__cl_error_name(err));
-        return;
+        return NULL;
     }
     /* PoCL 3.1 writes the sizes (and binaries) of a program built for a
      * subset of its devices in the build's device order, and only that many:
@@ -72,16 +69,18 @@ void ka__cl_cache_store(cl_program prog, cl_device_id dev, ka__kcache_key *key) 
         if (nonzero != 1) {
             ka__log(KA_LOG_DEBUG, "kernel cache: no single program binary for the device (%u of %u); nothing stored",
                     nonzero, ndev);
-            return;
+            return NULL;
         }
         i = last;
     }
     unsigned char *bins[16] = {0}; /* NULL entries: binaries not wanted */
     size_t n = sizes[i];
-    if (!(bins[i] = ka__alloc(n))) return;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(unsigned char *) * ndev, bins, NULL) == CL_SUCCESS)
-        ka__kcache_store(key, bins[i], n);
-    else
+    if (!(bins[i] = ka__alloc(n))) return NULL;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(unsigned char *) * ndev, bins, NULL) != CL_SUCCESS) {
         ka__log(KA_LOG_INFO, "kernel cache: the driver gave no program binary; nothing stored");
-    ka__free(bins[i], n);
+        ka__free(bins[i], n);
+        return NULL;
+    }
+    *size = n;
+    return bins[i];
 }

@@ -30,7 +30,7 @@ static uint32_t probed_size(ka__kernel *k, uint32_t i) {
     char name[160];
     if (snprintf(name, sizeof name, "ka__sizeof_%s_%u", k->name, i) >= (int)sizeof name) return 0;
     cl_int err;
-    cl_kernel pk = clCreateKernel(((ka__cl_prog *)k->var->native)->main, name, &err);
+    cl_kernel pk = clCreateKernel(k->var->native, name, &err);
     if (err != CL_SUCCESS) return 0;
     size_t w[3] = {0, 0, 0};
     if (clGetKernelWorkGroupInfo(pk, ka__cl_dev_of(k->prog->dev)->device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof w, w,
@@ -50,7 +50,7 @@ ka__cl_argcache *ka__cl_argcache_new(const ka__kernel *k) {
 ka_status ka__cl_kernel_create(ka__kernel *k) {
     ka__cl_dev *cd = ka__cl_dev_of(k->prog->dev);
     cl_int err;
-    cl_kernel ck = clCreateKernel(((ka__cl_prog *)k->var->native)->main, k->name, &err);
+    cl_kernel ck = clCreateKernel(k->var->native, k->name, &err);
     if (err == CL_INVALID_KERNEL_NAME)
         return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program (clCreateKernel: %s)",
                         k->name, ka__cl_error_name(err));
@@ -96,7 +96,7 @@ ka_status ka__cl_kernel_create(ka__kernel *k) {
         } else {
             s->kind = KA__SIG_SCALAR;
             s->size = strchr(tname, '*') ? 0 : type_size(tname);
-            if (!s->size && ((ka__cl_prog *)k->var->native)->probes) s->size = probed_size(k, i - 1);
+            if (!s->size && cd->pocl && !k->var->plain) s->size = probed_size(k, i - 1);
         }
     }
     size_t wg = 0, mult = 0;

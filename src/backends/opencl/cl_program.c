@@ -1,20 +1,20 @@
-/* Program builds: the source handed to OpenCL (the prelude, the user's source
- * with KA_KERNEL rewritten, PoCL's size probes), the options, the persistent
- * kernel cache, and the build for `basic` when routing first needs it. */
+/* The OpenCL build hooks (src/core/build.c runs the pipeline): the text that
+ * stands for the user's source (KA_KERNEL rewritten), PoCL's size probes
+ * appended after it, the options every build starts with, and the compile. */
 #include "cl_internal.h"
 #include "kdecl.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* The probes' file name in #line, so a build log that names it is theirs. */
-#define PROBE_FILE "libka-size-probes"
-
-static ka_status compile(ka__cl_dev *cd, cl_device_id dev, const char *src, const char *opts, cl_program *out) {
+ka_status ka__cl_compile(ka__build *b, void **binary, size_t *size, void **module) {
+    ka__cl_dev *cd = ka__cl_dev_of(b->prog->dev);
+    cl_device_id dev = ka__cl_target_device(b);
+    const char *src = b->source;
     cl_int err;
     cl_program prog = clCreateProgramWithSource(cd->context, 1, &src, NULL, &err);
     if (err != CL_SUCCESS) return ka__cl_fail("clCreateProgramWithSource", err);
-    err = clBuildProgram(prog, 1, &dev, opts, NULL, NULL);
+    err = clBuildProgram(prog, 1, &dev, b->options, NULL, NULL);
     if (err != CL_SUCCESS) {
         ka_status st = ka__cl_fail("clBuildProgram", err);
         size_t n = 0;
@@ -36,30 +36,19 @@ static ka_status compile(ka__cl_dev *cd, cl_device_id dev, const char *src, cons
         clReleaseProgram(prog);
         return st;
     }
-    *out = prog;
+    /* clBuildProgram gave a usable program: the module; the binary only for the cache. */
+    *module = prog;
+    if (b->want_binary) *binary = ka__cl_program_binary(prog, dev, size);
     return KA_OK;
 }
 
-static ka_status build_for(ka__program *p, cl_device_id dev, const char *src, const char *opts, cl_program *out) {
-    ka__cl_dev *cd = ka__cl_dev_of(p->dev);
-    /* The persistent kernel cache first (cl_kcache.c); any trouble there
-     * just means compiling. A miss holds the entry's lock until stored. */
-    ka__kcache_key key;
-    bool cache = ka__kcache_enabled();
-    if (cache) {
-        ka__cl_cache_key(p->dev, dev, src, opts, &key);
-        if (ka__cl_cache_load(cd, dev, &key, opts, out)) {
-            atomic_fetch_add_explicit(&p->cache_hits, 1, memory_order_relaxed);
-            return KA_OK;
-        }
-    }
-    ka_status st = compile(cd, dev, src, opts, out);
-    if (cache) {
-        if (st == KA_OK) ka__cl_cache_store(*out, dev, &key);
-        ka__kcache_unlock(&key);
-    }
-    return st;
+void ka__cl_module_release(ka__program *p, void *module, uint32_t target) {
+    (void)p;
+    (void)target;
+    clReleaseProgram(module);
 }
+
+const char *ka__cl_build_options(const ka__device *d) { return ka__cl_dev_of(d)->build_options; }
 
 static void emit(char *out, size_t *len, const char *p, size_t n) {
     if (out) memcpy(out + *len, p, n);
@@ -69,12 +58,12 @@ static void emit(char *out, size_t *len, const char *p, size_t n) {
 /* The size of a by-value parameter whose type OpenCL names but does not
  * size (a struct, a typedef of one): for each, a kernel that never runs,
  * whose required work-group width is sizeof(the type), appended after the
- * user's source; clGetKernelWorkGroupInfo(CL_KERNEL_COMPILE_WORK_GROUP_SIZE)
+ * user's source (under #line 1 KA__CL_PROBE_FILE, which the core puts before
+ * it); clGetKernelWorkGroupInfo(CL_KERNEL_COMPILE_WORK_GROUP_SIZE)
  * reads it back (cl_kernel.c), so ka_launch can refuse KA_ARG_BYTES of
  * another size. Types spelled with scalar words, pointers and local memory
  * need no probe. Written into out when out is not NULL; returns the length. */
 static size_t size_probes(const char *src, char *out) {
-    static const char head[] = "\n#line 1 \"" PROBE_FILE "\"\n";
     static const char pre[] = "__kernel __attribute__((reqd_work_group_size(sizeof(", mid[] = "), 1, 1))) void ka__sizeof_";
     size_t len = 0;
     ka__kparam par[KA_MAX_ARGS];
@@ -83,12 +72,8 @@ static size_t size_probes(const char *src, char *out) {
     uint32_t n;
     while (ka__kdecl_next(&src, &name, &nl, par, KA_MAX_ARGS, &n)) {
         for (uint32_t i = 0; i < n; i++) {
+            if (ka__kdecl_traits(&par[i])) continue; /* a pointer, scalar, local memory...: no probe */
             const char *tb = par[i].type, *te = par[i].type_end;
-            if (memchr(tb, '*', (size_t)(te - tb)) || memchr(tb, '[', (size_t)(te - tb)) || ka__kdecl_scalar_type(tb, te) ||
-                ka__kdecl_has(tb, te, "KA_LOCAL_ARG") || ka__kdecl_has(tb, te, "KA_CONST") ||
-                ka__kdecl_has(tb, te, "KA_GLOBAL") || ka__kdecl_has(tb, te, "KA_LOCAL"))
-                continue;
-            if (!len) emit(out, &len, head, sizeof head - 1);
             char tail[24];
             int tl = snprintf(tail, sizeof tail, "_%u(void) {}\n", i);
             emit(out, &len, pre, sizeof pre - 1);
@@ -151,80 +136,11 @@ static size_t rewrite_kernels(const char *s, char *out, bool asserts) {
     return len;
 }
 
-/* Prelude + user source (KA_KERNEL rewritten, + size probes), one allocation. */
-static ka_status compose_source(const ka__program *p, bool probes, char **src, size_t *len) {
-    static const char line[] = "\n#line 1\n";
-    size_t plen = strlen(ka__prelude_opencl), ulen = rewrite_kernels(p->source, NULL, p->asserts);
-    size_t prlen = probes ? size_probes(p->source, NULL) : 0;
-    size_t total = plen + sizeof line + ulen + prlen;
-    *len = total;
-    char *w = *src = ka__alloc(total);
-    if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
-    memcpy(w, ka__prelude_opencl, plen);
-    memcpy(w += plen, line, sizeof line - 1);
-    rewrite_kernels(p->source, w += sizeof line - 1, p->asserts);
-    if (prlen) size_probes(p->source, w + ulen);
-    w[ulen + prlen] = 0;
-    return KA_OK;
-}
+size_t ka__cl_source_rewrite(const ka__program *p, char *out) { return rewrite_kernels(p->source, out, p->asserts); }
 
-/* Builds p's source, with cp's probes and options, for dev into *out. */
-static ka_status build_source(ka__program *p, const ka__cl_prog *cp, cl_device_id dev, cl_program *out) {
-    char *src;
-    size_t slen;
-    ka_status st = compose_source(p, cp->probes, &src, &slen);
-    if (st != KA_OK) return st;
-    st = build_for(p, dev, src, cp->opts, out);
-    ka__free(src, slen);
-    return st;
-}
-
-ka_status ka__cl_program_build(ka__program *p, ka__variant *v, const char *options) {
-    ka__cl_dev *cd = ka__cl_dev_of(p->dev);
-    ka__cl_prog *cp = ka__calloc(1, sizeof *cp);
-    if (!cp) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
-    /* Only PoCL needs the size probes: a conformant clSetKernelArg refuses a
-     * wrong size itself (CL_INVALID_ARG_SIZE), and NVIDIA's compiler failed
-     * in ptxas on a probe. */
-    cp->probes = cd->pocl;
-    /* The full options, kept for building on `basic` later. */
-    cp->opts_len = strlen(options) + 64;
-    ka_status st = KA_OK;
-    if (!(cp->opts = ka__alloc(cp->opts_len)))
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
-    else
-        snprintf(cp->opts, cp->opts_len, "%s -cl-kernel-arg-info %s", cd->std_option, options);
-    if (st == KA_OK) st = build_source(p, cp, cd->device, &cp->main);
-    /* A size probe the compiler refused (a type it cannot take sizeof of
-     * where the probes stand): the program without them, whose log is then
-     * the user's own. */
-    if (st != KA_OK && cp->probes && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), PROBE_FILE)) {
-        cp->probes = false;
-        st = build_source(p, cp, cd->device, &cp->main);
-    }
-    if (st != KA_OK) {
-        ka__free(cp->opts, cp->opts_len);
-        ka__free(cp, sizeof *cp);
-        return st;
-    }
-    pthread_mutex_init(&cp->lock, NULL);
-    v->native = cp;
-    return KA_OK;
-}
-
-ka_status ka__cl_program_inline(ka__program *p, ka__cl_prog *cp) {
-    pthread_mutex_lock(&cp->lock);
-    ka_status st = cp->inl ? KA_OK : build_source(p, cp, ka__cl_dev_of(p->dev)->inline_device, &cp->inl);
-    pthread_mutex_unlock(&cp->lock);
-    return st;
-}
-
-void ka__cl_program_release(ka__program *p, ka__variant *v) {
-    (void)p;
-    ka__cl_prog *cp = v->native;
-    clReleaseProgram(cp->main);
-    if (cp->inl) clReleaseProgram(cp->inl);
-    pthread_mutex_destroy(&cp->lock);
-    ka__free(cp->opts, cp->opts_len);
-    ka__free(cp, sizeof *cp);
+/* Only PoCL needs the size probes: a conformant clSetKernelArg refuses a
+ * wrong size itself (CL_INVALID_ARG_SIZE), and NVIDIA's compiler failed in
+ * ptxas on a probe. */
+size_t ka__cl_source_append(const ka__program *p, char *out) {
+    return ka__cl_dev_of(p->dev)->pocl ? size_probes(p->source, out) : 0;
 }

@@ -92,17 +92,17 @@ ka_status ka__cl_finish_main(ka__cl_queue *cq) {
 
 /* Serialized by the kernel's mutex; the program's `basic` build by its own. */
 ka_status ka__cl_make_inline(ka__kernel *k, ka__cl_kern *kk) {
-    ka__cl_prog *cp = k->var->native;
+    void *inl;
     ka_status st = KA_OK;
     pthread_mutex_lock(&kk->lock);
     if (kk->inl) goto out;
-    if ((st = ka__cl_program_inline(k->prog, cp)) != KA_OK) goto out;
+    if ((st = ka__build_alt(k->prog, k->var, &inl)) != KA_OK) goto out; /* the program for `basic` */
     if (!kk->inl_cache && !(kk->inl_cache = ka__cl_argcache_new(k))) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory");
         goto out;
     }
     cl_int err;
-    cl_kernel ck = clCreateKernel(cp->inl, k->name, &err);
+    cl_kernel ck = clCreateKernel(inl, k->name, &err);
     if (err != CL_SUCCESS) {
         st = ka__cl_fail("clCreateKernel(basic)", err);
         goto out;

@@ -1,0 +1,143 @@
+/* The build pipeline every back-end shares: the source composed (prelude,
+ * #line, the user's source as the back-end rewrites it, its appendix), the
+ * persistent kernel cache's key, lock, load and store (kcache.c), and the
+ * back-end's steps in between (backend.h, "builds"): build_target, then a
+ * cached binary through load, or compile, load when compile gave no module,
+ * and store. The retry without the appendix (PoCL's size probes) and the
+ * lazy build for the alternate target (PoCL's `basic`) are here too. */
+#include "backend.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Prelude, "\n#line 1[ \"file\"]\n", the user's source (rewritten), and when
+ * append the appendix under its own #line, NUL-terminated, one allocation
+ * of *len bytes. *appended: the appendix was not empty. */
+static ka_status compose(const ka__program *p, bool append, char **out, size_t *len, bool *appended) {
+    const ka__backend *be = p->dev->ops;
+    char line[160], aline[160];
+    int ll = be->source_file ? snprintf(line, sizeof line, "\n#line 1 \"%s\"\n", be->source_file)
+                             : snprintf(line, sizeof line, "\n#line 1\n");
+    size_t plen = strlen(be->prelude);
+    size_t ulen = be->source_rewrite ? be->source_rewrite(p, NULL) : strlen(p->source);
+    size_t alen = append && be->source_append ? be->source_append(p, NULL) : 0;
+    int al = alen ? snprintf(aline, sizeof aline, "\n#line 1 \"%s\"\n", be->append_file) : 0;
+    if (ll < 0 || (size_t)ll >= sizeof line || al < 0 || (size_t)al >= sizeof aline)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: the %s back-end's file names are too long", be->name);
+    size_t total = plen + (size_t)ll + ulen + (size_t)al + alen + 1;
+    char *w = ka__alloc(total);
+    if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    *out = w;
+    *len = total;
+    *appended = alen != 0;
+    memcpy(w, be->prelude, plen);
+    memcpy(w += plen, line, (size_t)ll);
+    w += ll;
+    if (be->source_rewrite) be->source_rewrite(p, w);
+    else memcpy(w, p->source, ulen);
+    w += ulen;
+    if (alen) {
+        memcpy(w, aline, (size_t)al);
+        be->source_append(p, w += al);
+        w += alen;
+    }
+    *w = 0;
+    return KA_OK;
+}
+
+/* One build of v for target into *module: the cache's binary when it loads,
+ * else a compile (stored when the cache is on and the build cacheable). The
+ * cache entry's lock is held from a miss until the store, or the failure. */
+static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, bool append, bool *appended,
+                            void **module) {
+    const ka__backend *be = p->dev->ops;
+    ka__build b;
+    memset(&b, 0, sizeof b);
+    b.prog = p;
+    b.var = v;
+    b.target = target;
+    b.options = v->options;
+    b.cache = true;
+    *module = NULL;
+    *appended = false;
+    ka_status st = be->build_target(&b);
+    if (st != KA_OK) return st;
+    char *src = NULL;
+    size_t slen = 0;
+    if ((st = compose(p, append, &src, &slen, appended)) != KA_OK) return st;
+    b.source = src;
+    ka__kcache_key key = {.lock = -1, .dir = -1};
+    bool cache = b.cache && ka__kcache_enabled();
+    void *bin = NULL;
+    size_t n = 0;
+    if (cache) {
+        ka__kcache_key_make(p->dev, b.target_name, src, v->options, &key);
+        if (ka__kcache_load(&key, &bin, &n) == KA_OK) {
+            b.from_cache = true;
+            if (be->load(&b, bin, n, module) == KA_OK)
+                atomic_fetch_add_explicit(&p->cache_hits, 1, memory_order_relaxed);
+            else
+                *module = NULL;
+            if (!b.kept) ka__free(bin, n);
+            bin = NULL;
+            b.from_cache = b.kept = false;
+        }
+    }
+    if (!*module) {
+        b.want_binary = cache;
+        n = 0;
+        st = be->compile(&b, &bin, &n, module);
+        if (st == KA_OK && !*module)
+            st = bin ? be->load(&b, bin, n, module)
+                     : ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: the %s back-end compiled neither a module nor a binary",
+                                be->name);
+        /* Stored once loaded: a binary the driver refuses is not kept. */
+        if (st == KA_OK && cache && bin) ka__kcache_store(&key, bin, n);
+        if (bin && !b.kept) ka__free(bin, n);
+    }
+    ka__kcache_unlock(&key); /* a miss's lock, when not stored */
+    ka__free(src, slen);
+    if (st != KA_OK) *module = NULL; /* the hooks left nothing behind */
+    return st;
+}
+
+ka_status ka__build_variant(ka__program *p, ka__variant *v) {
+    const ka__backend *be = p->dev->ops;
+    bool appended;
+    ka_status st = build_once(p, v, KA__TARGET_DEVICE, true, &appended, &v->native);
+    /* The appendix refused by the compiler (PoCL: a type it cannot take
+     * sizeof of where the probes stand): the program without it, whose log
+     * is then the user's own. */
+    if (st != KA_OK && appended && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), be->append_file)) {
+        v->plain = true;
+        st = build_once(p, v, KA__TARGET_DEVICE, false, &appended, &v->native);
+    }
+    return st;
+}
+
+ka_status ka__build_alt(ka__program *p, ka__variant *v, void **module) {
+    bool appended;
+    pthread_mutex_lock(&v->alt_lock);
+    ka_status st = v->alt ? KA_OK : build_once(p, v, KA__TARGET_ALT, !v->plain, &appended, &v->alt);
+    *module = v->alt;
+    pthread_mutex_unlock(&v->alt_lock);
+    return st;
+}
+
+ka_status ka__build_fail(const ka__build *b, ka_status st, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!b->from_cache) return ka__fail(st, "%s", msg);
+    ka__log(KA_LOG_WARN, "kernel cache: a cached binary did not load (%s); compiling", msg);
+    return st;
+}
+
+void ka__build_release(ka__program *p, ka__variant *v) {
+    if (v->native) p->dev->ops->module_release(p, v->native, KA__TARGET_DEVICE);
+    if (v->alt) p->dev->ops->module_release(p, v->alt, KA__TARGET_ALT);
+    v->native = v->alt = NULL;
+}
