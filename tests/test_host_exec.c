@@ -8,6 +8,7 @@
 
 #include "../src/backends/host/host_exec.h"
 
+#include <fenv.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -156,6 +157,231 @@ static void pool_bad_size(void **state) {
     ka__pool_destroy(NULL);
 }
 
+/* ---- fibers ---------------------------------------------------------------- */
+
+#define MAX_ITEMS 1024
+#define FIBER_STACK (64 * 1024)
+
+/* A work-group: nbar rounds of write, barrier, read a neighbour's value,
+ * barrier; then a tree reduction through the shared array. */
+typedef struct group {
+    uint32_t n, nbar;
+    uint32_t shared[MAX_ITEMS]; /* the group's local memory */
+    uint64_t calls[MAX_ITEMS];
+    uint32_t bad;               /* values an item saw that were not the ones written before the barrier */
+    uint64_t sum;               /* item 0's result of the reduction */
+} group;
+
+static void group_item(void *ctx, uint32_t i) {
+    group *g = ctx;
+    uint32_t n = g->n;
+    g->calls[i]++;
+    for (uint32_t b = 0; b < g->nbar; b++) {
+        g->shared[i] = i * 1000u + b;
+        ka__fiber_barrier();
+        uint32_t j = (i + 1 + b) % n;
+        if (g->shared[j] != j * 1000u + b) g->bad++;
+        ka__fiber_barrier();
+    }
+    if (!g->nbar) return;
+    /* Reduction: sum of i over the group. */
+    g->shared[i] = i;
+    ka__fiber_barrier();
+    uint32_t p2 = 1;
+    while (p2 < n) p2 <<= 1;
+    for (uint32_t s = p2 / 2; s > 0; s /= 2) {
+        if (i < s && i + s < n) g->shared[i] += g->shared[i + s];
+        ka__fiber_barrier();
+    }
+    if (i == 0) g->sum = g->shared[0];
+}
+
+static void run_group(ka__fiberset *fs, group *g, uint32_t n, uint32_t nbar) {
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    g->nbar = nbar;
+    assert_int_equal(ka__fiberset_run(fs, n, group_item, g), KA_OK);
+    assert_int_equal(g->bad, 0);
+    for (uint32_t i = 0; i < n; i++) assert_int_equal(g->calls[i], 1);
+    if (nbar) assert_int_equal(g->sum, (uint64_t)n * (n - 1) / 2);
+}
+
+static group g_group;
+
+static void fibers_barriers(void **state) {
+    (void)state;
+    static const uint32_t sizes[] = {1, 2, 7, 64, 1024};
+    static const uint32_t bars[] = {0, 1, 2, 50};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        ka__fiberset *fs = NULL;
+        assert_int_equal(ka__fiberset_create(sizes[s], FIBER_STACK, &fs), KA_OK);
+        for (size_t b = 0; b < sizeof bars / sizeof *bars; b++)
+            for (int rep = 0; rep < 3; rep++) run_group(fs, &g_group, sizes[s], bars[b]);
+        run_group(fs, &g_group, sizes[s] > 1 ? sizes[s] - 1 : 1, 3); /* fewer items than the set holds */
+        ka__fiberset_destroy(fs);
+    }
+}
+
+/* Each item keeps values in callee-saved registers and on its stack across
+ * barriers, and its own floating-point rounding mode. */
+static double __attribute__((noinline)) churn(uint32_t i, double x) {
+    volatile double v[8];
+    for (int k = 0; k < 8; k++) v[k] = x * k + i;
+    ka__fiber_barrier();
+    double t = 0;
+    for (int k = 0; k < 8; k++) t += v[k];
+    return t;
+}
+
+typedef struct regs_ctx {
+    uint32_t bad;
+} regs_ctx;
+
+static void regs_item(void *ctx, uint32_t i) {
+    regs_ctx *c = ctx;
+    int mode = (i & 1) ? FE_UPWARD : FE_TONEAREST;
+    fesetround(mode);
+    uint64_t a = i * 7u + 1, b = i * 13u + 5, d = i ^ 0x55u;
+    double x = i * 0.5;
+    for (int r = 0; r < 10; r++) {
+        double t = churn(i, x);
+        if (t != 28 * x + 8.0 * i) c->bad++;
+        if (fegetround() != mode) c->bad++;
+        a = a * 3 + 1;
+        b = b * 5 + 2;
+        d = d * 7 + 3;
+    }
+    uint64_t ea = i * 7u + 1, eb = i * 13u + 5, ed = i ^ 0x55u;
+    for (int r = 0; r < 10; r++) {
+        ea = ea * 3 + 1;
+        eb = eb * 5 + 2;
+        ed = ed * 7 + 3;
+    }
+    if (a != ea || b != eb || d != ed) c->bad++;
+    fesetround(FE_TONEAREST);
+}
+
+static void fibers_keep_state(void **state) {
+    (void)state;
+    ka__fiberset *fs = NULL;
+    assert_int_equal(ka__fiberset_create(33, FIBER_STACK, &fs), KA_OK);
+    regs_ctx c = {0};
+    assert_int_equal(ka__fiberset_run(fs, 33, regs_item, &c), KA_OK);
+    assert_int_equal(c.bad, 0);
+    assert_int_equal(fegetround(), FE_TONEAREST);
+    ka__fiberset_destroy(fs);
+}
+
+/* Divergent groups: `ret` returns before the first barrier (or, with late,
+ * after the first barrier, before the second). */
+typedef struct div_ctx {
+    uint32_t ret_lo, ret_hi; /* items in [lo, hi) return early */
+    bool late;
+    uint32_t after; /* items that got past a barrier they should not have */
+} div_ctx;
+
+static void div_item(void *ctx, uint32_t i) {
+    div_ctx *c = ctx;
+    bool early = i >= c->ret_lo && i < c->ret_hi;
+    if (c->late) ka__fiber_barrier();
+    if (early) return;
+    ka__fiber_barrier();
+    c->after++;
+    ka__fiber_barrier();
+}
+
+static void fibers_divergence(void **state) {
+    (void)state;
+    static const struct {
+        uint32_t n, lo, hi;
+        bool late;
+    } cases[] = {
+        {8, 0, 1, false},  /* item 0 returns, the others wait */
+        {8, 0, 3, false},  /* items 0-2 return */
+        {8, 7, 8, false},  /* the last returns, item 0 waits: unwound */
+        {8, 3, 5, false},  /* items in the middle */
+        {8, 1, 8, false},  /* only item 0 waits */
+        {64, 0, 1, true},  /* after a first barrier all passed */
+        {64, 63, 64, true},
+        {64, 10, 20, true},
+        {2, 1, 2, false},
+    };
+    ka__fiberset *fs = NULL;
+    assert_int_equal(ka__fiberset_create(64, FIBER_STACK, &fs), KA_OK);
+    for (int rep = 0; rep < 3; rep++) {
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            div_ctx c = {.ret_lo = cases[k].lo, .ret_hi = cases[k].hi, .late = cases[k].late};
+            assert_int_equal(ka__fiberset_run(fs, cases[k].n, div_item, &c), KA_ERR_KERNEL_FAILED);
+            assert_int_equal(c.after, 0);
+            assert_non_null(strstr(ka_last_error(), "barrier divergence"));
+            run_group(fs, &g_group, 64, 2); /* usable again */
+            run_group(fs, &g_group, 5, 0);
+        }
+    }
+    ka__fiberset_destroy(fs);
+}
+
+static void fibers_bad_input(void **state) {
+    (void)state;
+    ka__fiberset *fs = (ka__fiberset *)&fs;
+    assert_int_equal(ka__fiberset_create(0, FIBER_STACK, &fs), KA_ERR_INVALID_ARGUMENT);
+    assert_null(fs);
+    assert_int_equal(ka__fiberset_create(4, 0, &fs), KA_OK); /* a minimum stack */
+    group *g = &g_group;
+    memset(g, 0, sizeof *g);
+    g->n = 5;
+    assert_int_not_equal(ka__fiberset_run(fs, 5, group_item, g), KA_OK); /* more items than it holds */
+    assert_int_equal(g->calls[0], 0);
+    assert_int_equal(ka__fiberset_run(fs, 0, group_item, g), KA_OK);
+    run_group(fs, g, 4, 3);
+    ka__fiberset_destroy(fs);
+    ka__fiberset_destroy(NULL);
+    ka__fiber_barrier(); /* outside a set: nothing to wait for */
+}
+
+/* Each pool thread runs groups on its own set. */
+#define POOL_GROUPS 40
+typedef struct pool_groups {
+    ka__fiberset *sets[MAX_PARTS];
+    group groups[MAX_PARTS];
+    uint32_t failures[MAX_PARTS];
+} pool_groups;
+
+static void groups_part(void *ctx, uint32_t part, uint32_t nparts) {
+    pool_groups *pg = ctx;
+    group *g = &pg->groups[part];
+    for (uint32_t k = 0; k < POOL_GROUPS; k++) {
+        uint32_t n = 1 + (k * 37 + part * 11) % 200, nbar = k % 4;
+        memset(g, 0, sizeof *g);
+        g->n = n;
+        g->nbar = nbar;
+        if (ka__fiberset_run(pg->sets[part], n, group_item, g) != KA_OK || g->bad ||
+            (nbar && g->sum != (uint64_t)n * (n - 1) / 2))
+            pg->failures[part]++;
+        if (k == POOL_GROUPS / 2) { /* a divergent group in the middle */
+            div_ctx c = {.ret_lo = part % 3, .ret_hi = part % 3 + 1};
+            if (ka__fiberset_run(pg->sets[part], 3, div_item, &c) != KA_ERR_KERNEL_FAILED) pg->failures[part]++;
+        }
+    }
+}
+
+static void fibers_in_pool_threads(void **state) {
+    (void)state;
+    static pool_groups pg;
+    for (uint32_t n = 1; n <= 8; n *= 2) {
+        ka__pool *p = NULL;
+        assert_int_equal(ka__pool_create(n, &p), KA_OK);
+        memset(&pg, 0, sizeof pg);
+        for (uint32_t i = 0; i < n; i++) assert_int_equal(ka__fiberset_create(200, FIBER_STACK, &pg.sets[i]), KA_OK);
+        for (int r = 0; r < 5; r++) ka__pool_run(p, groups_part, &pg);
+        for (uint32_t i = 0; i < n; i++) {
+            assert_int_equal(pg.failures[i], 0);
+            ka__fiberset_destroy(pg.sets[i]);
+        }
+        ka__pool_destroy(p);
+    }
+}
+
 /* A generous watchdog: a lost wake-up hangs instead of failing. */
 static void watchdog(int sig) {
     (void)sig;
@@ -174,6 +400,11 @@ int main(void) {
         cmocka_unit_test(pool_concurrent_runs),
         cmocka_unit_test(pool_nested_run),
         cmocka_unit_test(pool_bad_size),
+        cmocka_unit_test(fibers_barriers),
+        cmocka_unit_test(fibers_keep_state),
+        cmocka_unit_test(fibers_divergence),
+        cmocka_unit_test(fibers_bad_input),
+        cmocka_unit_test(fibers_in_pool_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
