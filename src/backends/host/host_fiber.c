@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <setjmp.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -64,7 +65,8 @@
 #endif
 
 struct ka__fiberset;
-static void fiber_main(struct ka__fiberset *fs);
+struct fctx;
+static struct fctx *fiber_main(struct ka__fiberset *fs);
 
 /* ---- the context switch ---------------------------------------------------
  * ka__fiber_switch(&save, to): pushes the callee-saved registers and the
@@ -72,7 +74,9 @@ static void fiber_main(struct ka__fiberset *fs);
  * pointer in save, loads `to` and pops the same from there. A new fiber's
  * stack is made to look like one that switched away: its return address is
  * ka__fiber_entry, which calls fiber_main(fs) with fs and fiber_main in two
- * of the restored registers. */
+ * of the restored registers. When the item has returned, fiber_main returns
+ * the context to go on with and the entry loads it, so no C frame of a
+ * finished fiber stays behind (a sanitizer's shadow call stack balances). */
 #ifdef FIBER_ASM
 typedef struct fctx {
     void *sp;
@@ -98,6 +102,7 @@ __asm__(".pushsection .text\n"
         "  fnstcw 4(%rsp)\n"
         "  movq %rsp, (%rdi)\n"
         "  movq %rsi, %rsp\n"
+        ".Lka_fiber_restore:\n"
         "  ldmxcsr (%rsp)\n"
         "  fldcw 4(%rsp)\n"
         "  addq $8, %rsp\n"
@@ -118,7 +123,17 @@ __asm__(".pushsection .text\n"
         "  .cfi_undefined rip\n" /* the outermost frame: unwinders stop here */
         "  movq %r12, %rdi\n"
         "  callq *%r13\n"
-        "  ud2\n"
+#ifdef FIBER_TSAN
+        /* Told here, not in fiber_main: its own exit must still count on
+         * this fiber's shadow call stack. */
+        "  movq %rax, %rbx\n"
+        "  movq 8(%rax), %rdi\n"
+        "  xorl %esi, %esi\n"
+        "  callq __tsan_switch_to_fiber@PLT\n"
+        "  movq %rbx, %rax\n"
+#endif
+        "  movq (%rax), %rsp\n"
+        "  jmp .Lka_fiber_restore\n"
         "  .cfi_endproc\n"
         ".size ka__fiber_entry,.-ka__fiber_entry\n"
         ".popsection\n");
@@ -163,6 +178,7 @@ __asm__(".pushsection .text\n"
         "  mov x9, sp\n"
         "  str x9, [x0]\n"
         "  mov sp, x1\n"
+        ".Lka_fiber_restore:\n"
         "  ldp x19, x20, [sp, #0]\n"
         "  ldp x21, x22, [sp, #16]\n"
         "  ldp x23, x24, [sp, #32]\n"
@@ -187,7 +203,16 @@ __asm__(".pushsection .text\n"
         "  .cfi_undefined x30\n"
         "  mov x0, x19\n"
         "  blr x20\n"
-        "  brk #0\n"
+#ifdef FIBER_TSAN
+        "  mov x19, x0\n"
+        "  ldr x0, [x19, #8]\n"
+        "  mov w1, #0\n"
+        "  bl __tsan_switch_to_fiber\n"
+        "  mov x0, x19\n"
+#endif
+        "  ldr x9, [x0]\n"
+        "  mov sp, x9\n"
+        "  b .Lka_fiber_restore\n"
         "  .cfi_endproc\n"
         ".size ka__fiber_entry,.-ka__fiber_entry\n"
         ".popsection\n");
@@ -229,13 +254,19 @@ enum { MODE_CALLS, MODE_FIBERS };
 
 typedef struct fiber {
     fctx ctx; /* f[0]: the thread's own stack, item 0 */
+#ifdef FIBER_TSAN
+    void *tsan; /* right after ctx: ka__fiber_entry reads it */
+#endif
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    bool stale; /* left with frames on its stack */
+#endif
 #ifdef FIBER_ASAN
     void *fake_stack;
 #endif
-#ifdef FIBER_TSAN
-    void *tsan;
-#endif
 } fiber;
+#if defined(FIBER_ASM) && defined(FIBER_TSAN)
+_Static_assert(offsetof(fiber, tsan) == 8, "ka__fiber_entry reads the TSan fiber at offset 8");
+#endif
 
 struct ka__fiberset {
     /* The run. */
@@ -279,9 +310,10 @@ static void asan_arrived(ka__fiberset *fs, void *fake_stack) {
 }
 #endif
 
-/* Switches from item `from` to item `to`; returns when `from` is resumed.
- * `leaving`: from will never be resumed. */
-static void switch_item(ka__fiberset *fs, uint32_t from, uint32_t to, bool leaving) {
+/* What the sanitizers must hear before the stack changes from item `from`
+ * to item `to`; `leaving`: from will never be resumed. */
+__attribute__((always_inline)) /* no call frame may span the sanitizer's switch */
+static inline void before_switch(ka__fiberset *fs, uint32_t from, uint32_t to, bool leaving) {
     fs->cur = to;
 #ifdef FIBER_ASAN
     fs->from_thread = from == 0;
@@ -291,6 +323,13 @@ static void switch_item(ka__fiberset *fs, uint32_t from, uint32_t to, bool leavi
 #ifdef FIBER_TSAN
     __tsan_switch_to_fiber(fs->f[to].tsan, 0); /* 0: synchronizes, as the barrier does */
 #endif
+    (void)from;
+    (void)leaving;
+}
+
+/* Switches from item `from` to item `to`; returns when `from` is resumed. */
+static void switch_item(ka__fiberset *fs, uint32_t from, uint32_t to, bool leaving) {
+    before_switch(fs, from, to, leaving);
     ctx_switch(&fs->f[from].ctx, &fs->f[to].ctx);
 #ifdef FIBER_ASAN
     asan_arrived(fs, fs->f[from].fake_stack);
@@ -301,13 +340,22 @@ static void switch_item(ka__fiberset *fs, uint32_t from, uint32_t to, bool leavi
 static void start_item(ka__fiberset *fs, uint32_t i) {
     char *lo = stack_lo(fs, i);
     char *hi = lo + fs->stack_bytes;
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    /* Frames a divergent run abandoned: their poisoned redzones, their
+     * entries in the shadow call stack. */
+    if (fs->f[i].stale) {
 #ifdef FIBER_ASAN
-    __asan_unpoison_memory_region(lo, fs->stack_bytes); /* frames abandoned by a past run */
+        __asan_unpoison_memory_region(lo, fs->stack_bytes);
 #endif
 #ifdef FIBER_TSAN
-    /* A fresh one each start: a finished fiber's shadow stack still holds fiber_main. */
-    if (fs->f[i].tsan) __tsan_destroy_fiber(fs->f[i].tsan);
-    fs->f[i].tsan = __tsan_create_fiber(0);
+        if (fs->f[i].tsan) __tsan_destroy_fiber(fs->f[i].tsan);
+        fs->f[i].tsan = NULL;
+#endif
+        fs->f[i].stale = false;
+    }
+#endif
+#ifdef FIBER_TSAN
+    if (!fs->f[i].tsan) fs->f[i].tsan = __tsan_create_fiber(0);
 #endif
 #ifdef FIBER_ASM
     ctx_init(&fs->f[i].ctx, hi, fs);
@@ -318,6 +366,9 @@ static void start_item(ka__fiberset *fs, uint32_t i) {
 
 static void divergence(ka__fiberset *fs) {
     fs->failed = true;
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    for (uint32_t i = 1; i < fs->n; i++) fs->f[i].stale = true;
+#endif
     ka__fail(KA_ERR_KERNEL_FAILED,
              "work-group barrier divergence: %u of the group's %u work-items returned while %u waited at a "
              "barrier (every item of a group must reach the same barriers)",
@@ -325,26 +376,42 @@ static void divergence(ka__fiberset *fs) {
 }
 
 /* Item i (on its fiber, or item 0 back in ka__fiberset_run) has returned:
- * on to the next item, or, after the last, back to the thread. */
-static void item_returned(ka__fiberset *fs, uint32_t i) {
+ * the item to go on with; after the last, the thread (ka__fiberset_run, or
+ * item 0 waiting at a barrier, to be unwound). */
+static uint32_t item_returned(ka__fiberset *fs, uint32_t i) {
     fs->nreturned++;
     uint32_t next = i + 1;
     if (next == fs->n) {
         if (fs->nbarrier) divergence(fs);
-        next = 0; /* the thread: ka__fiberset_run, or item 0 waiting (divergence: unwound) */
+        next = 0;
     }
     if (fs->round == 1 && next) start_item(fs, next);
-    switch_item(fs, i, next, i != 0);
+    return next;
 }
 
-static void fiber_main(ka__fiberset *fs) {
+/* Item i's fiber, from its start; returns the context to go on with. */
+static fctx *fiber_main(ka__fiberset *fs) {
 #ifdef FIBER_ASAN
     asan_arrived(fs, NULL);
 #endif
     uint32_t i = fs->cur;
     fs->item(fs->ctx, i);
-    item_returned(fs, i);
-    __builtin_unreachable(); /* a returned item's fiber is never resumed */
+    uint32_t next = item_returned(fs, i);
+#ifdef FIBER_ASM
+    fs->cur = next;
+#ifdef FIBER_ASAN
+    fs->from_thread = false;
+    if (next == 0) __sanitizer_start_switch_fiber(NULL, fs->thread_bottom, fs->thread_size);
+    else __sanitizer_start_switch_fiber(NULL, stack_lo(fs, next), fs->stack_bytes);
+#endif
+    return &fs->f[next].ctx; /* ka__fiber_entry goes there (and tells TSan) */
+#else
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    fs->f[i].stale = true; /* this frame stays */
+#endif
+    switch_item(fs, i, next, true);
+    return NULL; /* never resumed */
+#endif
 }
 
 void ka__fiber_barrier(void) {
@@ -393,7 +460,7 @@ static void run_items(ka__fiberset *fs) {
         fs->cur = i;
         fs->item(fs->ctx, i);
         if (fs->mode != MODE_CALLS) {
-            item_returned(fs, 0); /* back here when the group is done */
+            switch_item(fs, 0, item_returned(fs, 0), false); /* back here when the group is done */
             return;
         }
     }
