@@ -10,7 +10,9 @@
  * which the last worker wakes only when the caller says it sleeps. Bounded
  * spins keep an oversubscribed machine (other busy processes, an OpenMP team
  * beside us) working: a descheduled thread makes the others spin for at
- * most the bound, then sleep.
+ * most the bound, then sleep; and a worker that took a run at once but
+ * still had to wake the caller sleeps without spinning, leaving its core to
+ * the caller.
  *
  * Memory order: the generation's bump releases the caller's writes (the
  * kernel's arguments, fn, ctx) to the workers that acquire it; each worker's
@@ -60,18 +62,15 @@ struct ka__pool {
     void *raw; /* the allocation this struct was aligned in */
 };
 
-/* Spins while *word == val, at most POOL_SPIN_NS; returns its last value. */
-static uint32_t spin_while(_Atomic uint32_t *word, uint32_t val) {
-    uint32_t v = atomic_load_explicit(word, memory_order_acquire);
-    if (v != val) return v;
-    int64_t end = ka__now_ns() + POOL_SPIN_NS;
+/* Spins while *word == val, until the clock reads `until`; returns its last value. */
+static uint32_t spin_while(_Atomic uint32_t *word, uint32_t val, int64_t until) {
     for (;;) {
         for (int i = 0; i < POOL_SPIN_CHECK; i++) {
             ka__cpu_relax();
-            v = atomic_load_explicit(word, memory_order_acquire);
+            uint32_t v = atomic_load_explicit(word, memory_order_acquire);
             if (v != val) return v;
         }
-        if (ka__now_ns() >= end) return v;
+        if (ka__now_ns() >= until) return val;
     }
 }
 
@@ -79,8 +78,11 @@ static void *worker_main(void *arg) {
     pool_worker *w = arg;
     ka__pool *p = w->pool;
     uint32_t seen = 0; /* the generation the pool was created with */
+    bool skip_spin = false;
     for (;;) {
-        uint32_t g = spin_while(&p->gen, seen);
+        uint32_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
+        if (g == seen && !skip_spin) g = spin_while(&p->gen, seen, ka__now_ns() + POOL_SPIN_NS);
+        bool slept = g == seen;
         while (g == seen) {
             atomic_fetch_add(&p->sleepers, 1); /* seq_cst: then re-read gen */
             if (atomic_load(&p->gen) == seen) ka__futex_wait(&p->gen, seen, INT64_MAX);
@@ -92,8 +94,13 @@ static void *worker_main(void *arg) {
         p->fn(p->ctx, w->part, p->n);
         /* The last part wakes the caller if it sleeps (seq_cst: the caller
          * sets caller_asleep, then re-reads done). */
-        if (atomic_fetch_add(&p->done, 1) + 1 == p->n - 1 && atomic_load(&p->caller_asleep))
-            ka__futex_wake_all(&p->done);
+        bool woke = atomic_fetch_add(&p->done, 1) + 1 == p->n - 1 && atomic_load(&p->caller_asleep);
+        if (woke) ka__futex_wake_all(&p->done);
+        /* The caller slept though this worker took the run at once: the
+         * cores are oversubscribed or the parts uneven, and the caller needs
+         * a core more than this thread needs to spin. (After a run that had
+         * to wake this worker, a late part is explained, and it spins.) */
+        skip_spin = woke && !slept;
     }
 }
 
@@ -187,15 +194,19 @@ void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
 
     uint32_t want = n - 1;
     uint32_t d = atomic_load_explicit(&p->done, memory_order_acquire);
-    while (d != want) {
-        d = spin_while(&p->done, d);
-        if (d == want) break;
-        /* Spun long enough (a worker is descheduled or its part is long): sleep. */
-        atomic_store(&p->caller_asleep, 1); /* seq_cst: then re-read done */
-        d = atomic_load(&p->done);
-        if (d != want) ka__futex_wait(&p->done, d, INT64_MAX);
-        atomic_store_explicit(&p->caller_asleep, 0, memory_order_relaxed);
-        d = atomic_load_explicit(&p->done, memory_order_acquire);
+    if (d != want) {
+        int64_t until = ka__now_ns() + POOL_SPIN_NS;
+        while (d != want) {
+            uint32_t before = d;
+            d = spin_while(&p->done, before, until);
+            if (d != before) continue; /* progress: spin on, until `until` */
+            /* Spun long enough (a worker is descheduled or its part is long): sleep. */
+            atomic_store(&p->caller_asleep, 1); /* seq_cst: then re-read done */
+            d = atomic_load(&p->done);
+            if (d != want) ka__futex_wait(&p->done, d, INT64_MAX);
+            atomic_store_explicit(&p->caller_asleep, 0, memory_order_relaxed);
+            d = atomic_load_explicit(&p->done, memory_order_acquire);
+        }
     }
     atomic_store_explicit(&p->busy, 0, memory_order_release);
 }
