@@ -324,6 +324,11 @@ static void fibers_divergence(void **state) {
     ka__fiberset_destroy(fs);
 }
 
+static void rerun_item(void *ctx, uint32_t i) {
+    ka__fiberset *fs = *(ka__fiberset **)ctx;
+    if (ka__fiberset_run(fs, 1, rerun_item, ctx) != KA_ERR_INVALID_ARGUMENT) *(ka__fiberset **)ctx = NULL;
+}
+
 static void fibers_bad_input(void **state) {
     (void)state;
     ka__fiberset *fs = (ka__fiberset *)&fs;
@@ -337,6 +342,9 @@ static void fibers_bad_input(void **state) {
     assert_int_equal(g->calls[0], 0);
     assert_int_equal(ka__fiberset_run(fs, 0, group_item, g), KA_OK);
     run_group(fs, g, 4, 3);
+    ka__fiberset *self = fs; /* a set run from one of its own items: refused */
+    assert_int_equal(ka__fiberset_run(fs, 2, rerun_item, &self), KA_OK);
+    assert_ptr_equal(self, fs);
     ka__fiberset_destroy(fs);
     ka__fiberset_destroy(NULL);
     ka__fiber_barrier(); /* outside a set: nothing to wait for */
