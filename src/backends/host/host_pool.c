@@ -154,7 +154,7 @@ ka_status ka__pool_create(uint32_t nthreads, ka__pool **out) {
         if (err) break;
         p->started++;
         char name[16];
-        snprintf(name, sizeof name, "ka-host-%u", i + 1);
+        snprintf(name, sizeof name, "ka-host-%u", (unsigned)(uint16_t)(i + 1)); /* parts < 65536 */
         pthread_setname_np(w->thread, name); /* a name is a convenience: failure is harmless */
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
