@@ -436,6 +436,30 @@ static void fibers_in_pool_threads(void **state) {
     }
 }
 
+/* Runs allocate nothing through libka's allocator; making and unmaking
+ * balance. */
+static void exec_allocations(void **state) {
+    (void)state;
+    heap_start();
+    ka__pool *p = NULL;
+    ka__fiberset *fs = NULL;
+    assert_int_equal(ka__pool_create(4, &p), KA_OK);
+    assert_int_equal(ka__fiberset_create(64, FIBER_STACK, &fs), KA_OK);
+    uint64_t made = atomic_load(&heap()->allocs);
+    assert_true(made > 0);
+    part_log l = {.nparts = 4};
+    for (int r = 0; r < 1000; r++) ka__pool_run(p, log_part, &l);
+    run_group(fs, &g_group, 64, 5);
+    div_ctx c = {.ret_lo = 5, .ret_hi = 6};
+    assert_int_equal(ka__fiberset_run(fs, 8, div_item, &c), KA_ERR_KERNEL_FAILED);
+    assert_int_equal(atomic_load(&heap()->allocs), made);
+    assert_int_equal(atomic_load(&heap()->frees), 0);
+    ka__fiberset_destroy(fs);
+    ka__pool_destroy(p);
+    assert_int_equal(atomic_load(&heap()->frees), made);
+    heap_stop();
+}
+
 /* A generous watchdog: a lost wake-up hangs instead of failing. */
 static void watchdog(int sig) {
     (void)sig;
@@ -447,6 +471,7 @@ static void watchdog(int sig) {
 
 int main(int argc, char **argv) {
     if (argc > 1) cmocka_set_test_filter(argv[1]); /* one case by name */
+    heap_install(); /* before libka allocates anything */
     signal(SIGALRM, watchdog);
     alarm(600);
     const struct CMUnitTest tests[] = {
@@ -461,6 +486,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(fibers_bad_input),
         cmocka_unit_test(fibers_stack_guard),
         cmocka_unit_test(fibers_in_pool_threads),
+        cmocka_unit_test(exec_allocations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

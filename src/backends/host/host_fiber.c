@@ -470,6 +470,8 @@ ka_status ka__fiberset_run(ka__fiberset *fs, uint32_t n, ka__item_fn item, void 
     if (n == 0) return KA_OK;
     if (n > fs->max)
         return ka__fail(KA_ERR_INVALID_WORKGROUP, "work-group of %u items: the fiber set holds %u", n, fs->max);
+    if (KA_UNLIKELY(running == fs))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "fiber set run again from one of its own work-items");
     fs->item = item;
     fs->ctx = ctx;
     fs->n = n;
