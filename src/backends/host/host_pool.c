@@ -6,8 +6,10 @@
  * instructions, the clock read every few dozen), then sleeps on the
  * generation's futex; a run makes the wake system call only when a worker
  * counts itself asleep. The caller runs part 0, then waits for the others
- * the same way: spin for a bounded time, then sleep on the done counter,
- * which the last worker wakes only when the caller says it sleeps. Bounded
+ * the same way: spin for a bounded time (a short one while some worker has
+ * not even taken the run: it is asleep or waits for a core), then sleep on
+ * the done counter, which the last worker wakes only when the caller says
+ * it sleeps. Bounded
  * spins keep an oversubscribed machine (other busy processes, an OpenMP team
  * beside us) working: a descheduled thread makes the others spin for at
  * most the bound, then sleep; and a worker that took a run at once but
@@ -35,6 +37,10 @@
  * code between two launches of a time loop, short enough that an idle or
  * oversubscribed pool gives its cores back soon. */
 #define POOL_SPIN_NS 50000
+/* How long the caller spins for workers that have not yet taken the run:
+ * one that is running takes it in well under a microsecond; one that has
+ * not by then is asleep or waits for a core, maybe this very one. */
+#define POOL_START_NS 5000
 /* Pause instructions between two clock reads while spinning. */
 #define POOL_SPIN_CHECK 32
 
@@ -52,6 +58,7 @@ struct ka__pool {
     bool stop; /* set with the last bump: workers exit */
     /* Completion, written by the workers, read by the caller. */
     alignas(64) _Atomic uint32_t done;    /* parts done in this run (futex word of the caller) */
+    _Atomic uint32_t taken;               /* workers that have taken this run */
     _Atomic uint32_t caller_asleep;       /* the caller sleeps on done: the last part wakes it */
     /* Rarely written. */
     alignas(64) _Atomic uint32_t sleepers; /* workers asleep on gen (or about to be) */
@@ -91,6 +98,7 @@ static void *worker_main(void *arg) {
         }
         seen = g;
         if (p->stop) return NULL;
+        atomic_fetch_add_explicit(&p->taken, 1, memory_order_relaxed);
         p->fn(p->ctx, w->part, p->n);
         /* The last part wakes the caller if it sleeps (seq_cst: the caller
          * sets caller_asleep, then re-reads done). */
@@ -187,6 +195,7 @@ void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->taken, 0, memory_order_relaxed);
     atomic_fetch_add(&p->gen, 1); /* seq_cst: publishes the run, then reads sleepers */
     if (atomic_load(&p->sleepers)) ka__futex_wake_all(&p->gen);
 
@@ -195,12 +204,18 @@ void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
     uint32_t want = n - 1;
     uint32_t d = atomic_load_explicit(&p->done, memory_order_acquire);
     if (d != want) {
-        int64_t until = ka__now_ns() + POOL_SPIN_NS;
+        int64_t start = ka__now_ns(), until = start + POOL_START_NS;
+        bool all_taken = false;
         while (d != want) {
             uint32_t before = d;
             d = spin_while(&p->done, before, until);
             if (d != before) continue; /* progress: spin on, until `until` */
-            /* Spun long enough (a worker is descheduled or its part is long): sleep. */
+            if (!all_taken && atomic_load_explicit(&p->taken, memory_order_relaxed) == want) {
+                all_taken = true; /* every worker is at work: worth a longer spin */
+                until = start + POOL_SPIN_NS;
+                continue;
+            }
+            /* A worker is not running, or its part is long: sleep. */
             atomic_store(&p->caller_asleep, 1); /* seq_cst: then re-read done */
             d = atomic_load(&p->done);
             if (d != want) ka__futex_wait(&p->done, d, INT64_MAX);
