@@ -1,0 +1,548 @@
+/* Fibers for the work-items of one work-group (host_exec.h).
+ *
+ * Items run in order, 0 to n - 1. Until an item calls a barrier they run as
+ * plain calls on the thread's own stack: a group whose items never reach a
+ * barrier costs a loop of calls. When item 0 reaches a barrier it stays
+ * suspended where it is, on the thread's stack, and items 1 to n - 1 start
+ * on stacks of their own; each barrier switches straight to the next item,
+ * the last item's switches back to item 0 and the next round begins. If an
+ * item other than 0 is the first to reach a barrier, the items before it
+ * returned without one: divergence.
+ *
+ * A round ends when the last item returns or reaches a barrier; the items
+ * must have done the same, else the group diverged: the waiting items are
+ * abandoned (a fiber is never resumed; item 0, on the thread's stack, is
+ * unwound by longjmp to ka__fiberset_run) and their stacks serve the next
+ * run.
+ *
+ * Stacks: one mapping of max_items - 1 stacks (item 0 needs none), each with
+ * an inaccessible page below it, so an overflow faults. The switch saves
+ * what the C calling convention preserves (and the floating-point control
+ * words); elsewhere than x86-64 and aarch64 it is ucontext's. */
+#include "host_exec.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FIBER_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define FIBER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(FIBER_ASAN)
+#define FIBER_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(FIBER_TSAN)
+#define FIBER_TSAN 1
+#endif
+#ifdef FIBER_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef FIBER_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(KA_FIBER_UCONTEXT)
+#define FIBER_ASM 1
+#else
+#include <ucontext.h>
+#endif
+
+/* Sanitized code needs far bigger frames. */
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+#define FIBER_MIN_STACK (256u * 1024u)
+#else
+#define FIBER_MIN_STACK (16u * 1024u)
+#endif
+
+struct ka__fiberset;
+struct fctx;
+static struct fctx *fiber_main(struct ka__fiberset *fs);
+
+/* ---- the context switch ---------------------------------------------------
+ * ka__fiber_switch(&save, to): pushes the callee-saved registers and the
+ * floating-point control words on the current stack, stores the stack
+ * pointer in save, loads `to` and pops the same from there. A new fiber's
+ * stack is made to look like one that switched away: its return address is
+ * ka__fiber_entry, which calls fiber_main(fs) with fs and fiber_main in two
+ * of the restored registers. When the item has returned, fiber_main returns
+ * the context to go on with and the entry loads it, so no C frame of a
+ * finished fiber stays behind (a sanitizer's shadow call stack balances). */
+#ifdef FIBER_ASM
+typedef struct fctx {
+    void *sp;
+} fctx;
+void ka__fiber_switch(void **save, void *to);
+void ka__fiber_entry(void);
+
+#if defined(__x86_64__)
+__asm__(".pushsection .text\n"
+        ".globl ka__fiber_switch\n"
+        ".hidden ka__fiber_switch\n"
+        ".type ka__fiber_switch,@function\n"
+        ".p2align 4\n"
+        "ka__fiber_switch:\n"
+        "  pushq %rbp\n"
+        "  pushq %rbx\n"
+        "  pushq %r12\n"
+        "  pushq %r13\n"
+        "  pushq %r14\n"
+        "  pushq %r15\n"
+        "  subq $8, %rsp\n"
+        "  stmxcsr (%rsp)\n"
+        "  fnstcw 4(%rsp)\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        ".Lka_fiber_restore:\n"
+        "  ldmxcsr (%rsp)\n"
+        "  fldcw 4(%rsp)\n"
+        "  addq $8, %rsp\n"
+        "  popq %r15\n"
+        "  popq %r14\n"
+        "  popq %r13\n"
+        "  popq %r12\n"
+        "  popq %rbx\n"
+        "  popq %rbp\n"
+        "  ret\n"
+        ".size ka__fiber_switch,.-ka__fiber_switch\n"
+        ".globl ka__fiber_entry\n"
+        ".hidden ka__fiber_entry\n"
+        ".type ka__fiber_entry,@function\n"
+        ".p2align 4\n"
+        "ka__fiber_entry:\n"
+        "  .cfi_startproc\n"
+        "  .cfi_undefined rip\n" /* the outermost frame: unwinders stop here */
+        "  movq %r12, %rdi\n"
+        "  callq *%r13\n"
+#ifdef FIBER_TSAN
+        /* Told here, not in fiber_main: its own exit must still count on
+         * this fiber's shadow call stack. */
+        "  movq %rax, %rbx\n"
+        "  movq 8(%rax), %rdi\n"
+        "  xorl %esi, %esi\n"
+        "  callq __tsan_switch_to_fiber@PLT\n"
+        "  movq %rbx, %rax\n"
+#endif
+        "  movq (%rax), %rsp\n"
+        "  jmp .Lka_fiber_restore\n"
+        "  .cfi_endproc\n"
+        ".size ka__fiber_entry,.-ka__fiber_entry\n"
+        ".popsection\n");
+
+/* The frame ka__fiber_switch pops, lowest address first. */
+static void ctx_init(fctx *c, char *hi, struct ka__fiberset *fs) {
+    uint32_t mxcsr;
+    uint16_t fpucw;
+    __asm__ __volatile__("stmxcsr %0" : "=m"(mxcsr));
+    __asm__ __volatile__("fnstcw %0" : "=m"(fpucw));
+    uint64_t *sp = (uint64_t *)((uintptr_t)hi & ~(uintptr_t)15) - 8;
+    sp[0] = mxcsr | (uint64_t)fpucw << 32;
+    sp[1] = 0;                          /* r15 */
+    sp[2] = 0;                          /* r14 */
+    sp[3] = (uint64_t)(uintptr_t)fiber_main; /* r13 */
+    sp[4] = (uint64_t)(uintptr_t)fs;   /* r12 */
+    sp[5] = 0;                          /* rbx */
+    sp[6] = 0;                          /* rbp: frame-pointer walks end here */
+    sp[7] = (uint64_t)(uintptr_t)ka__fiber_entry;
+    c->sp = sp;
+}
+#else /* aarch64: x19-x30, d8-d15 (AAPCS64) and fpcr */
+__asm__(".pushsection .text\n"
+        ".globl ka__fiber_switch\n"
+        ".hidden ka__fiber_switch\n"
+        ".type ka__fiber_switch,%function\n"
+        ".p2align 4\n"
+        "ka__fiber_switch:\n"
+        "  sub sp, sp, #176\n"
+        "  stp x19, x20, [sp, #0]\n"
+        "  stp x21, x22, [sp, #16]\n"
+        "  stp x23, x24, [sp, #32]\n"
+        "  stp x25, x26, [sp, #48]\n"
+        "  stp x27, x28, [sp, #64]\n"
+        "  stp x29, x30, [sp, #80]\n"
+        "  stp d8, d9, [sp, #96]\n"
+        "  stp d10, d11, [sp, #112]\n"
+        "  stp d12, d13, [sp, #128]\n"
+        "  stp d14, d15, [sp, #144]\n"
+        "  mrs x9, fpcr\n"
+        "  str x9, [sp, #160]\n"
+        "  mov x9, sp\n"
+        "  str x9, [x0]\n"
+        "  mov sp, x1\n"
+        ".Lka_fiber_restore:\n"
+        "  ldp x19, x20, [sp, #0]\n"
+        "  ldp x21, x22, [sp, #16]\n"
+        "  ldp x23, x24, [sp, #32]\n"
+        "  ldp x25, x26, [sp, #48]\n"
+        "  ldp x27, x28, [sp, #64]\n"
+        "  ldp x29, x30, [sp, #80]\n"
+        "  ldp d8, d9, [sp, #96]\n"
+        "  ldp d10, d11, [sp, #112]\n"
+        "  ldp d12, d13, [sp, #128]\n"
+        "  ldp d14, d15, [sp, #144]\n"
+        "  ldr x9, [sp, #160]\n"
+        "  msr fpcr, x9\n"
+        "  add sp, sp, #176\n"
+        "  ret\n"
+        ".size ka__fiber_switch,.-ka__fiber_switch\n"
+        ".globl ka__fiber_entry\n"
+        ".hidden ka__fiber_entry\n"
+        ".type ka__fiber_entry,%function\n"
+        ".p2align 4\n"
+        "ka__fiber_entry:\n"
+        "  .cfi_startproc\n"
+        "  .cfi_undefined x30\n"
+        "  mov x0, x19\n"
+        "  blr x20\n"
+#ifdef FIBER_TSAN
+        "  mov x19, x0\n"
+        "  ldr x0, [x19, #8]\n"
+        "  mov w1, #0\n"
+        "  bl __tsan_switch_to_fiber\n"
+        "  mov x0, x19\n"
+#endif
+        "  ldr x9, [x0]\n"
+        "  mov sp, x9\n"
+        "  b .Lka_fiber_restore\n"
+        "  .cfi_endproc\n"
+        ".size ka__fiber_entry,.-ka__fiber_entry\n"
+        ".popsection\n");
+
+static void ctx_init(fctx *c, char *hi, struct ka__fiberset *fs) {
+    uint64_t fpcr;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
+    uint64_t *sp = (uint64_t *)((uintptr_t)hi & ~(uintptr_t)15) - 22;
+    memset(sp, 0, 22 * sizeof *sp);
+    sp[0] = (uint64_t)(uintptr_t)fs;         /* x19 */
+    sp[1] = (uint64_t)(uintptr_t)fiber_main; /* x20 */
+    sp[11] = (uint64_t)(uintptr_t)ka__fiber_entry; /* x30; x29 = 0 ends frame-pointer walks */
+    sp[20] = fpcr;
+    c->sp = sp;
+}
+#endif
+
+static inline void ctx_switch(fctx *save, fctx *to) { ka__fiber_switch(&save->sp, to->sp); }
+
+#else /* ucontext */
+typedef struct fctx {
+    ucontext_t uc;
+} fctx;
+static _Thread_local struct ka__fiberset *uc_starting;
+static void uc_entry(void) { fiber_main(uc_starting); }
+static void ctx_init(fctx *c, char *lo, char *hi, struct ka__fiberset *fs) {
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = lo;
+    c->uc.uc_stack.ss_size = (size_t)(hi - lo);
+    c->uc.uc_link = NULL;
+    makecontext(&c->uc, uc_entry, 0);
+    uc_starting = fs;
+}
+static inline void ctx_switch(fctx *save, fctx *to) { swapcontext(&save->uc, &to->uc); }
+#endif
+
+/* ---- the set ------------------------------------------------------------- */
+enum { MODE_CALLS, MODE_FIBERS };
+
+typedef struct fiber {
+    fctx ctx; /* f[0]: the thread's own stack, item 0 */
+#ifdef FIBER_TSAN
+    void *tsan; /* right after ctx: ka__fiber_entry reads it */
+#endif
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    bool stale; /* left with frames on its stack */
+#endif
+#ifdef FIBER_ASAN
+    void *fake_stack;
+#endif
+} fiber;
+#if defined(FIBER_ASM) && defined(FIBER_TSAN)
+_Static_assert(offsetof(fiber, tsan) == 8, "ka__fiber_entry reads the TSan fiber at offset 8");
+#endif
+
+struct ka__fiberset {
+    /* The run. */
+    ka__item_fn item;
+    void *ctx;
+    uint32_t n, cur;
+    uint32_t round;              /* 1: items 1.. start when reached */
+    uint32_t nbarrier, nreturned; /* in this round */
+    uint8_t mode;
+    bool failed;
+    struct ka__fiberset *outer; /* the set this thread was running before */
+    fiber *f;
+    jmp_buf unwind; /* back to ka__fiberset_run from item 0's frames */
+    /* The stacks. */
+    uint32_t max;
+    size_t stack_bytes, slot_bytes, map_bytes, page;
+    char *map;
+#ifdef FIBER_ASAN
+    bool from_thread; /* the switch under way leaves the thread's stack */
+    const void *thread_bottom;
+    size_t thread_size;
+#endif
+};
+
+static _Thread_local ka__fiberset *running;
+
+/* Item i's stack (i >= 1), below its upper end. */
+static char *stack_lo(const ka__fiberset *fs, uint32_t i) {
+    return fs->map + (size_t)(i - 1) * fs->slot_bytes + fs->page;
+}
+
+#ifdef FIBER_ASAN
+static void asan_arrived(ka__fiberset *fs, void *fake_stack) {
+    const void *bottom;
+    size_t size;
+    __sanitizer_finish_switch_fiber(fake_stack, &bottom, &size);
+    if (fs->from_thread) {
+        fs->thread_bottom = bottom;
+        fs->thread_size = size;
+    }
+}
+#endif
+
+/* What the sanitizers must hear before the stack changes from item `from`
+ * to item `to`; `leaving`: from will never be resumed. */
+__attribute__((always_inline)) /* no call frame may span the sanitizer's switch */
+static inline void before_switch(ka__fiberset *fs, uint32_t from, uint32_t to, bool leaving) {
+    fs->cur = to;
+#ifdef FIBER_ASAN
+    fs->from_thread = from == 0;
+    if (to == 0) __sanitizer_start_switch_fiber(leaving ? NULL : &fs->f[from].fake_stack, fs->thread_bottom, fs->thread_size);
+    else __sanitizer_start_switch_fiber(leaving ? NULL : &fs->f[from].fake_stack, stack_lo(fs, to), fs->stack_bytes);
+#endif
+#ifdef FIBER_TSAN
+    __tsan_switch_to_fiber(fs->f[to].tsan, 0); /* 0: synchronizes, as the barrier does */
+#endif
+    (void)from;
+    (void)leaving;
+}
+
+/* Switches from item `from` to item `to`; returns when `from` is resumed. */
+static void switch_item(ka__fiberset *fs, uint32_t from, uint32_t to, bool leaving) {
+    before_switch(fs, from, to, leaving);
+    ctx_switch(&fs->f[from].ctx, &fs->f[to].ctx);
+#ifdef FIBER_ASAN
+    asan_arrived(fs, fs->f[from].fake_stack);
+#endif
+}
+
+/* Prepares item i (i >= 1) to start from the top of its stack. */
+static void start_item(ka__fiberset *fs, uint32_t i) {
+    char *lo = stack_lo(fs, i);
+    char *hi = lo + fs->stack_bytes;
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    /* Frames a divergent run abandoned: their poisoned redzones, their
+     * entries in the shadow call stack. */
+    if (fs->f[i].stale) {
+#ifdef FIBER_ASAN
+        __asan_unpoison_memory_region(lo, fs->stack_bytes);
+#endif
+#ifdef FIBER_TSAN
+        if (fs->f[i].tsan) __tsan_destroy_fiber(fs->f[i].tsan);
+        fs->f[i].tsan = NULL;
+#endif
+        fs->f[i].stale = false;
+    }
+#endif
+#ifdef FIBER_TSAN
+    if (!fs->f[i].tsan) fs->f[i].tsan = __tsan_create_fiber(0);
+#endif
+#ifdef FIBER_ASM
+    ctx_init(&fs->f[i].ctx, hi, fs);
+#else
+    ctx_init(&fs->f[i].ctx, lo, hi, fs);
+#endif
+}
+
+static void divergence(ka__fiberset *fs) {
+    fs->failed = true;
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    for (uint32_t i = 1; i < fs->n; i++) fs->f[i].stale = true;
+#endif
+    ka__fail(KA_ERR_KERNEL_FAILED,
+             "work-group barrier divergence: %u of the group's %u work-items returned while %u waited at a "
+             "barrier (every item of a group must reach the same barriers)",
+             fs->nreturned, fs->n, fs->nbarrier);
+}
+
+/* Item i (on its fiber, or item 0 back in ka__fiberset_run) has returned:
+ * the item to go on with; after the last, the thread (ka__fiberset_run, or
+ * item 0 waiting at a barrier, to be unwound). */
+static uint32_t item_returned(ka__fiberset *fs, uint32_t i) {
+    fs->nreturned++;
+    uint32_t next = i + 1;
+    if (next == fs->n) {
+        if (fs->nbarrier) divergence(fs);
+        next = 0;
+    }
+    if (fs->round == 1 && next) start_item(fs, next);
+    return next;
+}
+
+/* Item i's fiber, from its start; returns the context to go on with. */
+static fctx *fiber_main(ka__fiberset *fs) {
+#ifdef FIBER_ASAN
+    asan_arrived(fs, NULL);
+#endif
+    uint32_t i = fs->cur;
+    fs->item(fs->ctx, i);
+    uint32_t next = item_returned(fs, i);
+#ifdef FIBER_ASM
+    fs->cur = next;
+#ifdef FIBER_ASAN
+    fs->from_thread = false;
+    if (next == 0) __sanitizer_start_switch_fiber(NULL, fs->thread_bottom, fs->thread_size);
+    else __sanitizer_start_switch_fiber(NULL, stack_lo(fs, next), fs->stack_bytes);
+#endif
+    return &fs->f[next].ctx; /* ka__fiber_entry goes there (and tells TSan) */
+#else
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    fs->f[i].stale = true; /* this frame stays */
+#endif
+    switch_item(fs, i, next, true);
+    return NULL; /* never resumed */
+#endif
+}
+
+void ka__fiber_barrier(void) {
+    ka__fiberset *fs = running;
+    if (!fs) return; /* not in a set: a group of one item run directly */
+    uint32_t i = fs->cur, next = i + 1;
+    if (fs->mode == MODE_CALLS) {
+        if (i != 0) {
+            /* Items 0 .. i - 1 returned without a barrier. */
+            fs->nreturned = i;
+            fs->nbarrier = 1;
+            divergence(fs);
+            longjmp(fs->unwind, 1);
+        }
+        if (fs->n == 1) return;
+        /* Item 0 waits here, on the thread's stack; the others get fibers. */
+        fs->mode = MODE_FIBERS;
+        fs->round = 1;
+        fs->nreturned = 0;
+        fs->nbarrier = 1;
+#ifdef FIBER_TSAN
+        fs->f[0].tsan = __tsan_get_current_fiber();
+#endif
+    } else {
+        fs->nbarrier++;
+        if (next == fs->n) {
+            if (fs->nreturned) {
+                divergence(fs);
+                switch_item(fs, i, 0, true); /* abandoned: never resumed */
+                __builtin_unreachable();
+            }
+            fs->round++;
+            fs->nbarrier = 0;
+            next = 0;
+        }
+    }
+    if (fs->round == 1 && next) start_item(fs, next);
+    switch_item(fs, i, next, false);
+    if (fs->failed) longjmp(fs->unwind, 1); /* only item 0 is resumed after a divergence */
+}
+
+/* Items as plain calls until item 0 reaches a barrier; then, item 0 having
+ * returned, the other items' fibers finish the group. */
+static void run_items(ka__fiberset *fs) {
+    for (uint32_t i = 0; i < fs->n; i++) {
+        fs->cur = i;
+        fs->item(fs->ctx, i);
+        if (fs->mode != MODE_CALLS) {
+            switch_item(fs, 0, item_returned(fs, 0), false); /* back here when the group is done */
+            return;
+        }
+    }
+}
+
+ka_status ka__fiberset_run(ka__fiberset *fs, uint32_t n, ka__item_fn item, void *ctx) {
+    if (n == 0) return KA_OK;
+    if (n > fs->max)
+        return ka__fail(KA_ERR_INVALID_WORKGROUP, "work-group of %u items: the fiber set holds %u", n, fs->max);
+    if (KA_UNLIKELY(running == fs))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "fiber set run again from one of its own work-items");
+    fs->item = item;
+    fs->ctx = ctx;
+    fs->n = n;
+    fs->mode = MODE_CALLS;
+    fs->failed = false;
+    fs->outer = running;
+    running = fs;
+    if (!setjmp(fs->unwind)) run_items(fs);
+    running = fs->outer;
+    return fs->failed ? KA_ERR_KERNEL_FAILED : KA_OK;
+}
+
+/* ---- making and unmaking ------------------------------------------------- */
+ka_status ka__fiberset_create(uint32_t max_items, size_t stack_bytes, ka__fiberset **out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka__fiberset_create: out is NULL");
+    *out = NULL;
+    if (max_items < 1 || max_items > (1u << 20))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "fiber set of %u items (1 to %u)", max_items, 1u << 20);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (stack_bytes < FIBER_MIN_STACK) stack_bytes = FIBER_MIN_STACK;
+    if (stack_bytes > ((size_t)1 << 30))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "fiber stacks of %zu bytes (at most 1 GiB)", stack_bytes);
+    stack_bytes = (stack_bytes + page - 1) & ~(page - 1);
+    ka__fiberset *fs = ka__calloc(1, sizeof *fs);
+    fiber *f = ka__calloc(max_items, sizeof *f);
+    if (!fs || !f) {
+        ka__free(fs, sizeof *fs);
+        ka__free(f, (size_t)max_items * sizeof *f);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "fiber set: out of memory");
+    }
+    fs->f = f;
+    fs->max = max_items;
+    fs->page = page;
+    fs->stack_bytes = stack_bytes;
+    fs->slot_bytes = stack_bytes + page;
+    uint32_t nstacks = max_items - 1;
+    if (nstacks) {
+        if (fs->slot_bytes > SIZE_MAX / nstacks) {
+            ka__fiberset_destroy(fs);
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "fiber set: %u stacks of %zu bytes overflow", nstacks, stack_bytes);
+        }
+        fs->map_bytes = fs->slot_bytes * nstacks;
+        void *m = mmap(NULL, fs->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            int err = errno;
+            fs->map_bytes = 0;
+            ka__fiberset_destroy(fs);
+            return ka__fail(KA_ERR_OUT_OF_MEMORY, "fiber set: cannot map %u stacks of %zu bytes: %s", nstacks,
+                            stack_bytes, strerror(err));
+        }
+        fs->map = m;
+        for (uint32_t i = 1; i < max_items; i++) {
+            if (mprotect(stack_lo(fs, i) - page, page, PROT_NONE)) {
+                int err = errno; /* ENOMEM: the process's limit of mappings (vm.max_map_count) */
+                ka__fiberset_destroy(fs);
+                return ka__fail(KA_ERR_OUT_OF_MEMORY, "fiber set: cannot make the guard page of stack %u of %u: %s",
+                                i, nstacks, strerror(err));
+            }
+        }
+    }
+    *out = fs;
+    return KA_OK;
+}
+
+void ka__fiberset_destroy(ka__fiberset *fs) {
+    if (!fs) return;
+#ifdef FIBER_TSAN
+    for (uint32_t i = 1; i < fs->max; i++)
+        if (fs->f[i].tsan) __tsan_destroy_fiber(fs->f[i].tsan);
+#endif
+    if (fs->map) munmap(fs->map, fs->map_bytes);
+    ka__free(fs->f, (size_t)fs->max * sizeof *fs->f);
+    ka__free(fs, sizeof *fs);
+}
