@@ -68,6 +68,13 @@ typedef struct ka__hctx {
 #endif
 #endif
 
+/* OpenCL C's qualifier spellings, so sources that use them directly still
+ * compile (a bare __kernel is not a libka kernel: ka_kernel_get refuses it). */
+#define __kernel static inline __attribute__((unused))
+#define __global
+#define __constant const
+#define __private
+
 /* ---- declarations --------------------------------------------------------- */
 #define KA__BODY(name) static inline __attribute__((always_inline, unused)) void ka__body_##name
 /* The body's prototype, the entry functions libka generated for the kernel

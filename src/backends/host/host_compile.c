@@ -84,16 +84,19 @@ static ka_status read_file(const char *path, void **out, size_t *n) {
     return KA_OK;
 }
 
-/* options split at blanks into argv (a program's options hold no quoted
- * words: -D and -I, as the OpenCL compiler takes them). */
+/* The preprocessor's words of options (-D, -U, -I), split at blanks into
+ * argv; the others are OpenCL compiler options (-cl-mad-enable, -w...) that
+ * a program written for every device may carry, and the C build leaves out. */
 static int split_opts(char *opts, char **argv, int cap) {
     int n = 0;
     for (char *s = opts; *s;) {
         while (*s == ' ' || *s == '\t' || *s == '\n') *s++ = 0;
         if (!*s) break;
-        if (n == cap) return -1;
-        argv[n++] = s;
+        char *w = s;
         while (*s && *s != ' ' && *s != '\t' && *s != '\n') s++;
+        if (w[0] != '-' || (w[1] != 'D' && w[1] != 'U' && w[1] != 'I')) continue;
+        if (n == cap) return -1;
+        argv[n++] = w;
     }
     return n;
 }

@@ -130,7 +130,9 @@ typedef struct ka__hqueue {
     _Atomic uint32_t pending;        /* commands in the ring or running */
     _Atomic uint32_t drained;        /* futex word: bumped when pending reaches 0 */
     bool stop;
-    bool worker_started;
+    /* inline_max_items: launches of more padded work-items go to the
+     * worker (UINT64_MAX: none; 0 with KA_INLINE_OFF: every one). */
+    uint64_t sync_max_items;
     pthread_t worker;
     /* Native events: a free list grown by chunks, under ev_lock. */
     _Atomic uint32_t ev_lock;

@@ -152,7 +152,7 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
             return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u: unknown argument kind %u", k->name, i,
                             args[i].kind);
     if (k->prog->asserts) ka__queue_mark_asserts(q);
-    if (l->flags & KA_LAUNCH_ASYNC) {
+    if ((l->flags & KA_LAUNCH_ASYNC) || l->items > hq->sync_max_items) {
         ka__hev *e = NULL;
         ka_status st = ev ? ka__host_ev_new(hq, &e) : KA_OK;
         if (st != KA_OK) return st;

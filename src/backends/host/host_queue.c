@@ -41,9 +41,10 @@ static void *worker(void *arg) {
 }
 
 ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
-    (void)cfg;
     ka__hqueue *hq = ka__calloc(1, sizeof *hq);
     if (!hq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
+    int64_t lim = cfg ? cfg->inline_max_items : 0;
+    hq->sync_max_items = lim == KA_INLINE_OFF ? 0 : lim > 0 ? (uint64_t)lim : UINT64_MAX;
     hq->ring = ka__calloc(KA__HOST_RING, sizeof *hq->ring);
     if (!hq->ring) {
         ka__free(hq, sizeof *hq);

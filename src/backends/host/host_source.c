@@ -311,7 +311,8 @@ static size_t compose(const char *user, char *dst, kinfo *ks) {
     if (scratch)
         puts_(&o, "static _Thread_local char ka__lscratch[KA__LSCRATCH] __attribute__((aligned(64)));\n");
     for (uint32_t i = 0; i < nk; i++) put_entries(&o, &ks[i], path_of(&ks[i], hb));
-    puts_(&o, "#line 1\n");
+    /* A name, so the compiler's log never shows the prelude's lines as the user's. */
+    puts_(&o, "#line 1 \"<program source>\"\n");
     puts_(&o, user);
     put(&o, "\n", 2); /* with the terminating NUL */
     return o.len;
