@@ -79,9 +79,14 @@ typedef struct ka__hctx {
 #define KA__BODY(name) static inline __attribute__((always_inline, unused)) void ka__body_##name
 /* The body's prototype, the entry functions libka generated for the kernel
  * (KA__ENTRIES_name, defined before the user's source), the body. */
+#ifdef KA__SCAN /* libka's scan pass: the name and the parameters' text */
+#define KA_KERNEL(name, ...) ka__scan_kernel name #__VA_ARGS__ ka__scan_end
+#define KA_KERNEL_NOARGS(name) ka__scan_kernel name "" ka__scan_end
+#else
 #define KA_KERNEL(name, ...) \
     KA__BODY(name)(KA_CTX_PARAM, __VA_ARGS__); KA__ENTRIES_##name KA__BODY(name)(KA_CTX_PARAM, __VA_ARGS__)
 #define KA_KERNEL_NOARGS(name) KA__BODY(name)(KA_CTX_PARAM); KA__ENTRIES_##name KA__BODY(name)(KA_CTX_PARAM)
+#endif
 #define KA_GLOBAL
 /* A work-group's items all run in one thread (in order, or as fibers of
  * that thread when the kernel has barriers), and a thread runs one group

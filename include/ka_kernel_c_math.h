@@ -2,13 +2,63 @@
  * integer, selection, bit casts, conversions) as C11. Part of ka_kernel_c.h,
  * never included on its own. Type-generic by _Generic on the arguments (the
  * sum of the arguments for several), as OpenCL's overloads are: float
- * arguments call the float functions (tgmath.h for those C has). */
+ * arguments call the float functions. */
 #ifndef KA_KERNEL_C_MATH_H
 #define KA_KERNEL_C_MATH_H
 #if !defined(KA_KERNEL_C_H)
 #error "ka_kernel_c_math.h is part of ka_kernel_c.h: include that"
 #endif
-#include <tgmath.h>
+/* C's math functions by the argument's type (float: the f function), as
+ * tgmath.h would, without the complex.h it brings (whose I would take a
+ * kernel's variable name). */
+#define KA__M1(fn, x) _Generic((x), float: fn##f, long double: fn##l, default: fn)(x)
+#define KA__M2(fn, x, y) _Generic((x) + (y), float: fn##f, long double: fn##l, default: fn)((x), (y))
+#define KA__M3(fn, x, y, z) _Generic((x) + (y) + (z), float: fn##f, long double: fn##l, default: fn)((x), (y), (z))
+#define sqrt(x) KA__M1(sqrt, x)
+#define cbrt(x) KA__M1(cbrt, x)
+#define exp(x) KA__M1(exp, x)
+#define exp2(x) KA__M1(exp2, x)
+#define expm1(x) KA__M1(expm1, x)
+#define log(x) KA__M1(log, x)
+#define log2(x) KA__M1(log2, x)
+#define log10(x) KA__M1(log10, x)
+#define log1p(x) KA__M1(log1p, x)
+#define logb(x) KA__M1(logb, x)
+#define sin(x) KA__M1(sin, x)
+#define cos(x) KA__M1(cos, x)
+#define tan(x) KA__M1(tan, x)
+#define asin(x) KA__M1(asin, x)
+#define acos(x) KA__M1(acos, x)
+#define atan(x) KA__M1(atan, x)
+#define sinh(x) KA__M1(sinh, x)
+#define cosh(x) KA__M1(cosh, x)
+#define tanh(x) KA__M1(tanh, x)
+#define asinh(x) KA__M1(asinh, x)
+#define acosh(x) KA__M1(acosh, x)
+#define atanh(x) KA__M1(atanh, x)
+#define erf(x) KA__M1(erf, x)
+#define erfc(x) KA__M1(erfc, x)
+#define tgamma(x) KA__M1(tgamma, x)
+#define lgamma(x) KA__M1(lgamma, x)
+#define fabs(x) KA__M1(fabs, x)
+#define floor(x) KA__M1(floor, x)
+#define ceil(x) KA__M1(ceil, x)
+#define round(x) KA__M1(round, x)
+#define trunc(x) KA__M1(trunc, x)
+#define rint(x) KA__M1(rint, x)
+#define nearbyint(x) KA__M1(nearbyint, x)
+#define atan2(x, y) KA__M2(atan2, x, y)
+#define pow(x, y) KA__M2(pow, x, y)
+#define fmin(x, y) KA__M2(fmin, x, y)
+#define fmax(x, y) KA__M2(fmax, x, y)
+#define fmod(x, y) KA__M2(fmod, x, y)
+#define fdim(x, y) KA__M2(fdim, x, y)
+#define hypot(x, y) KA__M2(hypot, x, y)
+#define copysign(x, y) KA__M2(copysign, x, y)
+#define nextafter(x, y) KA__M2(nextafter, x, y)
+#define remainder(x, y) KA__M2(remainder, x, y)
+#define fma(x, y, z) KA__M3(fma, x, y, z)
+#define ldexp(x, n) _Generic((x), float: ldexpf, long double: ldexpl, default: ldexp)((x), (n))
 
 /* f##_f for float, f##_d otherwise (double, or an integer as C converts). */
 #define KA__FD(f, x) _Generic((x), float: f##_f, default: f##_d)

@@ -147,11 +147,13 @@ static ka_status run_cc(const char *cc, char **argv, int logfd) {
     return st;
 }
 
-ka_status ka__host_compile(const char *cc, const char *source, const char *options, void **bin, size_t *n) {
-    char src_path[4096], so_path[4096], log_path[4096];
+/* Runs cc on source with options: the preprocessed text (pre) or the shared
+ * object into *out (ka__alloc'd, *n bytes). */
+static ka_status run(const char *cc, const char *source, const char *options, bool pre, void **out, size_t *n) {
+    char src_path[4096], out_path[4096], log_path[4096];
     int sfd = make_temp(src_path, sizeof src_path, ".c");
     if (sfd < 0) return KA_ERR_IO;
-    int ofd = make_temp(so_path, sizeof so_path, ".so");
+    int ofd = make_temp(out_path, sizeof out_path, pre ? ".i" : ".so");
     int lfd = ofd >= 0 ? make_temp(log_path, sizeof log_path, ".log") : -1;
     ka_status st = KA_ERR_IO;
     size_t olen = strlen(options) + 1;
@@ -170,10 +172,17 @@ ka_status ka__host_compile(const char *cc, const char *source, const char *optio
     snprintf(lscratch, sizeof lscratch, "-DKA__LSCRATCH=%u", KA__HOST_LOCAL_MEM);
     /* -ffp-contract=off: a * b + c rounds twice, as OpenCL's and CUDA's
      * builds here do; -fno-math-errno lets sqrt vectorize; char is signed
-     * as in the dialect. */
-    char *argv[24 + MAX_OPTS] = {(char *)cc, "-O3", "-march=native", "-fPIC", "-shared", "-ffp-contract=off",
-                                 "-fno-math-errno", "-fsigned-char", "-std=gnu11", "-w", lscratch};
-    int argc = 11;
+     * as in the dialect; -w: a kernel's warnings are not errors. */
+    char *argv[24 + MAX_OPTS] = {(char *)cc, "-std=gnu11", "-fsigned-char", "-w", lscratch};
+    int argc = 5;
+    static const char *const compile[] = {"-O3", "-march=native", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno"};
+    if (pre) {
+        argv[argc++] = "-E";
+        argv[argc++] = "-P";
+        argv[argc++] = "-DKA__SCAN";
+    } else {
+        for (size_t i = 0; i < sizeof compile / sizeof compile[0]; i++) argv[argc++] = (char *)compile[i];
+    }
     int no = split_opts(opts, argv + argc, MAX_OPTS);
     if (no < 0) {
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: more than %d build options", MAX_OPTS);
@@ -181,24 +190,51 @@ ka_status ka__host_compile(const char *cc, const char *source, const char *optio
     }
     argc += no;
     argv[argc++] = "-o";
-    argv[argc++] = so_path;
+    argv[argc++] = out_path;
     argv[argc++] = src_path;
-    argv[argc++] = "-lm";
+    if (!pre) argv[argc++] = "-lm";
     argv[argc] = NULL;
     st = run_cc(cc, argv, lfd);
-    if (st == KA_OK) st = read_file(so_path, bin, n);
+    if (st == KA_OK) st = read_file(out_path, out, n);
 out:
     if (opts) ka__free(opts, olen);
     close(sfd);
     unlink(src_path);
     if (ofd >= 0) {
         close(ofd);
-        unlink(so_path);
+        unlink(out_path);
     }
     if (lfd >= 0) {
         close(lfd);
         unlink(log_path);
     }
+    return st;
+}
+
+ka_status ka__host_compile(const char *cc, const char *user, const char *options, void **bin, size_t *n) {
+    char *src;
+    size_t len;
+    ka_status st = ka__host_compose(user, NULL, &src, &len);
+    if (st != KA_OK) return st;
+    void *pre = NULL;
+    size_t plen = 0;
+    st = run(cc, src, options, true, &pre, &plen);
+    ka__free(src, len);
+    if (st != KA_OK) return st;
+    /* The preprocessed text as a string: the read bytes plus a NUL. */
+    char *text = ka__alloc(plen + 1);
+    if (!text) {
+        ka__free(pre, plen ? plen : 1);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    }
+    memcpy(text, pre, plen);
+    text[plen] = 0;
+    ka__free(pre, plen ? plen : 1);
+    st = ka__host_compose(user, text, &src, &len);
+    ka__free(text, plen + 1);
+    if (st != KA_OK) return st;
+    st = run(cc, src, options, false, bin, n);
+    ka__free(src, len);
     return st;
 }
 

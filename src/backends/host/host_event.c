@@ -13,21 +13,29 @@ struct ka__hev_chunk {
     ka__hev ev[CHUNK];
 };
 
+/* A chunk more on the free list; under ev_lock, or before the queue is shared. */
+static bool grow(ka__hqueue *hq) {
+    struct ka__hev_chunk *c = ka__calloc(1, sizeof *c);
+    if (!c) return false;
+    c->next = hq->chunks;
+    hq->chunks = c;
+    for (uint32_t i = 0; i < CHUNK; i++) {
+        c->ev[i].q = hq;
+        c->ev[i].next_free = hq->ev_free;
+        hq->ev_free = &c->ev[i];
+    }
+    return true;
+}
+
+ka_status ka__host_events_init(ka__hqueue *hq) {
+    return grow(hq) ? KA_OK : ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for events");
+}
+
 ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out) {
     ka__spin_lock(&hq->ev_lock);
-    if (!hq->ev_free) {
-        struct ka__hev_chunk *c = ka__calloc(1, sizeof *c);
-        if (!c) {
-            ka__spin_unlock(&hq->ev_lock);
-            return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory for an event");
-        }
-        c->next = hq->chunks;
-        hq->chunks = c;
-        for (uint32_t i = 0; i < CHUNK; i++) {
-            c->ev[i].q = hq;
-            c->ev[i].next_free = hq->ev_free;
-            hq->ev_free = &c->ev[i];
-        }
+    if (!hq->ev_free && !grow(hq)) {
+        ka__spin_unlock(&hq->ev_lock);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory for an event");
     }
     ka__hev *e = hq->ev_free;
     hq->ev_free = e->next_free;

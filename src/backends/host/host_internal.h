@@ -72,14 +72,13 @@ typedef struct ka__hkern {
     } fn;
 } ka__hkern;
 
-/* Composes the source the compiler gets: the prelude, `#line 1`, the user's
- * source, then the entry functions of every KA_KERNEL found. */
-ka_status ka__host_compose(const char *user, char **src, size_t *len);
-/* The execution path of kernel kname of the source (barriers, local memory). */
-enum ka__hpath ka__host_path_of(const char *user, const char *kname);
-/* Runs the compiler on source with options: *bin (ka__alloc'd, *n bytes) the
- * shared object, or KA_ERR_BUILD_FAILED with the compiler's log in the detail. */
-ka_status ka__host_compile(const char *cc, const char *source, const char *options, void **bin, size_t *n);
+/* The source the compiler gets (host_source.c): the scan pass's (pre NULL),
+ * or the build pass's with the entries of the kernels the scan found in pre. */
+ka_status ka__host_compose(const char *user, const char *pre, char **src, size_t *len);
+/* Compiles the user's source with options (both passes): *bin (ka__alloc'd,
+ * *n bytes) the shared object, or KA_ERR_BUILD_FAILED with the compiler's
+ * log in the detail. */
+ka_status ka__host_compile(const char *cc, const char *user, const char *options, void **bin, size_t *n);
 /* Writes bin to a temporary file and loads it (RTLD_NOW | RTLD_LOCAL). */
 ka_status ka__host_load(const void *bin, size_t n, ka__hprog **out);
 
@@ -158,6 +157,7 @@ ka_status ka__host_run_launch(ka__device *d, ka__hcmd *c);
 ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out);
 void ka__host_ev_complete(ka__hev *e, ka_status st);
 void ka__host_ev_unref(ka__hev *e);
+ka_status ka__host_events_init(ka__hqueue *hq); /* the first chunk of events */
 void ka__host_events_fini(ka__hqueue *hq);
 int ka__host_event_query(void *ev, ka_status *st);
 ka_status ka__host_event_callback(void *ev, ka__native_cb cb, void *ctx);

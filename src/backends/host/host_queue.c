@@ -51,6 +51,11 @@ ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for the command ring");
     }
     hq->q = q;
+    if (ka__host_events_init(hq) != KA_OK) {
+        ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
+        ka__free(hq, sizeof *hq);
+        return KA_ERR_OUT_OF_MEMORY;
+    }
     pthread_mutex_init(&hq->lock, NULL);
     pthread_cond_init(&hq->more, NULL);
     pthread_cond_init(&hq->room, NULL);
@@ -59,6 +64,7 @@ ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
         pthread_cond_destroy(&hq->room);
         pthread_cond_destroy(&hq->more);
         pthread_mutex_destroy(&hq->lock);
+        ka__host_events_fini(hq);
         ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
         ka__free(hq, sizeof *hq);
         return ka__fail(KA_ERR_DEVICE, "ka_queue_create: cannot start the queue's thread (error %d)", e);

@@ -1,12 +1,17 @@
-/* The source the host back-end compiles: the C prelude, then for every
- * KA_KERNEL declaration of the user's source a macro KA__ENTRIES_<name>
- * holding the kernel's entry functions, then `#line 1` and the user's source.
- * KA_KERNEL(name, ...) expands KA__ENTRIES_<name> between a prototype of the
- * body and its definition (include/ka_kernel_c.h), so a kernel that the
- * preprocessor drops (#ifdef KA_STATIC_WG0) has no entries either.
+/* The source the host back-end compiles, in two passes. The scan pass is
+ * the C prelude, a marker and the user's source, run through the
+ * preprocessor with KA__SCAN defined: each KA_KERNEL expands to a marker,
+ * its name and its parameter list as a string (include/ka_kernel_c.h), then
+ * its preprocessed body. So kernels that macros generate are found, and
+ * kernels the preprocessor drops (#ifdef KA_STATIC_WG0) are not. The build
+ * pass is the prelude, then for every kernel found a macro
+ * KA__ENTRIES_<name> holding its entry functions, then `#line 1` and the
+ * user's source: KA_KERNEL(name, ...) expands KA__ENTRIES_<name> between a
+ * prototype of the body and its definition.
  *
  * Entries, each with external visibility, taking the launch's constants and
- * an array of pointers to the argument values:
+ * an array of pointers to the argument values; one of the first three per
+ * kernel, by what its preprocessed body uses:
  *   ka__rows_<name>(c, a, r0, r1, c0, c1)   rows [r0, r1) of the padded range
  *       (row = g1 + gsize1 * g2), columns [c0, c1); for kernels without
  *       barriers or local memory. In-range lanes run in a loop of their own
@@ -15,8 +20,9 @@
  *   ka__groups_<name>(c, a, q0, q1)         work-groups [q0, q1) (linear), items
  *       in order; for kernels with local memory and no barriers.
  *   ka__item_<name>(c, a, g0, g1, g2)       one work-item; run as fibers for
- *       kernels with barriers.
- *   ka__argsz_<name>[]                      sizeof of each parameter's type. */
+ *       kernels with barriers (a barrier in a helper counts for every kernel).
+ *   ka__nargs_<name>, ka__argsz_<name>[], ka__argkind_<name>[] (enum ka__sig),
+ *   ka__argnames_<name> (NUL-separated)     the parameters. */
 #include "host_internal.h"
 #include "kdecl.h"
 
@@ -33,6 +39,7 @@ typedef struct kinfo {
     uint32_t n;
     ka__kparam par[KA_MAX_ARGS];
     const char *body, *body_end; /* [ '{', past '}' ) */
+    enum ka__hpath path;
 } kinfo;
 
 /* Past the '}' matching the '{' at s (comments and literals skipped). */
@@ -63,9 +70,40 @@ static void find_body(const char *s, const char **b, const char **e) {
     if (*s == '{') *e = match_brace(s);
 }
 
-/* KA_KERNEL_NOARGS(name) declarations, which kdecl does not read. */
-static bool noargs_next(const char **pos, const char **name, size_t *nl) {
-    for (const char *s = *pos; *s;) {
+/* A string literal at s (the scan's parameter list) unescaped into dst;
+ * returns past it, or NULL when s holds none. */
+static const char *unquote(const char *s, char *dst, size_t *len) {
+    if (*s != '"') return NULL;
+    size_t n = 0;
+    for (s++; *s && *s != '"'; s++) {
+        if (*s == '\\' && s[1]) s++;
+        if (dst) dst[n] = *s;
+        n++;
+    }
+    if (*s != '"') return NULL;
+    *len = n;
+    return s + 1;
+}
+
+static const char *skip_space(const char *s) {
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
+    return s;
+}
+
+/* The kernels of the preprocessed text pre: names, parameters (parsed from
+ * "KA_KERNEL(name, params)" texts written into arena, or measured when arena
+ * is NULL), paths. Returns the count; *arena_len the text's length. */
+static uint32_t scan(const char *pre, kinfo *ks, uint32_t cap, char *arena, size_t *arena_len) {
+    const char *s = strstr(pre, "ka__scan_user");
+    size_t used = 0;
+    uint32_t nk = 0;
+    bool helper_barrier = false;
+    if (!s) {
+        *arena_len = 0;
+        return 0;
+    }
+    s += 13;
+    while (*s) {
         const char *t = ka__src_skip(s);
         if (t != s || !ka__ident_char(*s)) {
             s = t != s ? t : s + 1;
@@ -73,99 +111,53 @@ static bool noargs_next(const char **pos, const char **name, size_t *nl) {
         }
         const char *w = s;
         while (ka__ident_char(*s)) s++;
-        if (s - w != 16 || memcmp(w, "KA_KERNEL_NOARGS", 16)) continue;
-        while (*s == ' ' || *s == '\t') s++;
-        if (*s != '(') continue;
-        s++;
-        while (*s == ' ' || *s == '\t') s++;
-        const char *nb = s;
-        while (ka__ident_char(*s)) s++;
-        const char *ne = s;
-        while (*s == ' ' || *s == '\t') s++;
-        if (ne == nb || *s != ')') continue;
-        *name = nb;
-        *nl = (size_t)(ne - nb);
-        *pos = s + 1;
-        return true;
-    }
-    *pos += strlen(*pos);
-    return false;
-}
-
-/* Every kernel of src, the first declaration of each name; returns the count. */
-static uint32_t scan(const char *src, kinfo *ks, uint32_t cap) {
-    uint32_t nk = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        const char *pos = src;
-        for (;;) {
-            kinfo *k = &ks[nk < cap ? nk : cap - 1];
-            bool found = pass == 0 ? ka__kdecl_next(&pos, &k->name, &k->nl, k->par, KA_MAX_ARGS, &k->n)
-                                   : noargs_next(&pos, &k->name, &k->nl);
-            if (!found) break;
-            if (pass == 1) k->n = 0;
-            find_body(pos, &k->body, &k->body_end);
-            bool dup = false;
-            for (uint32_t i = 0; i < nk && !dup; i++) dup = ks[i].nl == k->nl && !memcmp(ks[i].name, k->name, k->nl);
-            if (!dup && nk < cap) nk++;
+        if ((size_t)(s - w) == 14 && !memcmp(w, "ka__barrier_fn", 14)) helper_barrier = true;
+        if ((size_t)(s - w) != 15 || memcmp(w, "ka__scan_kernel", 15)) continue;
+        const char *nb = skip_space(s), *ne = nb;
+        while (ka__ident_char(*ne)) ne++;
+        size_t plen;
+        const char *q = unquote(skip_space(ne), NULL, &plen);
+        if (ne == nb || !q) continue;
+        const char *e = skip_space(q);
+        if (strncmp(e, "ka__scan_end", 12)) continue;
+        s = e + 12;
+        /* "KA_KERNEL(" name ", " params ")" */
+        size_t nl = (size_t)(ne - nb), tl = 10 + nl + 2 + plen + 1;
+        kinfo *k = &ks[nk < cap ? nk : cap - 1];
+        k->n = 0;
+        k->body = k->body_end = NULL;
+        if (arena) {
+            char *d = arena + used;
+            memcpy(d, "KA_KERNEL(", 10);
+            memcpy(d + 10, nb, nl);
+            memcpy(d + 10 + nl, ", ", 2);
+            unquote(skip_space(ne), d + 12 + nl, &plen);
+            d[tl - 1] = ')';
+            /* a string, for the parser: the NUL after it */
+            d[tl] = 0;
+            const char *pos = d, *name;
+            size_t pnl;
+            k->name = d + 10;
+            k->nl = nl;
+            if (plen && !ka__kdecl_next(&pos, &name, &pnl, k->par, KA_MAX_ARGS, &k->n)) k->n = UINT32_MAX;
         }
+        used += tl + 1;
+        find_body(s, &k->body, &k->body_end);
+        s = k->body_end > s ? k->body_end : s;
+        bool dup = false;
+        for (uint32_t i = 0; arena && i < nk && !dup; i++) dup = ks[i].nl == k->nl && !memcmp(ks[i].name, k->name, k->nl);
+        if (!dup && nk < cap) nk++;
+    }
+    *arena_len = used;
+    for (uint32_t i = 0; i < nk; i++) {
+        kinfo *k = &ks[i];
+        k->path = KA__HP_ROWS;
+        if (helper_barrier || ka__kdecl_has(k->body, k->body_end, "ka__barrier_fn")) k->path = KA__HP_ITEMS;
+        else if (ka__kdecl_has(k->body, k->body_end, "_Thread_local")) k->path = KA__HP_GROUPS;
+        for (uint32_t j = 0; k->path == KA__HP_ROWS && k->n != UINT32_MAX && j < k->n; j++)
+            if (ka__kdecl_has(k->par[j].type, k->par[j].type_end, "KA_LOCAL_ARG")) k->path = KA__HP_GROUPS;
     }
     return nk;
-}
-
-static bool has_barrier(const char *b, const char *e) {
-    return ka__kdecl_has(b, e, "ka_barrier") || ka__kdecl_has(b, e, "ka_barrier_local") ||
-           ka__kdecl_has(b, e, "ka_barrier_global");
-}
-
-/* A barrier word outside every kernel's body: in a helper or a macro, which
- * any kernel may call, so every kernel takes the fiber path. */
-static bool barrier_outside(const char *src, const kinfo *ks, uint32_t nk) {
-    const char *s = src;
-    while (*s) {
-        const char *t = ka__src_skip(s);
-        if (t != s) {
-            s = t;
-            continue;
-        }
-        if (!ka__ident_char(*s)) {
-            s++;
-            continue;
-        }
-        const char *w = s;
-        while (ka__ident_char(*s)) s++;
-        if (!has_barrier(w, s)) continue;
-        bool inside = false;
-        for (uint32_t i = 0; i < nk && !inside; i++) inside = w >= ks[i].body && w < ks[i].body_end;
-        if (!inside) return true;
-    }
-    return false;
-}
-
-static enum ka__hpath path_of(const kinfo *k, bool helper_barrier) {
-    if (helper_barrier || has_barrier(k->body, k->body_end)) return KA__HP_ITEMS;
-    if (ka__kdecl_has(k->body, k->body_end, "KA_LOCAL")) return KA__HP_GROUPS;
-    for (uint32_t i = 0; i < k->n; i++)
-        if (ka__kdecl_has(k->par[i].type, k->par[i].type_end, "KA_LOCAL_ARG")) return KA__HP_GROUPS;
-    return KA__HP_ROWS;
-}
-
-static enum ka__hpath ka__host_path_scan(const char *user, const char *kname, kinfo *ks);
-
-enum ka__hpath ka__host_path_of(const char *user, const char *kname) {
-    kinfo *ks = ka__alloc(sizeof(kinfo) * MAX_KERNELS);
-    if (!ks) return KA__HP_ITEMS; /* correct for any kernel */
-    enum ka__hpath r = ka__host_path_scan(user, kname, ks);
-    ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
-    return r;
-}
-
-static enum ka__hpath ka__host_path_scan(const char *user, const char *kname, kinfo *ks) {
-    uint32_t nk = scan(user, ks, MAX_KERNELS);
-    bool hb = barrier_outside(user, ks, nk);
-    size_t kl = strlen(kname);
-    for (uint32_t i = 0; i < nk; i++)
-        if (ks[i].nl == kl && !memcmp(ks[i].name, kname, kl)) return path_of(&ks[i], hb);
-    return hb ? KA__HP_ITEMS : KA__HP_ROWS;
 }
 
 /* ---- text output: measure (out NULL), then write ------------------------- */
@@ -237,10 +229,29 @@ static void put_call(out *o, const kinfo *k, const char *g) {
 #define G_ARGS "(ka__c, ka__g0, ka__g1, ka__g2"
 #define EXPORT "__attribute__((visibility(\"default\"), used)) "
 
+/* A parameter's kind (enum ka__sig): a pointer or KA_CONST(T) a buffer,
+ * KA_LOCAL_ARG(T) local memory, anything else a value. */
+static unsigned kind_of(const ka__kparam *p) {
+    if (ka__kdecl_has(p->type, p->type_end, "KA_LOCAL_ARG")) return KA__SIG_LOCAL;
+    if (memchr(p->type, '*', (size_t)(p->type_end - p->type)) || ka__kdecl_has(p->type, p->type_end, "KA_CONST"))
+        return KA__SIG_BUFFER;
+    return KA__SIG_SCALAR;
+}
+
 static void put_entries(out *o, const kinfo *k, enum ka__hpath path) {
     puts_(o, "#define KA__ENTRIES_");
     put_name(o, k);
-    puts_(o, " \\\n" EXPORT "const unsigned ka__argsz_");
+    if (k->n == UINT32_MAX) {
+        puts_(o, " _Static_assert(0, \"libka: the parameters of kernel ");
+        put_name(o, k);
+        puts_(o, " cannot be read (each needs a type and a name)\");\n");
+        return;
+    }
+    puts_(o, " \\\n" EXPORT "const unsigned ka__nargs_");
+    put_name(o, k);
+    puts_(o, " = ");
+    put_u(o, k->n);
+    puts_(o, "; \\\n" EXPORT "const unsigned ka__argsz_");
     put_name(o, k);
     puts_(o, "[] = {");
     for (uint32_t i = 0; i < k->n; i++) {
@@ -249,6 +260,22 @@ static void put_entries(out *o, const kinfo *k, enum ka__hpath path) {
         puts_(o, ")");
     }
     puts_(o, k->n ? "}; \\\n" : "0}; \\\n");
+    puts_(o, EXPORT "const unsigned char ka__argkind_");
+    put_name(o, k);
+    puts_(o, "[] = {");
+    for (uint32_t i = 0; i < k->n; i++) {
+        if (i) puts_(o, ", ");
+        put_u(o, kind_of(&k->par[i]));
+    }
+    puts_(o, k->n ? "}; \\\n" : "0}; \\\n");
+    puts_(o, EXPORT "const char ka__argnames_");
+    put_name(o, k);
+    puts_(o, "[] = \"");
+    for (uint32_t i = 0; i < k->n; i++) {
+        if (i) puts_(o, "\\0");
+        put(o, k->par[i].name, (size_t)(k->par[i].name_end - k->par[i].name));
+    }
+    puts_(o, "\"; \\\n");
     if (path == KA__HP_ROWS) {
         puts_(o, EXPORT "void ka__rows_");
         put_name(o, k);
@@ -299,18 +326,24 @@ static void put_entries(out *o, const kinfo *k, enum ka__hpath path) {
     puts_(o, "\n");
 }
 
-static size_t compose(const char *user, char *dst, kinfo *ks) {
+/* pre NULL: the scan pass's source; else the build pass's, with the entries
+ * of the kernels in pre (the scan pass's output). */
+static size_t compose(const char *user, const char *pre, char *dst, kinfo *ks, char *arena) {
     out o = {dst, 0};
     puts_(&o, ka__prelude_c);
-    puts_(&o, "\n" EXPORT "void (*ka__barrier_fn)(void);\n");
-    uint32_t nk = scan(user, ks, MAX_KERNELS);
-    bool hb = barrier_outside(user, ks, nk), scratch = false;
-    for (uint32_t i = 0; i < nk; i++)
-        for (uint32_t j = 0; j < ks[i].n; j++)
-            scratch |= ka__kdecl_has(ks[i].par[j].type, ks[i].par[j].type_end, "KA_LOCAL_ARG");
-    if (scratch)
-        puts_(&o, "static _Thread_local char ka__lscratch[KA__LSCRATCH] __attribute__((aligned(64)));\n");
-    for (uint32_t i = 0; i < nk; i++) put_entries(&o, &ks[i], path_of(&ks[i], hb));
+    if (!pre) {
+        puts_(&o, "\nka__scan_user\n");
+    } else {
+        puts_(&o, "\n" EXPORT "void (*ka__barrier_fn)(void);\n");
+        size_t alen;
+        uint32_t nk = scan(pre, ks, MAX_KERNELS, arena, &alen);
+        bool scratch = false;
+        for (uint32_t i = 0; i < nk; i++)
+            for (uint32_t j = 0; ks[i].n != UINT32_MAX && j < ks[i].n; j++) scratch |= kind_of(&ks[i].par[j]) == KA__SIG_LOCAL;
+        if (scratch)
+            puts_(&o, "static _Thread_local char ka__lscratch[KA__LSCRATCH] __attribute__((aligned(64)));\n");
+        for (uint32_t i = 0; i < nk; i++) put_entries(&o, &ks[i], ks[i].path);
+    }
     /* A name, so the compiler's log never shows the prelude's lines as the user's. */
     puts_(&o, "#line 1 \"<program source>\"\n");
     puts_(&o, user);
@@ -318,13 +351,24 @@ static size_t compose(const char *user, char *dst, kinfo *ks) {
     return o.len;
 }
 
-ka_status ka__host_compose(const char *user, char **src, size_t *len) {
-    kinfo *ks = ka__alloc(sizeof(kinfo) * MAX_KERNELS);
-    if (!ks) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
-    size_t n = compose(user, NULL, ks);
+ka_status ka__host_compose(const char *user, const char *pre, char **src, size_t *len) {
+    kinfo *ks = NULL;
+    char *arena = NULL;
+    size_t alen = 0;
+    if (pre) {
+        ks = ka__alloc(sizeof(kinfo) * MAX_KERNELS);
+        if (ks) scan(pre, ks, MAX_KERNELS, NULL, &alen);
+        if (ks && !(arena = ka__alloc(alen + 1))) {
+            ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
+            ks = NULL;
+        }
+        if (!ks) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    }
+    size_t n = compose(user, pre, NULL, ks, arena);
     char *s = ka__alloc(n);
-    if (s) compose(user, s, ks);
-    ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
+    if (s) compose(user, pre, s, ks, arena);
+    if (ks) ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
+    if (arena) ka__free(arena, alen + 1);
     if (!s) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory for the host source");
     *src = s;
     *len = n;
