@@ -25,6 +25,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,7 +80,9 @@ typedef struct ka__hctx {
 #define KA__BODY(name) static inline __attribute__((always_inline, unused)) void ka__body_##name
 /* The body's prototype, the entry functions libka generated for the kernel
  * (KA__ENTRIES_name, defined before the user's source), the body. */
-#ifdef KA__SCAN /* libka's scan pass: the name and the parameters' text */
+#ifdef KA__SCAN /* libka's scan pass: which compiler, each kernel's name and parameters' text */
+ka__scan_cc __clang__
+
 #define KA_KERNEL(name, ...) ka__scan_kernel name #__VA_ARGS__ ka__scan_end
 #define KA_KERNEL_NOARGS(name) ka__scan_kernel name "" ka__scan_end
 #else
@@ -91,7 +94,7 @@ typedef struct ka__hctx {
 /* A work-group's items all run in one thread (in order, or as fibers of
  * that thread when the kernel has barriers), and a thread runs one group
  * at a time: a thread-local array is the group's local memory. */
-#define KA_LOCAL static _Thread_local
+#define KA_LOCAL static _Thread_local __attribute__((used))
 #define KA_CONSTANT const
 #define KA_CONST(T) const T *restrict
 #define KA_RESTRICT restrict
@@ -131,12 +134,35 @@ typedef struct ka__hctx {
 #endif
 #define ka_in_range() (ka_global_id(0) < ka_ndrange(0) && ka_global_id(1) < ka_ndrange(1) && ka_global_id(2) < ka_ndrange(2))
 
+/* A helper without KA_CTX_PARAM that uses an index reads these: the entry
+ * functions set them before each work-item where the program has such a
+ * helper (a kernel's own parameters of the same names hide them). */
+static _Thread_local const ka__hctx *ka__c;
+static _Thread_local ka_size_t ka__g0, ka__g1, ka__g2;
+static inline __attribute__((always_inline, unused)) void ka__tls_set(const ka__hctx *c, ka_size_t g0, ka_size_t g1,
+                                                                      ka_size_t g2) {
+    ka__c = c;
+    ka__g0 = g0;
+    ka__g1 = g1;
+    ka__g2 = g2;
+}
+
 /* ---- synchronization ------------------------------------------------------ */
-/* Set by libka after loading: the fiber barrier of its execution engine. */
+/* Set by libka after loading: the fiber barrier of its execution engine. The
+ * work-item's own values of the helpers' indices come back after it (the
+ * group's other items ran in this thread meanwhile). */
 extern void (*ka__barrier_fn)(void);
-#define ka_barrier() ka__barrier_fn()
-#define ka_barrier_local() ka__barrier_fn()
-#define ka_barrier_global() ka__barrier_fn()
+static inline __attribute__((unused)) void ka__barrier(void) {
+    const ka__hctx *c = ka__c;
+    ka_size_t g0 = ka__g0, g1 = ka__g1, g2 = ka__g2;
+    __asm__ __volatile__("" ::: "memory");
+    ka__barrier_fn();
+    __asm__ __volatile__("" ::: "memory");
+    ka__tls_set(c, g0, g1, g2);
+}
+#define ka_barrier() ka__barrier()
+#define ka_barrier_local() ka__barrier()
+#define ka_barrier_global() ka__barrier()
 #define ka_fence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 
 /* ---- atomics (relaxed; return the old value) ------------------------------ */

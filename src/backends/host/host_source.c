@@ -40,6 +40,7 @@ typedef struct kinfo {
     ka__kparam par[KA_MAX_ARGS];
     const char *body, *body_end; /* [ '{', past '}' ) */
     enum ka__hpath path;
+    bool tls; /* a helper reads indices from thread-local storage */
 } kinfo;
 
 /* Past the '}' matching the '{' at s (comments and literals skipped). */
@@ -93,11 +94,12 @@ static const char *skip_space(const char *s) {
 /* The kernels of the preprocessed text pre: names, parameters (parsed from
  * "KA_KERNEL(name, params)" texts written into arena, or measured when arena
  * is NULL), paths. Returns the count; *arena_len the text's length. */
-static uint32_t scan(const char *pre, kinfo *ks, uint32_t cap, char *arena, size_t *arena_len) {
+static uint32_t scan(const char *pre, kinfo *ks, uint32_t cap, char *arena, size_t *arena_len, bool *helper_idx) {
     const char *s = strstr(pre, "ka__scan_user");
     size_t used = 0;
     uint32_t nk = 0;
     bool helper_barrier = false;
+    *helper_idx = false;
     if (!s) {
         *arena_len = 0;
         return 0;
@@ -111,7 +113,10 @@ static uint32_t scan(const char *pre, kinfo *ks, uint32_t cap, char *arena, size
         }
         const char *w = s;
         while (ka__ident_char(*s)) s++;
-        if ((size_t)(s - w) == 14 && !memcmp(w, "ka__barrier_fn", 14)) helper_barrier = true;
+        if ((size_t)(s - w) == 11 && !memcmp(w, "ka__barrier", 11)) helper_barrier = true;
+        if (((size_t)(s - w) == 6 && (!memcmp(w, "ka__g0", 6) || !memcmp(w, "ka__g1", 6) || !memcmp(w, "ka__g2", 6))) ||
+            ((size_t)(s - w) == 5 && !memcmp(w, "ka__c", 5)))
+            *helper_idx = true;
         if ((size_t)(s - w) != 15 || memcmp(w, "ka__scan_kernel", 15)) continue;
         const char *nb = skip_space(s), *ne = nb;
         while (ka__ident_char(*ne)) ne++;
@@ -152,7 +157,7 @@ static uint32_t scan(const char *pre, kinfo *ks, uint32_t cap, char *arena, size
     for (uint32_t i = 0; i < nk; i++) {
         kinfo *k = &ks[i];
         k->path = KA__HP_ROWS;
-        if (helper_barrier || ka__kdecl_has(k->body, k->body_end, "ka__barrier_fn")) k->path = KA__HP_ITEMS;
+        if (helper_barrier || ka__kdecl_has(k->body, k->body_end, "ka__barrier")) k->path = KA__HP_ITEMS;
         else if (ka__kdecl_has(k->body, k->body_end, "_Thread_local")) k->path = KA__HP_GROUPS;
         for (uint32_t j = 0; k->path == KA__HP_ROWS && k->n != UINT32_MAX && j < k->n; j++)
             if (ka__kdecl_has(k->par[j].type, k->par[j].type_end, "KA_LOCAL_ARG")) k->path = KA__HP_GROUPS;
@@ -216,6 +221,7 @@ static void put_unpack(out *o, const kinfo *k) {
     }
 }
 static void put_call(out *o, const kinfo *k, const char *g) {
+    if (k->tls) puts_(o, "ka__tls_set(ka__c, ka__g0, ka__g1, ka__g2), ");
     puts_(o, "ka__body_");
     put_name(o, k);
     puts_(o, g);
@@ -336,7 +342,9 @@ static size_t compose(const char *user, const char *pre, char *dst, kinfo *ks, c
     } else {
         puts_(&o, "\n" EXPORT "void (*ka__barrier_fn)(void);\n");
         size_t alen;
-        uint32_t nk = scan(pre, ks, MAX_KERNELS, arena, &alen);
+        bool tls;
+        uint32_t nk = scan(pre, ks, MAX_KERNELS, arena, &alen, &tls);
+        for (uint32_t i = 0; i < nk; i++) ks[i].tls = tls;
         bool scratch = false;
         for (uint32_t i = 0; i < nk; i++)
             for (uint32_t j = 0; ks[i].n != UINT32_MAX && j < ks[i].n; j++) scratch |= kind_of(&ks[i].par[j]) == KA__SIG_LOCAL;
@@ -357,7 +365,8 @@ ka_status ka__host_compose(const char *user, const char *pre, char **src, size_t
     size_t alen = 0;
     if (pre) {
         ks = ka__alloc(sizeof(kinfo) * MAX_KERNELS);
-        if (ks) scan(pre, ks, MAX_KERNELS, NULL, &alen);
+        bool tls;
+        if (ks) scan(pre, ks, MAX_KERNELS, NULL, &alen, &tls);
         if (ks && !(arena = ka__alloc(alen + 1))) {
             ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
             ks = NULL;
