@@ -46,6 +46,7 @@ ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out) {
     atomic_store_explicit(&e->refs, 2, memory_order_relaxed);
     e->cb = NULL;
     e->cb_ctx = NULL;
+    e->t0 = e->t1 = 0;
     *out = e;
     return KA_OK;
 }
@@ -115,3 +116,24 @@ ka_status ka__host_event_wait(void *ev) {
 }
 
 void ka__host_event_release(void *ev) { ka__host_ev_unref(ev); }
+
+ka_status ka__host_event_elapsed(void *ev, uint64_t *ns) {
+    ka__hev *e = ev;
+    int64_t d = e->t1 - e->t0;
+    *ns = d > 0 ? (uint64_t)d : 1; /* it ran: never 0 */
+    return KA_OK;
+}
+
+ka_status ka__host_done_event(ka__queue *q, int64_t t0, ka_status st, void **ev) {
+    if (!ev) return st;
+    *ev = NULL;
+    if (st != KA_OK || !q->profiling) return st;
+    ka__hev *e;
+    ka_status s = ka__host_ev_new(q->native, &e);
+    if (s != KA_OK) return s;
+    e->t0 = t0;
+    e->t1 = ka__now_ns();
+    ka__host_ev_complete(e, KA_OK); /* drops the command's reference */
+    *ev = e;
+    return KA_OK;
+}

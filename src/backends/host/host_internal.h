@@ -96,11 +96,12 @@ typedef struct ka__hev {
     _Atomic uint32_t lock;   /* callback registration against completion */
     ka__native_cb cb;
     void *cb_ctx;
+    int64_t t0, t1;          /* profiling queues: the command's start and end */
     struct ka__hev *next_free;
     struct ka__hqueue *q;
 } ka__hev;
 
-enum ka__hcmd_kind { KA__HC_LAUNCH, KA__HC_WAIT, KA__HC_COPY, KA__HC_FILL };
+enum ka__hcmd_kind { KA__HC_LAUNCH, KA__HC_WAIT };
 
 typedef struct ka__hcmd {
     uint8_t kind;
@@ -162,6 +163,11 @@ void ka__host_events_fini(ka__hqueue *hq);
 int ka__host_event_query(void *ev, ka_status *st);
 ka_status ka__host_event_callback(void *ev, ka__native_cb cb, void *ctx);
 ka_status ka__host_event_wait(void *ev);
+ka_status ka__host_event_elapsed(void *ev, uint64_t *ns);
+/* A command run in the calling thread that asked for an event: NULL (it is
+ * complete on return), or on a profiling queue a complete event timing it
+ * from t0 to now. */
+ka_status ka__host_done_event(ka__queue *q, int64_t t0, ka_status st, void **ev);
 void ka__host_event_release(void *ev);
 
 /* ---- launch and memory (host_launch.c, host_memory.c) ----------------------- */

@@ -180,7 +180,7 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
     ka_status st = prepare(q, k, l, args, nargs, &c, false);
     if (st != KA_OK) return st;
     ka__host_drain(hq);
+    int64_t t0 = q->profiling ? ka__now_ns() : 0;
     st = ka__host_run_launch(q->dev, &c);
-    if (ev) *ev = NULL;
-    return st;
+    return ka__host_done_event(q, t0, st, ev);
 }

@@ -39,36 +39,32 @@ ka_status ka__host_buffer_init(ka__buffer *b, const void *src) {
     return KA_OK;
 }
 
-static void sync_before(ka__queue *q, void **ev) {
-    ka__host_drain(q->native);
-    if (ev) *ev = NULL; /* complete on return */
-}
+/* A transfer: after the queue's earlier commands, in this thread. */
+#define TRANSFER(q, ev, body)                            \
+    do {                                                 \
+        ka__host_drain((q)->native);                     \
+        int64_t t0_ = (q)->profiling ? ka__now_ns() : 0; \
+        body;                                            \
+        return ka__host_done_event(q, t0_, KA_OK, ev);   \
+    } while (0)
 
 ka_status ka__host_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
-    sync_before(q, ev);
-    memcpy((char *)b->native + off, src, n);
-    return KA_OK;
+    TRANSFER(q, ev, memcpy((char *)b->native + off, src, n));
 }
 
 ka_status ka__host_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
-    sync_before(q, ev);
-    memcpy(dst, (char *)b->native + off, n);
-    return KA_OK;
+    TRANSFER(q, ev, memcpy(dst, (char *)b->native + off, n));
 }
 
 ka_status ka__host_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
-    sync_before(q, ev);
-    memmove((char *)d->native + dof, (char *)s->native + so, n);
-    return KA_OK;
+    TRANSFER(q, ev, memmove((char *)d->native + dof, (char *)s->native + so, n));
 }
 
 /* The pattern once, then the filled part doubled until n bytes. */
-ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev) {
-    sync_before(q, ev);
-    char *p = (char *)b->native + off;
+static void fill(char *p, const void *pat, size_t psz, size_t n) {
     if (psz == 1 || n == 0) {
         memset(p, n ? *(const unsigned char *)pat : 0, n);
-        return KA_OK;
+        return;
     }
     size_t done = psz < n ? psz : n;
     memcpy(p, pat, done);
@@ -77,7 +73,10 @@ ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, siz
         memcpy(p + done, p, c);
         done += c;
     }
-    return KA_OK;
+}
+
+ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev) {
+    TRANSFER(q, ev, fill((char *)b->native + off, pat, psz, n));
 }
 
 ka_status ka__host_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token) {

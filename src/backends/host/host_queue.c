@@ -18,6 +18,7 @@ static void *worker(void *arg) {
         ka__hcmd *c = &hq->ring[hq->tail % KA__HOST_RING];
         pthread_mutex_unlock(&hq->lock);
         ka_status st = KA_OK;
+        if (c->ev) c->ev->t0 = ka__now_ns();
         if (c->kind == KA__HC_WAIT) {
             /* Another queue's failure is its own: the order holds either way. */
             if (c->dep) { /* NULL: a slot a failed launch left */
@@ -27,7 +28,10 @@ static void *worker(void *arg) {
         } else {
             st = ka__host_run_launch(hq->q->dev, c);
         }
-        if (c->ev) ka__host_ev_complete(c->ev, st);
+        if (c->ev) {
+            c->ev->t1 = ka__now_ns();
+            ka__host_ev_complete(c->ev, st);
+        }
         pthread_mutex_lock(&hq->lock);
         hq->tail++;
         pthread_cond_signal(&hq->room);
