@@ -94,7 +94,11 @@ ka__scan_cc __clang__
 /* A work-group's items all run in one thread (in order, or as fibers of
  * that thread when the kernel has barriers), and a thread runs one group
  * at a time: a thread-local array is the group's local memory. */
-#define KA_LOCAL static _Thread_local __attribute__((used))
+#ifdef KA__SCAN /* libka's scan pass: what the kernel declares there (its local memory size) */
+#define KA_LOCAL ka__scan_local
+#else
+#define KA_LOCAL static _Thread_local
+#endif
 #define KA_CONSTANT const
 #define KA_CONST(T) const T *restrict
 #define KA_RESTRICT restrict

@@ -45,11 +45,12 @@ ka_status ka__host_kernel_create(ka__kernel *k) {
     const unsigned *nargs = sym(hp, "ka__nargs_", k->name), *sizes = sym(hp, "ka__argsz_", k->name);
     const unsigned char *kinds = sym(hp, "ka__argkind_", k->name);
     const char *names = sym(hp, "ka__argnames_", k->name);
+    const unsigned long *local = sym(hp, "ka__localsz_", k->name);
     static const char *const prefix[] = {"ka__rows_", "ka__groups_", "ka__item_"};
     void *fn = NULL;
     uint8_t path = 0;
     while (path < 3 && !(fn = sym(hp, prefix[path], k->name))) path++;
-    if (!nargs || !sizes || !kinds || !names || !fn)
+    if (!nargs || !sizes || !kinds || !names || !local || !fn)
         return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program (no KA_KERNEL or "
                         "KA_KERNEL_NOARGS of that name in the source the compiler saw)", k->name);
     uint32_t n = *nargs;
@@ -75,7 +76,7 @@ ka_status ka__host_kernel_create(ka__kernel *k) {
     k->sig = sig;
     k->max_wg = KA__HOST_MAX_WG;
     k->pref_multiple = 1;
-    k->local_mem = 0;
+    k->local_mem = *local;
     return KA_OK;
 }
 

@@ -32,6 +32,7 @@
 extern const char ka__prelude_c[];
 
 #define MAX_KERNELS 256
+#define MAX_LOCALS 16
 
 typedef struct kinfo {
     const char *name;
@@ -41,6 +42,8 @@ typedef struct kinfo {
     const char *body, *body_end; /* [ '{', past '}' ) */
     enum ka__hpath path;
     bool tls; /* a helper reads indices from thread-local storage */
+    uint32_t nlocal;
+    const char *local[MAX_LOCALS][2]; /* KA_LOCAL declarations: [begin, ';') in the scan's text */
 } kinfo;
 
 /* Past the '}' matching the '{' at s (comments and literals skipped). */
@@ -89,6 +92,31 @@ static const char *unquote(const char *s, char *dst, size_t *len) {
 static const char *skip_space(const char *s) {
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
     return s;
+}
+
+/* The KA_LOCAL declarations of k's body: after each marker, up to its ';'. */
+static void find_locals(kinfo *k) {
+    k->nlocal = 0;
+    for (const char *s = k->body; s && s < k->body_end && k->nlocal < MAX_LOCALS;) {
+        const char *t = ka__src_skip(s);
+        if (t != s || !ka__ident_char(*s)) {
+            s = t != s ? t : s + 1;
+            continue;
+        }
+        const char *w = s;
+        while (ka__ident_char(*s)) s++;
+        if ((size_t)(s - w) != 14 || memcmp(w, "ka__scan_local", 14)) continue;
+        const char *e = s;
+        int depth = 0;
+        while (e < k->body_end && (*e != ';' || depth)) {
+            if (*e == '(' || *e == '[' || *e == '{') depth++;
+            else if (*e == ')' || *e == ']' || *e == '}') depth--;
+            e++;
+        }
+        k->local[k->nlocal][0] = s;
+        k->local[k->nlocal++][1] = e;
+        s = e;
+    }
 }
 
 /* The kernels of the preprocessed text pre: names, parameters (parsed from
@@ -158,7 +186,8 @@ static uint32_t scan(const char *pre, kinfo *ks, uint32_t cap, char *arena, size
         kinfo *k = &ks[i];
         k->path = KA__HP_ROWS;
         if (helper_barrier || ka__kdecl_has(k->body, k->body_end, "ka__barrier")) k->path = KA__HP_ITEMS;
-        else if (ka__kdecl_has(k->body, k->body_end, "_Thread_local")) k->path = KA__HP_GROUPS;
+        else if (ka__kdecl_has(k->body, k->body_end, "ka__scan_local")) k->path = KA__HP_GROUPS;
+        find_locals(k);
         for (uint32_t j = 0; k->path == KA__HP_ROWS && k->n != UINT32_MAX && j < k->n; j++)
             if (ka__kdecl_has(k->par[j].type, k->par[j].type_end, "KA_LOCAL_ARG")) k->path = KA__HP_GROUPS;
     }
@@ -244,6 +273,48 @@ static unsigned kind_of(const ka__kparam *p) {
     return KA__SIG_SCALAR;
 }
 
+/* The end of the declarator's name in [b, e): the last identifier before
+ * the first '[' (an array's size follows it). */
+static const char *name_end(const char *b, const char *e, const char **nb) {
+    const char *br = memchr(b, '[', (size_t)(e - b));
+    const char *x = br ? br : e;
+    while (x > b && !ka__ident_char(x[-1])) x--;
+    const char *n = x;
+    while (n > b && ka__ident_char(n[-1])) n--;
+    *nb = n;
+    return x;
+}
+
+/* ka__localsz_<name>: the bytes of the kernel's KA_LOCAL arrays, each as
+ * sizeof of its declaration without the name ("float t[64]": float[64]). */
+static void put_local_size(out *o, const kinfo *k) {
+    puts_(o, EXPORT "const unsigned long ka__localsz_");
+    put_name(o, k);
+    puts_(o, " = 0");
+    for (uint32_t i = 0; i < k->nlocal; i++) {
+        const char *b = k->local[i][0], *e = k->local[i][1], *type_end = NULL;
+        /* declarators split at the commas outside brackets */
+        for (const char *seg = b; seg < e;) {
+            const char *c = seg;
+            int depth = 0;
+            while (c < e && (*c != ',' || depth)) {
+                if (*c == '(' || *c == '[' || *c == '{') depth++;
+                else if (*c == ')' || *c == ']' || *c == '}') depth--;
+                c++;
+            }
+            const char *nb, *ne = name_end(seg, c, &nb), *init = memchr(ne, '=', (size_t)(c - ne));
+            if (!type_end) type_end = nb;
+            puts_(o, " + sizeof(");
+            put_type(o, b, type_end);
+            put_type(o, seg == b ? type_end : seg, nb); /* a later declarator's own '*' */
+            put_type(o, ne, init ? init : c);
+            puts_(o, ")");
+            seg = c < e ? c + 1 : c;
+        }
+    }
+    puts_(o, "; \\\n");
+}
+
 static void put_entries(out *o, const kinfo *k, enum ka__hpath path) {
     puts_(o, "#define KA__ENTRIES_");
     put_name(o, k);
@@ -282,6 +353,7 @@ static void put_entries(out *o, const kinfo *k, enum ka__hpath path) {
         put(o, k->par[i].name, (size_t)(k->par[i].name_end - k->par[i].name));
     }
     puts_(o, "\"; \\\n");
+    put_local_size(o, k);
     if (path == KA__HP_ROWS) {
         puts_(o, EXPORT "void ka__rows_");
         put_name(o, k);
