@@ -72,19 +72,23 @@ void ka__fiber_barrier(void) {
     swapcontext(&fs->ctx[i], &fs->main);
 }
 
+/* Apart from the loop: getcontext returns twice, which the caller's
+ * variables must not live across. */
+static __attribute__((noinline)) void make_item(ka__fiberset *fs, uint32_t i) {
+    getcontext(&fs->ctx[i]);
+    fs->ctx[i].uc_stack.ss_sp = fs->stacks + (size_t)i * fs->stack;
+    fs->ctx[i].uc_stack.ss_size = fs->stack;
+    fs->ctx[i].uc_link = &fs->main;
+    makecontext(&fs->ctx[i], trampoline, 0);
+    fs->state[i] = F_RUN;
+}
+
 ka_status ka__fiberset_run(ka__fiberset *fs, uint32_t n, ka__item_fn item, void *ctx) {
     ka__fiberset *saved = current;
     current = fs;
     fs->fn = item;
     fs->arg = ctx;
-    for (uint32_t i = 0; i < n; i++) {
-        getcontext(&fs->ctx[i]);
-        fs->ctx[i].uc_stack.ss_sp = fs->stacks + (size_t)i * fs->stack;
-        fs->ctx[i].uc_stack.ss_size = fs->stack;
-        fs->ctx[i].uc_link = &fs->main;
-        makecontext(&fs->ctx[i], trampoline, 0);
-        fs->state[i] = F_RUN;
-    }
+    for (uint32_t i = 0; i < n; i++) make_item(fs, i);
     ka_status st = KA_OK;
     for (;;) {
         uint32_t at_barrier = 0, done = 0;
