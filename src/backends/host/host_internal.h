@@ -34,8 +34,6 @@ typedef struct ka__hdev {
     ka__fiberset *fs_free[KA__HOST_FIBERSETS];
 } ka__hdev;
 
-/* Why the device is not listed (no compiler), or "" when it is. */
-const char *ka__host_unavailable(void);
 /* Resolves the compiler ($KA_CC, else cc, gcc, clang on PATH) into out. */
 ka_status ka__host_find_cc(char *out, size_t cap);
 /* A fiber set for one thread's run of work-groups; given back after. */
@@ -109,8 +107,6 @@ typedef struct ka__hcmd {
     /* launch */
     ka__kernel *k;
     ka__hctx ctx;
-    uint32_t nargs;
-    uint32_t dims;
     uint64_t items;
     void *argv[KA_MAX_ARGS];
     uint64_t vals[KA_MAX_ARGS];

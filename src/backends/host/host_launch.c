@@ -105,7 +105,6 @@ static ka_status prepare(ka__queue *q, ka__kernel *k, const ka__launch *l, const
     x->akid = k->id;
     c->k = k;
     c->items = l->items;
-    c->nargs = nargs;
     uint64_t local = 0;
     size_t blob = 0;
     for (uint32_t i = 0; i < nargs; i++) {
