@@ -3,7 +3,8 @@
  * open, one that fails at build a clear build error; a kernel with barriers
  * (a block reduction in local memory), one with local memory and none, and a
  * barrier-free saxpy are correct across odd sizes and several work-group
- * sizes; dynamic local memory; an asynchronous launch returns before its
+ * sizes; dynamic local memory; two threads running one barrier kernel at
+ * once keep their groups' local memory apart; an asynchronous launch returns before its
  * kernel, which waits on a host flag, completes. Skipped when no C compiler
  * is found (the device is not listed). */
 #include "test_util.h"
@@ -204,6 +205,66 @@ static void test_group_local(void **state) {
     ka_program_release(p);
 }
 
+/* Two threads, each with its own queue, run the same barrier kernel of one
+ * program at once: a work-group's local array is its thread's own. */
+typedef struct conc {
+    ka_kernel k;
+    uint32_t seed;
+    int bad;
+} conc;
+
+static void *conc_run(void *arg) {
+    conc *c = arg;
+    enum { N = 8192, WGS = 64, NG = N / WGS };
+    ka_queue q;
+    if (ka_queue_create(g_dev, NULL, &q) != KA_OK) {
+        c->bad = -1;
+        return NULL;
+    }
+    int *in = malloc(N * sizeof *in);
+    long *out = malloc(NG * sizeof *out);
+    ka_buffer bi, bo;
+    if (ka_buffer_create_zeroed(g_dev, N * sizeof *in, &bi) != KA_OK || ka_buffer_create_zeroed(g_dev, NG * sizeof *out, &bo) != KA_OK) {
+        c->bad = -1;
+        return NULL;
+    }
+    for (int round = 0; round < 40; round++) {
+        for (int i = 0; i < N; i++) in[i] = (int)((i * 2654435761u + c->seed + (unsigned)round) % 1000);
+        ka_arg a[] = {ka_arg_buffer(bo), ka_arg_buffer(bi)};
+        if (ka_buffer_write(q, bi, 0, N * sizeof *in, in, NULL) != KA_OK ||
+            ka_launch(q, c->k, &(ka_range){.dims = 1, .size = {N}, .workgroup = {WGS}}, a, 2, NULL) != KA_OK ||
+            ka_buffer_read(q, bo, 0, NG * sizeof *out, out, NULL) != KA_OK) {
+            c->bad = -1;
+            break;
+        }
+        for (int g = 0; g < NG; g++) {
+            long want = 0;
+            for (int i = g * WGS; i < (g + 1) * WGS; i++) want += in[i];
+            c->bad += out[g] != want;
+        }
+    }
+    ka_buffer_release(bi);
+    ka_buffer_release(bo);
+    ka_queue_release(q);
+    free(in);
+    free(out);
+    return NULL;
+}
+
+static void test_concurrent_groups(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    ka_program p = build(src, "WG=64");
+    conc c[2] = {{.seed = 1}, {.seed = 7}};
+    KA_OK_OR_FAIL(ka_kernel_get(p, "block_sum", NULL, &c[0].k));
+    c[1].k = c[0].k;
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, conc_run, &c[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    if (c[0].bad || c[1].bad) fail_msg("wrong group sums: %d and %d (-1: a call failed)", c[0].bad, c[1].bad);
+    ka_program_release(p);
+}
+
 static void *watchdog(void *arg) {
     uint32_t *flag = arg;
     for (int i = 0; i < 600 && !__atomic_load_n(flag, __ATOMIC_ACQUIRE); i++) usleep(100000);
@@ -249,7 +310,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compile_error), cmocka_unit_test(test_missing_compiler),
         cmocka_unit_test(test_saxpy_sizes),   cmocka_unit_test(test_block_reduction),
-        cmocka_unit_test(test_group_local),   cmocka_unit_test(test_async),
+        cmocka_unit_test(test_group_local),   cmocka_unit_test(test_concurrent_groups),
+        cmocka_unit_test(test_async),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
