@@ -133,18 +133,30 @@ static uint32_t scan(const char *pre, kinfo *ks, uint32_t cap, char *arena, size
         return 0;
     }
     s += 13;
+    const char *decl = s; /* where the current top-level declaration began */
     while (*s) {
         const char *t = ka__src_skip(s);
+        if (t == s && *s == '{') {
+            /* A helper's body (kernels' bodies are skipped below): a barrier
+             * there counts for every kernel; an index counts unless the
+             * helper takes the context (KA_CTX_PARAM: a ka__hctx parameter). */
+            const char *end = match_brace(s);
+            helper_barrier |= ka__kdecl_has(s, end, "ka__barrier");
+            if (!ka__kdecl_has(decl, s, "ka__hctx"))
+                *helper_idx |= ka__kdecl_has(s, end, "ka__g0") || ka__kdecl_has(s, end, "ka__g1") ||
+                               ka__kdecl_has(s, end, "ka__g2") || ka__kdecl_has(s, end, "ka__c");
+            decl = s = end;
+            continue;
+        }
         if (t != s || !ka__ident_char(*s)) {
+            if (t == s && *s == ';') decl = s + 1;
             s = t != s ? t : s + 1;
             continue;
         }
         const char *w = s;
         while (ka__ident_char(*s)) s++;
-        if ((size_t)(s - w) == 11 && !memcmp(w, "ka__barrier", 11)) helper_barrier = true;
-        if (((size_t)(s - w) == 6 && (!memcmp(w, "ka__g0", 6) || !memcmp(w, "ka__g1", 6) || !memcmp(w, "ka__g2", 6))) ||
-            ((size_t)(s - w) == 5 && !memcmp(w, "ka__c", 5)))
-            *helper_idx = true;
+        /* a barrier or an index in a macro's expansion outside any function */
+        helper_barrier |= (size_t)(s - w) == 11 && !memcmp(w, "ka__barrier", 11);
         if ((size_t)(s - w) != 15 || memcmp(w, "ka__scan_kernel", 15)) continue;
         const char *nb = skip_space(s), *ne = nb;
         while (ka__ident_char(*ne)) ne++;
@@ -176,7 +188,7 @@ static uint32_t scan(const char *pre, kinfo *ks, uint32_t cap, char *arena, size
         }
         used += tl + 1;
         find_body(s, &k->body, &k->body_end);
-        s = k->body_end > s ? k->body_end : s;
+        decl = s = k->body_end > s ? k->body_end : s;
         bool dup = false;
         for (uint32_t i = 0; arena && i < nk && !dup; i++) dup = ks[i].nl == k->nl && !memcmp(ks[i].name, k->name, k->nl);
         if (!dup && nk < cap) nk++;
