@@ -95,8 +95,8 @@ typedef struct ka_event { uint64_t id; } ka_event;
 #define KA_NULL_EVENT ((ka_event){0})
 
 /* ---- devices ------------------------------------------------------------ */
-typedef enum ka_backend { KA_BACKEND_NULL = 0, KA_BACKEND_OPENCL = 1, KA_BACKEND_CUDA = 2 } ka_backend;
-/* "opencl", "cuda", "null": the word of device selectors ("cuda:0"); "unknown"
+typedef enum ka_backend { KA_BACKEND_NULL = 0, KA_BACKEND_OPENCL = 1, KA_BACKEND_CUDA = 2, KA_BACKEND_HOST = 3 } ka_backend;
+/* "opencl", "cuda", "host", "null": the word of device selectors ("cuda:0"); "unknown"
  * for another value. A static string. */
 KA_API const char *ka_backend_name(ka_backend b);
 

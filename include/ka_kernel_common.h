@@ -6,8 +6,8 @@
  * preludes carry it inline, as OpenCL and NVRTC builds have no include path. */
 #ifndef KA_KERNEL_COMMON_H
 #define KA_KERNEL_COMMON_H
-#if !defined(KA_KERNEL_CL_H) && !defined(KA_KERNEL_CUDA_H)
-#error "ka_kernel_common.h is part of ka_kernel_cl.h and ka_kernel_cuda.h: include one of those"
+#if !defined(KA_KERNEL_CL_H) && !defined(KA_KERNEL_CUDA_H) && !defined(KA_KERNEL_C_H)
+#error "ka_kernel_common.h is part of ka_kernel_cl.h, ka_kernel_cuda.h and ka_kernel_c.h: include one of those"
 #endif
 
 /* Helpers that use ka_ndrange(), ka_in_range() or the linear indices take the

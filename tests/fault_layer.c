@@ -8,8 +8,9 @@
 #include <pthread.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static ka__backend layers[3];             /* by ka_backend */
-static const ka__backend *under[3];
+#define KINDS 4u /* ka_backend values 0..KINDS-1 */
+static ka__backend layers[KINDS];         /* by ka_backend */
+static const ka__backend *under[KINDS];
 
 static ka_status fault_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                               void **ev) {
@@ -18,7 +19,7 @@ static ka_status fault_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, 
 }
 
 const ka__backend *ka__backend_layer(const ka__backend *be) {
-    if ((unsigned)be->kind >= 3) return be;
+    if ((unsigned)be->kind >= KINDS) return be;
     pthread_mutex_lock(&lock);
     if (!under[be->kind]) {
         layers[be->kind] = *be;

@@ -34,6 +34,7 @@ static void test_buffer_get_native(void **state) {
     case KA_BACKEND_OPENCL: assert_null(nb.address); break; /* a cl_mem has no address */
     case KA_BACKEND_CUDA: assert_ptr_equal(nb.address, nb.mem); break;
     case KA_BACKEND_NULL:
+    case KA_BACKEND_HOST: /* host memory */
         assert_ptr_equal(nb.address, nb.mem);
         assert_memory_equal(nb.address, v, sizeof v);
         break;

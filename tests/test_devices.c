@@ -16,7 +16,7 @@ static void test_device_count_and_describe(void **state) {
         KA_OK_OR_FAIL(ka_device_describe(i, &d));
         assert_true(strlen(d.name) > 0 && strlen(d.name) < sizeof d.name);
         assert_true(strlen(d.selector) > 0 && strlen(d.selector) < sizeof d.selector);
-        assert_true(d.backend == KA_BACKEND_OPENCL || d.backend == KA_BACKEND_CUDA);
+        assert_true(d.backend == KA_BACKEND_OPENCL || d.backend == KA_BACKEND_CUDA || d.backend == KA_BACKEND_HOST);
         assert_true(d.max_workgroup_size > 0);
     }
     ka_device_info d;

@@ -310,6 +310,12 @@ static void user_pocl_devices_respected(void **state) {
         print_message("skipped: POCL_DEVICES unset (test_routing_user_pocl_devices sets it)\n");
         skip();
     }
+    const ka_device_info *di;
+    KA_OK_OR_FAIL(ka_device_get_info(F.dev, &di));
+    if (di->backend != KA_BACKEND_OPENCL) {
+        print_message("skipped: the default device is not an OpenCL device (%s)\n", di->selector);
+        skip();
+    }
     const char *now = getenv("POCL_DEVICES");
     assert_non_null(now);
     assert_string_equal(now, user_pocl_devices);

@@ -3,6 +3,7 @@
  * check); 2 a usage error (unknown option or command, bad or missing value,
  * a FILE that is not a readable kernel source). */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <ka.h>
 #include <stdio.h>
@@ -122,6 +123,14 @@ static void print_cache(const ka_cache_info *ci, int json) {
     printf("  lock files      %llu, temporary files %llu\n", (unsigned long long)ci->locks, (unsigned long long)ci->temps);
 }
 
+static bool host_listed(uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        ka_device_info d;
+        if (ka_device_describe(i, &d) == KA_OK && d.backend == KA_BACKEND_HOST) return true;
+    }
+    return false;
+}
+
 static int cmd_info(int argc, char **argv) {
     static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     cli c;
@@ -201,6 +210,12 @@ static int cmd_info(int argc, char **argv) {
         print_cache(&ci, 1);
         printf("}\n");
     } else {
+        if (!host_listed(n)) {
+            /* The host back-end lists its device only where it finds a C compiler. */
+            const char *cc = getenv("KA_CC");
+            if (cc && *cc) printf("\n[host] not listed: $KA_CC is '%s', which is not an executable program\n", cc);
+            else printf("\n[host] not listed: no C compiler found (none of cc, gcc, clang on PATH; set $KA_CC)\n");
+        }
         printf("\nkernel cache\n");
         print_cache(&ci, 0);
     }

@@ -3,6 +3,7 @@
 
 const ka__backend *const ka__backends[] = {
     &ka__opencl_backend,
+    &ka__host_backend,
 #ifdef KA_HAVE_CUDA
     &ka__cuda_backend,
 #endif

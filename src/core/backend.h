@@ -236,6 +236,7 @@ struct ka__backend {
 
 extern const ka__backend ka__opencl_backend;
 extern const ka__backend ka__null_backend;
+extern const ka__backend ka__host_backend;
 #ifdef KA_HAVE_CUDA
 extern const ka__backend ka__cuda_backend;
 #endif

@@ -38,6 +38,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The back-end kinds a layer can stand over: ka_backend values 0..KINDS-1. */
+#define KINDS 4u
+
 _Atomic bool ka__tracing;
 
 enum { NAME_MAX_ = 48, TRACKS = 1024 };
@@ -57,8 +60,8 @@ typedef struct rec {
 static struct {
     pthread_mutex_t open_lock;  /* layers and the file's opening */
     bool file_tried;
-    ka__backend layers[3];      /* by ka_backend */
-    const ka__backend *under[3];
+    ka__backend layers[KINDS];  /* by ka_backend */
+    const ka__backend *under[KINDS];
     _Atomic(ka_tracer_fn) fn;
     void *_Atomic user;
     _Atomic uint32_t lock;      /* the records and the file */
@@ -292,7 +295,7 @@ static bool open_file(void) {
 /* ---- spans ---------------------------------------------------------------- */
 static bool traced(const ka__device *d) {
     uint32_t k = (uint32_t)d->ops->kind;
-    return k < 3 && d->ops == &T.layers[k];
+    return k < KINDS && d->ops == &T.layers[k];
 }
 
 static void begin(const ka__queue *q, ka_trace_event *te) {
@@ -377,7 +380,7 @@ static void t_device_close(ka__device *d) {
 }
 
 const ka__backend *ka__trace_layer(const ka__backend *be) {
-    if ((unsigned)be->kind >= 3) return be;
+    if ((unsigned)be->kind >= KINDS) return be;
     pthread_mutex_lock(&T.open_lock);
     bool on = open_file() || atomic_load(&T.fn);
     if (on && !T.under[be->kind]) {

@@ -1,0 +1,170 @@
+/* The host device: the machine's CPUs, listed when a C compiler is found
+ * ($KA_CC, else cc, gcc or clang on PATH), chosen again at each open. */
+#include "host_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+/* An executable file at the path dir/name (dir NULL: name itself). */
+static bool exe_at(const char *dir, size_t dl, const char *name, char *out, size_t cap) {
+    int n = dir ? snprintf(out, cap, "%.*s/%s", (int)dl, dir, name) : snprintf(out, cap, "%s", name);
+    return n > 0 && (size_t)n < cap && access(out, X_OK) == 0;
+}
+
+/* name as the shell finds it: a path when it holds a '/', else along $PATH. */
+static bool find_exe(const char *name, char *out, size_t cap) {
+    if (strchr(name, '/')) return exe_at(NULL, 0, name, out, cap);
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *s = path;;) {
+        const char *e = strchr(s, ':');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (exe_at(len ? s : ".", len ? len : 1, name, out, cap)) return true;
+        if (!e) return false;
+        s = e + 1;
+    }
+}
+
+ka_status ka__host_find_cc(char *out, size_t cap) {
+    const char *env = getenv("KA_CC");
+    if (env && *env) {
+        if (find_exe(env, out, cap)) return KA_OK;
+        return ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "host: $KA_CC is '%s', which is not an executable program", env);
+    }
+    static const char *const names[] = {"cc", "gcc", "clang"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (find_exe(names[i], out, cap)) return KA_OK;
+    return ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "host: no C compiler found (none of cc, gcc, clang on PATH; set $KA_CC)");
+}
+
+static void cpu_name(char *out, size_t cap) {
+    snprintf(out, cap, "host CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10)) continue;
+        const char *v = strchr(line, ':');
+        if (!v) break;
+        v++;
+        while (*v == ' ' || *v == '\t') v++;
+        size_t n = strcspn(v, "\n");
+        snprintf(out, cap, "%.*s", (int)n, v);
+        break;
+    }
+    fclose(f);
+}
+
+static void fill_info(ka_device_info *i) {
+    memset(i, 0, sizeof *i);
+    i->backend = KA_BACKEND_HOST;
+    snprintf(i->selector, sizeof i->selector, "host:0");
+    cpu_name(i->name, sizeof i->name);
+    snprintf(i->vendor, sizeof i->vendor, "libka");
+    snprintf(i->platform, sizeof i->platform, "libka host back-end");
+    snprintf(i->version, sizeof i->version, "C11");
+    snprintf(i->driver_version, sizeof i->driver_version, "libka %d.%d.%d", KA_VERSION_MAJOR, KA_VERSION_MINOR, KA_VERSION_PATCH);
+    i->is_cpu = 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    i->compute_units = ncpu > 0 ? (uint32_t)ncpu : 1;
+    i->max_workgroup_size = KA__HOST_MAX_WG;
+    i->max_workgroup[0] = i->max_workgroup[1] = i->max_workgroup[2] = KA__HOST_MAX_WG;
+    i->preferred_workgroup_multiple = 1;
+    i->local_mem_size = KA__HOST_LOCAL_MEM;
+    struct sysinfo si;
+    uint64_t mem = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : (uint64_t)1 << 32;
+    i->global_mem_size = mem;
+    i->max_alloc_size = mem;
+    i->max_arg_bytes = 1024;
+    i->has_double = 1;
+    i->has_atomic_float_add = 2; /* a compare-exchange loop */
+    i->has_atomic64 = 1;
+    i->has_printf = 1;
+}
+
+/* FNV-1a over the first "flags" (x86) or "Features" (arm) line of
+ * /proc/cpuinfo: what -march=native may compile for. */
+static uint64_t cpu_flags_hash(void) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return h;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) && strncmp(line, "Features", 8)) continue;
+        for (const char *c = line; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        break;
+    }
+    fclose(f);
+    return h;
+}
+
+/* The cache key's target: the compiler as resolved (symbolic links such as
+ * cc -> gcc-12 followed), its size and mtime (an upgrade changes them), and
+ * the CPU's feature flags. */
+static void make_target(ka__hdev *hd) {
+    char real[4096];
+    struct stat st;
+    const char *path = realpath(hd->cc, real) ? real : hd->cc;
+    if (stat(path, &st) != 0) memset(&st, 0, sizeof st);
+    snprintf(hd->target, sizeof hd->target, "cc %.180s %lld %lld.%09ld flags %016llx", path, (long long)st.st_size,
+             (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (unsigned long long)cpu_flags_hash());
+}
+
+ka_status ka__host_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
+    char cc[4096];
+    *n = 0;
+    if (ka__host_find_cc(cc, sizeof cc) != KA_OK) return KA_OK; /* not listed: `ka info` says why */
+    if (cap) fill_info(&out[0]);
+    *n = 1;
+    return KA_OK;
+}
+
+ka_status ka__host_device_open(ka__device *d, uint32_t index) {
+    (void)index;
+    ka__hdev *hd = ka__calloc(1, sizeof *hd);
+    if (!hd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
+    ka_status st = ka__host_find_cc(hd->cc, sizeof hd->cc);
+    if (st == KA_OK) {
+        make_target(hd);
+        fill_info(&d->info);
+        st = ka__pool_create(d->info.compute_units, &hd->pool);
+    }
+    if (st != KA_OK) {
+        ka__free(hd, sizeof *hd);
+        return st;
+    }
+    d->native = hd;
+    return KA_OK;
+}
+
+void ka__host_device_close(ka__device *d) {
+    ka__hdev *hd = d->native;
+    while (hd->nfree) ka__fiberset_destroy(hd->fs_free[--hd->nfree]);
+    ka__pool_destroy(hd->pool);
+    ka__free(hd, sizeof *hd);
+}
+
+/* The free fiber sets, under a spin lock; a new set when none is free (as
+ * many as work-group runs ever ran at once, up to KA__HOST_FIBERSETS kept). */
+ka_status ka__host_fs_take(ka__hdev *hd, ka__fiberset **out) {
+    ka__spin_lock(&hd->fs_lock);
+    ka__fiberset *fs = hd->nfree ? hd->fs_free[--hd->nfree] : NULL;
+    ka__spin_unlock(&hd->fs_lock);
+    if (fs) {
+        *out = fs;
+        return KA_OK;
+    }
+    return ka__fiberset_create(KA__HOST_MAX_WG, KA__HOST_FIBER_STACK, out);
+}
+
+void ka__host_fs_give(ka__hdev *hd, ka__fiberset *fs) {
+    ka__spin_lock(&hd->fs_lock);
+    bool kept = hd->nfree < KA__HOST_FIBERSETS;
+    if (kept) hd->fs_free[hd->nfree++] = fs;
+    ka__spin_unlock(&hd->fs_lock);
+    if (!kept) ka__fiberset_destroy(fs);
+}

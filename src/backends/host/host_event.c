@@ -1,0 +1,139 @@
+/* Native events of the host back-end: one per asynchronous command whose
+ * caller asked for an event. Each queue keeps a free list, grown by chunks
+ * (only when more events are alive at once than ever before) and freed with
+ * the queue. Two references: the core's (event_release) and the command's
+ * (its completion). */
+#include "event.h"
+#include "host_internal.h"
+
+#define CHUNK 64u
+
+struct ka__hev_chunk {
+    struct ka__hev_chunk *next;
+    ka__hev ev[CHUNK];
+};
+
+/* A chunk more on the free list; under ev_lock, or before the queue is shared. */
+static bool grow(ka__hqueue *hq) {
+    struct ka__hev_chunk *c = ka__calloc(1, sizeof *c);
+    if (!c) return false;
+    c->next = hq->chunks;
+    hq->chunks = c;
+    for (uint32_t i = 0; i < CHUNK; i++) {
+        c->ev[i].q = hq;
+        c->ev[i].next_free = hq->ev_free;
+        hq->ev_free = &c->ev[i];
+    }
+    return true;
+}
+
+ka_status ka__host_events_init(ka__hqueue *hq) {
+    return grow(hq) ? KA_OK : ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for events");
+}
+
+ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out) {
+    ka__spin_lock(&hq->ev_lock);
+    if (!hq->ev_free && !grow(hq)) {
+        ka__spin_unlock(&hq->ev_lock);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory for an event");
+    }
+    ka__hev *e = hq->ev_free;
+    hq->ev_free = e->next_free;
+    ka__spin_unlock(&hq->ev_lock);
+    atomic_store_explicit(&e->state, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->waiters, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->status, KA_OK, memory_order_relaxed);
+    atomic_store_explicit(&e->refs, 2, memory_order_relaxed);
+    e->cb = NULL;
+    e->cb_ctx = NULL;
+    e->t0 = e->t1 = 0;
+    *out = e;
+    return KA_OK;
+}
+
+void ka__host_ev_unref(ka__hev *e) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+    ka__hqueue *hq = e->q;
+    ka__spin_lock(&hq->ev_lock);
+    e->next_free = hq->ev_free;
+    hq->ev_free = e;
+    ka__spin_unlock(&hq->ev_lock);
+}
+
+void ka__host_ev_complete(ka__hev *e, ka_status st) {
+    atomic_store_explicit(&e->status, st, memory_order_relaxed);
+    ka__spin_lock(&e->lock);
+    atomic_store_explicit(&e->state, 1, memory_order_release);
+    ka__native_cb cb = e->cb;
+    void *ctx = e->cb_ctx;
+    e->cb = NULL;
+    ka__spin_unlock(&e->lock);
+    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) ka__futex_wake_all(&e->state);
+    if (cb) cb(ctx, st);
+    ka__host_ev_unref(e);
+}
+
+void ka__host_events_fini(ka__hqueue *hq) {
+    while (hq->chunks) {
+        struct ka__hev_chunk *c = hq->chunks;
+        hq->chunks = c->next;
+        ka__free(c, sizeof *c);
+    }
+    hq->ev_free = NULL;
+}
+
+int ka__host_event_query(void *ev, ka_status *st) {
+    ka__hev *e = ev;
+    if (!atomic_load_explicit(&e->state, memory_order_acquire)) return 0;
+    ka_status s = (ka_status)atomic_load_explicit(&e->status, memory_order_relaxed);
+    if (s == KA_OK) return 1;
+    *st = s;
+    return -1;
+}
+
+ka_status ka__host_event_callback(void *ev, ka__native_cb cb, void *ctx) {
+    ka__hev *e = ev;
+    ka__spin_lock(&e->lock);
+    bool done = atomic_load_explicit(&e->state, memory_order_acquire) != 0;
+    if (!done) {
+        e->cb = cb;
+        e->cb_ctx = ctx;
+    }
+    ka__spin_unlock(&e->lock);
+    if (done) cb(ctx, (ka_status)atomic_load_explicit(&e->status, memory_order_relaxed));
+    return KA_OK;
+}
+
+ka_status ka__host_event_wait(void *ev) {
+    ka__hev *e = ev;
+    while (!atomic_load_explicit(&e->state, memory_order_acquire)) {
+        atomic_fetch_add_explicit(&e->waiters, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(&e->state, memory_order_seq_cst)) ka__futex_wait(&e->state, 0, INT64_MAX);
+        atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
+    }
+    ka_status s = (ka_status)atomic_load_explicit(&e->status, memory_order_relaxed);
+    return s == KA_OK ? KA_OK : ka__fail(s, "host: the command failed (%s)", ka_status_name(s));
+}
+
+void ka__host_event_release(void *ev) { ka__host_ev_unref(ev); }
+
+ka_status ka__host_event_elapsed(void *ev, uint64_t *ns) {
+    ka__hev *e = ev;
+    int64_t d = e->t1 - e->t0;
+    *ns = d > 0 ? (uint64_t)d : 1; /* it ran: never 0 */
+    return KA_OK;
+}
+
+ka_status ka__host_done_event(ka__queue *q, int64_t t0, ka_status st, void **ev) {
+    if (!ev) return st;
+    *ev = NULL;
+    if (st != KA_OK || !q->profiling) return st;
+    ka__hev *e;
+    ka_status s = ka__host_ev_new(q->native, &e);
+    if (s != KA_OK) return s;
+    e->t0 = t0;
+    e->t1 = ka__now_ns();
+    ka__host_ev_complete(e, KA_OK); /* drops the command's reference */
+    *ev = e;
+    return KA_OK;
+}

@@ -1,0 +1,192 @@
+/* The host back-end's state: kernels in libka's dialect compiled by the
+ * system C compiler into a shared object, run on the calling thread or a
+ * persistent thread pool (host_exec.h). Not installed. */
+#ifndef KA_HOST_INTERNAL_H
+#define KA_HOST_INTERNAL_H
+
+#include "backend.h"
+#include "host_exec.h"
+
+#include <stddef.h>
+
+/* A launch of fewer padded work-items runs whole in the calling thread: the
+ * pool's wake-up costs more than such a kernel's work. */
+#define KA__HOST_INLINE_ITEMS 4096u
+/* Work-group limit, and the fiber stack of each item of a group with barriers. */
+#define KA__HOST_MAX_WG 1024u
+#define KA__HOST_FIBER_STACK (64u * 1024u)
+/* Dynamic local memory (ka_arg_local) per thread: the device's local_mem_size. */
+#define KA__HOST_LOCAL_MEM (256u * 1024u)
+/* Commands an asynchronous queue holds before a further one waits for room. */
+#define KA__HOST_RING 64u
+/* Bytes of KA_ARG_BYTES values one asynchronous launch may carry. */
+#define KA__HOST_BLOB 4096u
+
+/* ---- the device (host_device.c) ------------------------------------------- */
+/* Fiber sets kept for reuse. */
+#define KA__HOST_FIBERSETS 64u
+
+typedef struct ka__hdev {
+    char cc[4096];            /* the compiler's path, chosen at open */
+    char target[256];         /* the cache key's target (ka__host_build_target) */
+    ka__pool *pool;
+    _Atomic uint32_t fs_lock; /* the free fiber sets */
+    uint32_t nfree;
+    ka__fiberset *fs_free[KA__HOST_FIBERSETS];
+} ka__hdev;
+
+/* Resolves the compiler ($KA_CC, else cc, gcc, clang on PATH) into out. */
+ka_status ka__host_find_cc(char *out, size_t cap);
+/* A fiber set for one thread's run of work-groups; given back after. */
+ka_status ka__host_fs_take(ka__hdev *hd, ka__fiberset **out);
+void ka__host_fs_give(ka__hdev *hd, ka__fiberset *fs);
+
+/* ---- programs and kernels (host_program.c, host_source.c) ------------------ */
+/* The same layout as ka__hctx of include/ka_kernel_c.h. */
+typedef struct ka__hctx {
+    uint64_t nd[4];
+    uint64_t gsize[3], lsize[3], ngroups[3];
+    uint32_t *arec;
+    uint64_t akid;
+} ka__hctx;
+
+typedef void (*ka__hrows_fn)(const ka__hctx *c, void *const *a, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1);
+typedef void (*ka__hgroups_fn)(const ka__hctx *c, void *const *a, uint64_t q0, uint64_t q1);
+typedef void (*ka__hitem_fn)(const ka__hctx *c, void *const *a, uint64_t g0, uint64_t g1, uint64_t g2);
+
+enum ka__hpath { KA__HP_ROWS, KA__HP_GROUPS, KA__HP_ITEMS };
+
+typedef struct ka__hprog {
+    void *dl;               /* dlopen handle */
+    char path[256];         /* the loaded file, removed at release */
+} ka__hprog;
+
+typedef struct ka__hkern {
+    uint8_t path;           /* enum ka__hpath */
+    bool has_local_arg;
+    union {
+        ka__hrows_fn rows;
+        ka__hgroups_fn groups;
+        ka__hitem_fn item;
+    } fn;
+} ka__hkern;
+
+/* The source the compiler gets (host_source.c): the scan pass's (pre NULL),
+ * or the build pass's with the entries of the kernels the scan found in pre. */
+ka_status ka__host_compose(const char *user, const char *pre, char **src, size_t *len);
+/* Compiles the user's source with options (both passes): *bin (ka__alloc'd,
+ * *n bytes) the shared object, or KA_ERR_BUILD_FAILED with the compiler's
+ * log in the detail. */
+ka_status ka__host_compile(const char *cc, const char *user, const char *options, void **bin, size_t *n);
+/* Writes bin to a temporary file and loads it (RTLD_NOW | RTLD_LOCAL);
+ * failures through ka__build_fail (a cached object's are only logged). */
+ka_status ka__host_load(const ka__build *b, const void *bin, size_t n, ka__hprog **out);
+
+/* The build hooks (backend.h, "builds"). */
+ka_status ka__host_build_target(ka__build *b);
+ka_status ka__host_compile_hook(ka__build *b, void **binary, size_t *size, void **module);
+ka_status ka__host_load_hook(ka__build *b, void *binary, size_t size, void **module);
+void ka__host_module_release(ka__program *p, void *module, uint32_t target);
+ka_status ka__host_kernel_create(ka__kernel *k);
+void ka__host_kernel_release(ka__kernel *k);
+
+/* ---- queues, commands and events (host_queue.c, host_event.c) --------------- */
+typedef struct ka__hev {
+    _Atomic uint32_t state;  /* 0 pending, 1 complete: the futex word */
+    _Atomic uint32_t waiters;
+    _Atomic int32_t status;
+    _Atomic uint32_t refs;   /* the core's and the command's */
+    _Atomic uint32_t lock;   /* callback registration against completion */
+    ka__native_cb cb;
+    void *cb_ctx;
+    int64_t t0, t1;          /* profiling queues: the command's start and end */
+    struct ka__hev *next_free;
+    struct ka__hqueue *q;
+} ka__hev;
+
+enum ka__hcmd_kind { KA__HC_LAUNCH, KA__HC_WAIT };
+
+typedef struct ka__hcmd {
+    uint8_t kind;
+    ka__hev *ev;             /* completed after the command; NULL: none */
+    /* launch */
+    ka__kernel *k;
+    ka__hctx ctx;
+    uint64_t items;
+    void *argv[KA_MAX_ARGS];
+    uint64_t vals[KA_MAX_ARGS];
+    unsigned char blob[KA__HOST_BLOB];
+    /* wait: another queue's event */
+    ka__hev *dep;
+} ka__hcmd;
+
+typedef struct ka__hqueue {
+    ka__queue *q;
+    uint32_t arec[KA__ASSERT_WORDS]; /* ka_assert's record */
+    /* Commands given to the worker: slots [tail, head) of ring, under lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t more, room;
+    ka__hcmd *ring;
+    uint32_t head, tail;
+    _Atomic uint32_t pending;        /* commands in the ring or running */
+    _Atomic uint32_t drained;        /* futex word: bumped when pending reaches 0 */
+    bool stop;
+    /* inline_max_items: launches of more padded work-items go to the
+     * worker (UINT64_MAX: none; 0 with KA_INLINE_OFF: every one). */
+    uint64_t sync_max_items;
+    pthread_t worker;
+    /* Native events: a free list grown by chunks, under ev_lock. */
+    _Atomic uint32_t ev_lock;
+    ka__hev *ev_free;
+    struct ka__hev_chunk *chunks;
+} ka__hqueue;
+
+ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg);
+void ka__host_queue_release(ka__queue *q);
+ka_status ka__host_queue_finish(ka__queue *q);
+ka_status ka__host_queue_flush(ka__queue *q);
+ka_status ka__host_queue_wait(ka__queue *q, void *ev);
+ka_status ka__host_assert_take(ka__queue *q, uint32_t *rec);
+/* Before a command that runs in the calling thread: the queue's earlier
+ * (asynchronous) commands complete first. */
+void ka__host_drain(ka__hqueue *hq);
+/* A free command slot of the ring (waits for room), to fill and submit. */
+ka__hcmd *ka__host_cmd_begin(ka__hqueue *hq);
+void ka__host_cmd_submit(ka__hqueue *hq);
+/* Runs a launch command (in the worker or the caller): its status. */
+ka_status ka__host_run_launch(ka__device *d, ka__hcmd *c);
+
+ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out);
+void ka__host_ev_complete(ka__hev *e, ka_status st);
+void ka__host_ev_unref(ka__hev *e);
+ka_status ka__host_events_init(ka__hqueue *hq); /* the first chunk of events */
+void ka__host_events_fini(ka__hqueue *hq);
+int ka__host_event_query(void *ev, ka_status *st);
+ka_status ka__host_event_callback(void *ev, ka__native_cb cb, void *ctx);
+ka_status ka__host_event_wait(void *ev);
+ka_status ka__host_event_elapsed(void *ev, uint64_t *ns);
+/* A command run in the calling thread that asked for an event: NULL (it is
+ * complete on return), or on a profiling queue a complete event timing it
+ * from t0 to now. */
+ka_status ka__host_done_event(ka__queue *q, int64_t t0, ka_status st, void **ev);
+void ka__host_event_release(void *ev);
+
+/* ---- launch and memory (host_launch.c, host_memory.c) ----------------------- */
+ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev);
+ka_status ka__host_buffer_create(ka__buffer *b);
+void ka__host_buffer_release(ka__buffer *b);
+void ka__host_buffer_native(ka__buffer *b, ka_native_buffer *out);
+ka_status ka__host_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
+ka_status ka__host_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
+ka_status ka__host_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
+ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+ka_status ka__host_buffer_wrap(ka__buffer *b);
+ka_status ka__host_buffer_init(ka__buffer *b, const void *src);
+ka_status ka__host_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token);
+ka_status ka__host_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m);
+
+ka_status ka__host_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n);
+ka_status ka__host_device_open(ka__device *d, uint32_t index);
+void ka__host_device_close(ka__device *d);
+
+#endif

@@ -1,0 +1,145 @@
+/* Queues of the host back-end. In order, as PoCL's: a command normally runs
+ * in the calling thread and is complete on return. An asynchronous launch
+ * (KA_LAUNCH_ASYNC) goes to the queue's worker thread through a fixed ring;
+ * a wait on another queue's event (queue_wait) too, so the commands after it
+ * wait for it. A command run in the calling thread first waits until the
+ * worker has finished the queue's earlier ones (ka__host_drain). */
+#include "event.h"
+#include "host_internal.h"
+
+#include <string.h>
+
+static void *worker(void *arg) {
+    ka__hqueue *hq = arg;
+    pthread_mutex_lock(&hq->lock);
+    for (;;) {
+        while (hq->tail == hq->head && !hq->stop) pthread_cond_wait(&hq->more, &hq->lock);
+        if (hq->tail == hq->head) break; /* stop, and nothing left */
+        ka__hcmd *c = &hq->ring[hq->tail % KA__HOST_RING];
+        pthread_mutex_unlock(&hq->lock);
+        ka_status st = KA_OK;
+        if (c->ev) c->ev->t0 = ka__now_ns();
+        if (c->kind == KA__HC_WAIT) {
+            /* Another queue's failure is its own: the order holds either way. */
+            if (c->dep) { /* NULL: a slot a failed launch left */
+                (void)ka__host_event_wait(c->dep);
+                ka__host_ev_unref(c->dep);
+            }
+        } else {
+            st = ka__host_run_launch(hq->q->dev, c);
+        }
+        if (c->ev) {
+            c->ev->t1 = ka__now_ns();
+            ka__host_ev_complete(c->ev, st);
+        }
+        pthread_mutex_lock(&hq->lock);
+        hq->tail++;
+        pthread_cond_signal(&hq->room);
+        if (atomic_fetch_sub_explicit(&hq->pending, 1, memory_order_acq_rel) == 1) {
+            atomic_fetch_add_explicit(&hq->drained, 1, memory_order_release);
+            ka__futex_wake_all(&hq->drained);
+        }
+    }
+    pthread_mutex_unlock(&hq->lock);
+    return NULL;
+}
+
+ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
+    ka__hqueue *hq = ka__calloc(1, sizeof *hq);
+    if (!hq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
+    int64_t lim = cfg ? cfg->inline_max_items : 0;
+    hq->sync_max_items = lim == KA_INLINE_OFF ? 0 : lim > 0 ? (uint64_t)lim : UINT64_MAX;
+    hq->ring = ka__calloc(KA__HOST_RING, sizeof *hq->ring);
+    if (!hq->ring) {
+        ka__free(hq, sizeof *hq);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for the command ring");
+    }
+    hq->q = q;
+    if (ka__host_events_init(hq) != KA_OK) {
+        ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
+        ka__free(hq, sizeof *hq);
+        return KA_ERR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_init(&hq->lock, NULL);
+    pthread_cond_init(&hq->more, NULL);
+    pthread_cond_init(&hq->room, NULL);
+    int e = pthread_create(&hq->worker, NULL, worker, hq);
+    if (e != 0) {
+        pthread_cond_destroy(&hq->room);
+        pthread_cond_destroy(&hq->more);
+        pthread_mutex_destroy(&hq->lock);
+        ka__host_events_fini(hq);
+        ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
+        ka__free(hq, sizeof *hq);
+        return ka__fail(KA_ERR_DEVICE, "ka_queue_create: cannot start the queue's thread (error %d)", e);
+    }
+    q->native = hq;
+    return KA_OK;
+}
+
+void ka__host_queue_release(ka__queue *q) {
+    ka__hqueue *hq = q->native;
+    pthread_mutex_lock(&hq->lock);
+    hq->stop = true;
+    pthread_cond_signal(&hq->more);
+    pthread_mutex_unlock(&hq->lock);
+    pthread_join(hq->worker, NULL);
+    ka__host_events_fini(hq);
+    pthread_cond_destroy(&hq->room);
+    pthread_cond_destroy(&hq->more);
+    pthread_mutex_destroy(&hq->lock);
+    ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
+    ka__free(hq, sizeof *hq);
+}
+
+void ka__host_drain(ka__hqueue *hq) {
+    for (;;) {
+        uint32_t seq = atomic_load_explicit(&hq->drained, memory_order_acquire);
+        if (!atomic_load_explicit(&hq->pending, memory_order_acquire)) return;
+        ka__futex_wait(&hq->drained, seq, INT64_MAX);
+    }
+}
+
+ka_status ka__host_queue_finish(ka__queue *q) {
+    ka__host_drain(q->native);
+    return KA_OK;
+}
+
+ka_status ka__host_queue_flush(ka__queue *q) {
+    (void)q; /* the worker takes each command as it comes */
+    return KA_OK;
+}
+
+ka__hcmd *ka__host_cmd_begin(ka__hqueue *hq) {
+    pthread_mutex_lock(&hq->lock);
+    while (hq->head - hq->tail == KA__HOST_RING) pthread_cond_wait(&hq->room, &hq->lock);
+    ka__hcmd *c = &hq->ring[hq->head % KA__HOST_RING];
+    atomic_fetch_add_explicit(&hq->pending, 1, memory_order_acq_rel);
+    return c; /* the lock stays held until submit */
+}
+
+void ka__host_cmd_submit(ka__hqueue *hq) {
+    hq->head++;
+    pthread_cond_signal(&hq->more);
+    pthread_mutex_unlock(&hq->lock);
+}
+
+ka_status ka__host_queue_wait(ka__queue *q, void *ev) {
+    ka__hev *dep = ev;
+    if (atomic_load_explicit(&dep->state, memory_order_acquire)) return KA_OK;
+    ka__hqueue *hq = q->native;
+    atomic_fetch_add_explicit(&dep->refs, 1, memory_order_relaxed); /* until the worker has waited */
+    ka__hcmd *c = ka__host_cmd_begin(hq);
+    c->kind = KA__HC_WAIT;
+    c->dep = dep;
+    c->ev = NULL;
+    ka__host_cmd_submit(hq);
+    return KA_OK;
+}
+
+ka_status ka__host_assert_take(ka__queue *q, uint32_t *rec) {
+    ka__hqueue *hq = q->native;
+    for (int i = 0; i < KA__ASSERT_WORDS; i++) rec[i] = __atomic_load_n(&hq->arec[i], __ATOMIC_ACQUIRE);
+    if (rec[0]) memset(hq->arec, 0, sizeof hq->arec);
+    return KA_OK;
+}
