@@ -338,6 +338,7 @@ void ka__kcache_unlock(ka__kcache_key *key);
 
 /* Embedded kernel dialect preludes (generated from include/ka_kernel_*.h). */
 extern const char ka__prelude_opencl[];
+extern const char ka__prelude_c[];
 extern const char ka__prelude_cuda[];
 
 #endif

@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const char ka__prelude_c[];
 
 #define MAX_KERNELS 256
 #define MAX_LOCALS 16
