@@ -5,6 +5,7 @@
 
 #include "bench_common.h"
 
+#include <errno.h>
 #include <limits.h>
 
 #include <stdatomic.h>
@@ -19,6 +20,12 @@ int bench_option(const cli *c, int r, const char *arg, bench_opts *o) {
     case 'r': return cli_int(c, arg, 1, BENCH_MAX_REPS, &o->reps) ? KA_EXIT_USAGE : -1;
     case 'j': o->json = 1; return -1;
     default: return cli_default(c, r, arg);
+    }
+}
+
+void bench_quiet(void) {
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
 

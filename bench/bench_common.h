@@ -32,6 +32,9 @@ typedef struct bench_opts {
 int bench_option(const cli *c, int r, const char *arg, bench_opts *o);
 
 int64_t bench_now_ns(void);
+/* Sleeps 50 ms: long enough for spinning idle threads (libgomp's, libka's
+ * pool) to go to sleep before the next timed run. */
+void bench_quiet(void);
 double bench_median(double *v, int n);
 double bench_min(const double *v, int n);
 double bench_max(const double *v, int n);

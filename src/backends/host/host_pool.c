@@ -5,22 +5,24 @@
  * generation. A worker that finds no new run spins for a bounded time (pause
  * instructions, the clock read every few dozen), then sleeps on the
  * generation's futex; a run makes the wake system call only when a worker
- * counts itself asleep. The caller runs part 0, then waits for the others
- * the same way: spin for a bounded time (a short one while some worker has
- * not even taken the run: it is asleep or waits for a core), then sleep on
- * the done counter, which the last worker wakes only when the caller says
- * it sleeps. Bounded
- * spins keep an oversubscribed machine (other busy processes, an OpenMP team
- * beside us) working: a descheduled thread makes the others spin for at
- * most the bound, then sleep; and a worker that took a run at once but
- * still had to wake the caller sleeps without spinning, leaving its core to
- * the caller.
+ * counts itself asleep.
+ *
+ * Each worker's part has a claim word: whoever swaps the run's generation
+ * into it first runs the part, the worker or the caller. The caller runs
+ * part 0, waits briefly for every worker to claim its own part, then runs
+ * the parts still unclaimed itself: a worker that is asleep or waits for a
+ * core (an oversubscribed machine, an OpenMP team beside us) costs the run
+ * its part's time, never a wake-up's or a time slice's. Parts workers run
+ * the caller waits for by spinning a bounded time, then sleeping on the
+ * done counter, which the last part wakes only when the caller says it
+ * sleeps. Parts keep their threads while workers keep up, so each thread
+ * sees the same slab of data every run.
  *
  * Memory order: the generation's bump releases the caller's writes (the
- * kernel's arguments, fn, ctx) to the workers that acquire it; each worker's
- * increment of the done counter releases its part's writes to the caller.
- * The sleep/wake handshakes are store-then-load on two words from both
- * sides (sequentially consistent), so one side always sees the other. */
+ * kernel's arguments, fn, ctx) to the workers that acquire it; each part's
+ * increment of the done counter releases its writes to the caller. The
+ * sleep/wake handshakes are store-then-load on two words from both sides
+ * (sequentially consistent), so one side always sees the other. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "host_exec.h"
 
@@ -37,14 +39,15 @@
  * code between two launches of a time loop, short enough that an idle or
  * oversubscribed pool gives its cores back soon. */
 #define POOL_SPIN_NS 50000
-/* How long the caller spins for workers that have not yet taken the run:
- * one that is running takes it in well under a microsecond; one that has
- * not by then is asleep or waits for a core, maybe this very one. */
-#define POOL_START_NS 5000
+/* How long after the bump the caller waits for workers to claim their
+ * parts: a spinning worker claims in well under a microsecond; one that has
+ * not by then is asleep or waits for a core, and the caller runs its part. */
+#define POOL_START_NS 3000
 /* Pause instructions between two clock reads while spinning. */
 #define POOL_SPIN_CHECK 32
 
 typedef struct pool_worker {
+    alignas(64) _Atomic uint32_t claim; /* the generation of the last run whose part was claimed */
     ka__pool *pool;
     uint32_t part;
     pthread_t thread;
@@ -58,15 +61,14 @@ struct ka__pool {
     bool stop; /* set with the last bump: workers exit */
     /* Completion, written by the workers, read by the caller. */
     alignas(64) _Atomic uint32_t done;    /* parts done in this run (futex word of the caller) */
-    _Atomic uint32_t taken;               /* workers that have taken this run */
     _Atomic uint32_t caller_asleep;       /* the caller sleeps on done: the last part wakes it */
     /* Rarely written. */
     alignas(64) _Atomic uint32_t sleepers; /* workers asleep on gen (or about to be) */
     _Atomic uint32_t busy;                 /* a run holds the workers */
     uint32_t n;
     uint32_t started; /* worker threads created (n - 1 once made) */
-    pool_worker *workers;
-    void *raw; /* the allocation this struct was aligned in */
+    pool_worker *workers; /* n - 1, cache-line aligned */
+    void *raw, *wraw;     /* the allocations these were aligned in */
 };
 
 /* Spins while *word == val, until the clock reads `until`; returns its last value. */
@@ -81,15 +83,24 @@ static uint32_t spin_while(_Atomic uint32_t *word, uint32_t val, int64_t until) 
     }
 }
 
+/* Claims part w for run g: true for the first claimant, worker or caller.
+ * A compare-exchange, never a plain swap: a worker that read g, then lost
+ * its core while the caller finished g and later runs, must not claim a
+ * later run's part under g's name. */
+static bool claim(pool_worker *w, uint32_t g) {
+    uint32_t old = atomic_load_explicit(&w->claim, memory_order_relaxed);
+    while ((int32_t)(g - old) > 0) /* wrap-safe: old is an earlier run */
+        if (atomic_compare_exchange_weak(&w->claim, &old, g)) return true;
+    return false;
+}
+
 static void *worker_main(void *arg) {
     pool_worker *w = arg;
     ka__pool *p = w->pool;
     uint32_t seen = 0; /* the generation the pool was created with */
-    bool skip_spin = false;
     for (;;) {
         uint32_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
-        if (g == seen && !skip_spin) g = spin_while(&p->gen, seen, ka__now_ns() + POOL_SPIN_NS);
-        bool slept = g == seen;
+        if (g == seen) g = spin_while(&p->gen, seen, ka__now_ns() + POOL_SPIN_NS);
         while (g == seen) {
             atomic_fetch_add(&p->sleepers, 1); /* seq_cst: then re-read gen */
             if (atomic_load(&p->gen) == seen) ka__futex_wait(&p->gen, seen, INT64_MAX);
@@ -98,17 +109,14 @@ static void *worker_main(void *arg) {
         }
         seen = g;
         if (p->stop) return NULL;
-        atomic_fetch_add_explicit(&p->taken, 1, memory_order_relaxed);
+        /* Claimed: run g cannot end before this part is done, so fn and
+         * ctx are g's. Not claimed: the caller ran it (g may be over). */
+        if (!claim(w, g)) continue;
         p->fn(p->ctx, w->part, p->n);
         /* The last part wakes the caller if it sleeps (seq_cst: the caller
          * sets caller_asleep, then re-reads done). */
-        bool woke = atomic_fetch_add(&p->done, 1) + 1 == p->n - 1 && atomic_load(&p->caller_asleep);
-        if (woke) ka__futex_wake_all(&p->done);
-        /* The caller slept though this worker took the run at once: the
-         * cores are oversubscribed or the parts uneven, and the caller needs
-         * a core more than this thread needs to spin. (After a run that had
-         * to wake this worker, a late part is explained, and it spins.) */
-        skip_spin = woke && !slept;
+        if (atomic_fetch_add(&p->done, 1) + 1 == p->n - 1 && atomic_load(&p->caller_asleep))
+            ka__futex_wake_all(&p->done);
     }
 }
 
@@ -123,7 +131,7 @@ static void stop_workers(ka__pool *p) {
 }
 
 static void free_pool(ka__pool *p) {
-    if (p->workers) ka__free(p->workers, (size_t)(p->n - 1) * sizeof *p->workers);
+    if (p->wraw) ka__free(p->wraw, (size_t)(p->n - 1) * sizeof *p->workers + 63);
     ka__free(p->raw, sizeof *p + 63);
 }
 
@@ -143,7 +151,8 @@ ka_status ka__pool_create(uint32_t nthreads, ka__pool **out) {
         *out = p;
         return KA_OK;
     }
-    p->workers = ka__calloc(nthreads - 1, sizeof *p->workers);
+    p->wraw = ka__calloc(1, (size_t)(nthreads - 1) * sizeof *p->workers + 63);
+    p->workers = p->wraw ? (pool_worker *)(((uintptr_t)p->wraw + 63) & ~(uintptr_t)63) : NULL;
     if (!p->workers) {
         free_pool(p);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "host pool: out of memory");
@@ -195,27 +204,38 @@ void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->taken, 0, memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1); /* seq_cst: publishes the run, then reads sleepers */
+    uint32_t g = atomic_fetch_add(&p->gen, 1) + 1; /* seq_cst: publishes the run, then reads sleepers */
     if (atomic_load(&p->sleepers)) ka__futex_wake_all(&p->gen);
+    int64_t until = ka__now_ns() + POOL_START_NS;
 
     fn(ctx, 0, n);
 
-    uint32_t want = n - 1;
-    uint32_t d = atomic_load_explicit(&p->done, memory_order_acquire);
+    /* Parts not claimed by the deadline: their workers are not running. */
+    uint32_t want = n - 1, d = 0, next = 0;
+    while (next < want) {
+        if (atomic_load_explicit(&p->workers[next].claim, memory_order_relaxed) == g) {
+            next++;
+            continue;
+        }
+        if (ka__now_ns() < until) {
+            ka__cpu_relax();
+            continue;
+        }
+        for (; next < want; next++)
+            if (claim(&p->workers[next], g)) {
+                fn(ctx, next + 1, n);
+                d++;
+            }
+    }
+    /* The workers' parts: spin, then sleep until the last one wakes us. */
+    if (d) atomic_fetch_add(&p->done, d);
+    d = atomic_load_explicit(&p->done, memory_order_acquire);
     if (d != want) {
-        int64_t start = ka__now_ns(), until = start + POOL_START_NS;
-        bool all_taken = false;
+        until = ka__now_ns() + POOL_SPIN_NS;
         while (d != want) {
             uint32_t before = d;
             d = spin_while(&p->done, before, until);
             if (d != before) continue; /* progress: spin on, until `until` */
-            if (!all_taken && atomic_load_explicit(&p->taken, memory_order_relaxed) == want) {
-                all_taken = true; /* every worker is at work: worth a longer spin */
-                until = start + POOL_SPIN_NS;
-                continue;
-            }
-            /* A worker is not running, or its part is long: sleep. */
             atomic_store(&p->caller_asleep, 1); /* seq_cst: then re-read done */
             d = atomic_load(&p->done);
             if (d != want) ka__futex_wait(&p->done, d, INT64_MAX);
