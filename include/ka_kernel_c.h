@@ -108,8 +108,8 @@ ka__scan_cc __clang__
 #define KA_INLINE inline
 
 /* ---- indices -------------------------------------------------------------- */
-#define KA_CTX_PARAM const ka__hctx *restrict ka__c, const ka_size_t ka__g0, const ka_size_t ka__g1, const ka_size_t ka__g2
-#define KA_CTX ka__c, ka__g0, ka__g1, ka__g2
+#define KA_CTX_PARAM const ka__hctx *restrict ka__c, const ka_size_t ka__g0, const ka_size_t ka__g1, const ka_size_t ka__g2, const int ka__inr
+#define KA_CTX ka__c, ka__g0, ka__g1, ka__g2, ka__inr
 #define ka__nd (ka__c->nd)
 #define ka_global_id(d) ((ka_size_t)((d) == 0 ? ka__g0 : (d) == 1 ? ka__g1 : (d) == 2 ? ka__g2 : 0))
 #if defined(KA_STATIC_WG0)
@@ -125,8 +125,8 @@ ka__scan_cc __clang__
 #include "ka_kernel_common.h"
 #undef KA_CTX_PARAM
 #undef KA_CTX
-#define KA_CTX_PARAM const ka__hctx *restrict ka__c, const ka_size_t ka__g0, const ka_size_t ka__g1, const ka_size_t ka__g2
-#define KA_CTX ka__c, ka__g0, ka__g1, ka__g2
+#define KA_CTX_PARAM const ka__hctx *restrict ka__c, const ka_size_t ka__g0, const ka_size_t ka__g1, const ka_size_t ka__g2, const int ka__inr
+#define KA_CTX ka__c, ka__g0, ka__g1, ka__g2, ka__inr
 #undef KA_UNROLL
 #undef KA_UNROLL_N
 #if defined(__clang__)
@@ -136,13 +136,19 @@ ka__scan_cc __clang__
 #define KA_UNROLL KA__PRAGMA(GCC unroll 65534)
 #define KA_UNROLL_N(n) KA__PRAGMA(GCC unroll n)
 #endif
-#define ka_in_range() (ka_global_id(0) < ka_ndrange(0) && ka_global_id(1) < ka_ndrange(1) && ka_global_id(2) < ka_ndrange(2))
+/* ka__inr: 1 where the entry function knows the item is in range (the
+ * rows path's in-range loop), a constant once the body is inlined; GCC
+ * cannot derive it from the loop's bounds, and the check left in the loop
+ * costs the vectorized loop much of its speed. */
+#define ka_in_range() \
+    (ka__inr || (ka_global_id(0) < ka_ndrange(0) && ka_global_id(1) < ka_ndrange(1) && ka_global_id(2) < ka_ndrange(2)))
 
 /* A helper without KA_CTX_PARAM that uses an index reads these: the entry
  * functions set them before each work-item where the program has such a
  * helper (a kernel's own parameters of the same names hide them). */
 static _Thread_local const ka__hctx *ka__c;
 static _Thread_local ka_size_t ka__g0, ka__g1, ka__g2;
+static const int ka__inr = 0; /* such a helper checks the range */
 static inline __attribute__((always_inline, unused)) void ka__tls_set(const ka__hctx *c, ka_size_t g0, ka_size_t g1,
                                                                       ka_size_t g2) {
     ka__c = c;

@@ -226,6 +226,10 @@ static void indices(void **state) {
     run_ids("2-D", k, 2, (uint64_t[3]){37, 19}, (uint32_t[3]){8, 4});
     run_ids("3-D", k, 3, (uint64_t[3]){5, 6, 7}, (uint32_t[3]){4, 2, 2});
     run_ids("3-D, wide", k, 3, (uint64_t[3]){70, 3, 2}, (uint32_t[3]){32, 2, 1});
+    /* over 4096 padded items: split over a CPU device's threads, padded
+     * lanes in the last part (rows; columns of one row) */
+    run_ids("2-D, large", k, 2, (uint64_t[3]){1000, 9}, (uint32_t[3]){64, 2});
+    run_ids("1-D, large", k, 1, (uint64_t[3]){5000}, (uint32_t[3]){64});
     /* Static work-group and ndrange: the sizes are compiled in. */
     ka_kernel ks;
     ka_kernel_config cfg = {.workgroup = {8, 4, 1}, .ndrange = {20, 10, 1}};

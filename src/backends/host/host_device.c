@@ -1,7 +1,9 @@
 /* The host device: the machine's CPUs, listed when a C compiler is found
  * ($KA_CC, else cc, gcc or clang on PATH), chosen again at each open. */
+#define _GNU_SOURCE /* dladdr */
 #include "host_internal.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,32 +88,54 @@ static void fill_info(ka_device_info *i) {
     i->has_printf = 1;
 }
 
-/* FNV-1a over the first "flags" (x86) or "Features" (arm) line of
- * /proc/cpuinfo: what -march=native may compile for. */
+#define FNV_BASIS 0xcbf29ce484222325ull
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The first "flags" (x86) or "Features" (arm) line of /proc/cpuinfo: what
+ * -march=native may compile for. */
 static uint64_t cpu_flags_hash(void) {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = FNV_BASIS;
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return h;
     char line[4096];
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, "flags", 5) && strncmp(line, "Features", 8)) continue;
-        for (const char *c = line; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        h = fnv(h, line, strlen(line));
         break;
     }
     fclose(f);
     return h;
 }
 
+/* The file this code was loaded from (libka, or the program it is linked
+ * into), its size and mtime: the entry functions a program's object holds
+ * and the launch's constants it reads are this build's, so a new build of
+ * libka must not load objects an older one compiled. */
+static uint64_t self_hash(void) {
+    Dl_info di;
+    struct stat st;
+    uint64_t h = FNV_BASIS;
+    if (!dladdr((void *)&self_hash, &di) || !di.dli_fname || stat(di.dli_fname, &st) != 0) return h;
+    h = fnv(h, di.dli_fname, strlen(di.dli_fname));
+    int64_t v[3] = {(int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec};
+    return fnv(h, v, sizeof v);
+}
+
 /* The cache key's target: the compiler as resolved (symbolic links such as
- * cc -> gcc-12 followed), its size and mtime (an upgrade changes them), and
- * the CPU's feature flags. */
+ * cc -> gcc-12 followed), its size and mtime (an upgrade changes them), the
+ * CPU's feature flags and libka's own build. */
 static void make_target(ka__hdev *hd) {
     char real[4096];
     struct stat st;
     const char *path = realpath(hd->cc, real) ? real : hd->cc;
     if (stat(path, &st) != 0) memset(&st, 0, sizeof st);
-    snprintf(hd->target, sizeof hd->target, "cc %.180s %lld %lld.%09ld flags %016llx", path, (long long)st.st_size,
-             (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (unsigned long long)cpu_flags_hash());
+    snprintf(hd->target, sizeof hd->target, "cc %.160s %lld %lld.%09ld flags %016llx libka %016llx", path,
+             (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+             (unsigned long long)cpu_flags_hash(), (unsigned long long)self_hash());
 }
 
 ka_status ka__host_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
