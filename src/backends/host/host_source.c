@@ -367,9 +367,9 @@ static void put_entries(out *o, const kinfo *k, enum ka__hpath path) {
     puts_(o, "\"; \\\n");
     put_local_size(o, k);
     if (path == KA__HP_ROWS) {
-        /* The in-range lanes and the padded ones in two functions: with
-         * the padded lanes' loop, or any call, in the function of the
-         * in-range loop, GCC 12 vectorizes that loop far worse. */
+        /* The in-range lanes and the padded ones in two functions: padded
+         * lanes are rare, and the function of the hot loop holds that loop
+         * alone, in which ka_in_range() is the constant 1. */
         puts_(o, "static __attribute__((noinline, cold)) void ka__pad_");
         put_name(o, k);
         puts_(o, "(const ka__hctx *ka__c, void *const *ka__a, ka_size_t ka__r0, ka_size_t ka__r1, ka_size_t ka__c0, "
