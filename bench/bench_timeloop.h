@@ -22,6 +22,8 @@ static inline void heat_row(float *restrict dst, const float *restrict src, size
     dst[r + n - 1] = src[r + n - 1];
 }
 
+/* The serial loop: `steps` steps as timeloop_omp, in one thread. */
+void timeloop_serial(float *a, float *b, size_t n, int steps);
 /* `steps` steps from a into b and back (ping-pong); the result is in a when
  * steps is even, else in b. */
 void timeloop_omp(float *a, float *b, size_t n, int steps);
