@@ -32,6 +32,8 @@ typedef struct bench_opts {
 int bench_option(const cli *c, int r, const char *arg, bench_opts *o);
 
 int64_t bench_now_ns(void);
+/* memcpy split over OpenMP's threads, in 64-byte-aligned slabs (bench_omp.c). */
+void bench_omp_copy(void *dst, const void *src, size_t bytes);
 /* Sleeps 50 ms: long enough for spinning idle threads (libgomp's, libka's
  * pool) to go to sleep before the next timed run. */
 void bench_quiet(void);

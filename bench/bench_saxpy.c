@@ -28,19 +28,20 @@ static const char *cu_src =
 /* KA_SAXPY_SPIN waits on a queue that spins 10 ms before sleeping (the default
  * spin is 50 us on GPUs, shorter than the kernel); the PIPE rows launch I times
  * and wait once, the kernel's own bandwidth without a wait per launch. */
-enum { KA_SAXPY, KA_SAXPY_SPIN, KA_SAXPY_PIPE, KA_COPY, RAW_SAXPY, RAW_SAXPY_PIPE, RAW_COPY, NKINDS };
+enum { KA_SAXPY, KA_SAXPY_SPIN, KA_SAXPY_PIPE, KA_COPY, RAW_SAXPY, RAW_SAXPY_PIPE, RAW_COPY, OMP_COPY, NKINDS };
 static const char *names[NKINDS] = {"ka saxpy (launch + ka_event_wait)", "ka saxpy, queue spin 10 ms",
                                     "ka saxpy, I launches + 1 wait", "ka_buffer_copy (blocking)",
                                     "raw saxpy (cuLaunchKernel + stream sync)", "raw saxpy, I launches + 1 sync",
-                                    "raw cuMemcpyDtoDAsync + stream sync"};
+                                    "raw cuMemcpyDtoDAsync + stream sync", "memcpy over all threads (OpenMP)"};
 static const char *keys[NKINDS] = {"ka_saxpy", "ka_saxpy_spin", "ka_saxpy_pipelined", "ka_copy",
-                                   "raw_saxpy", "raw_saxpy_pipelined", "copy"};
+                                   "raw_saxpy", "raw_saxpy_pipelined", "copy", "omp_copy"};
 
 static const char usage[] =
     "usage: ka-bench saxpy [--device SEL] [--n N] [--wg W] [--iterations I] [--reps R] [--json]\n"
     "  saxpy over N floats (12 bytes per element) through libka against the device's copy bandwidth\n"
     "  (a copy of N floats: 8 bytes per element, read + written) in the same process; on CUDA also raw\n"
-    "  cuMemcpyDtoDAsync and the same saxpy through cuLaunchKernel. Each figure is one call + its wait\n"
+    "  cuMemcpyDtoDAsync and the same saxpy through cuLaunchKernel; on CPUs also memcpy split over all\n"
+    "  threads with OpenMP (the reference there). Each figure is one call + its wait\n"
     "  (rows marked so: I launches, one wait), I calls per repetition, R interleaved repetitions, medians.\n"
     "  N: 1 to 4294967295 (decimal, or hexadecimal after 0x); W: 1 to 4294967295 (the device sets the\n"
     "  real limit); I: at least 1; R: 1 to 100000.\n"
@@ -127,7 +128,11 @@ int bench_saxpy_main(int argc, char **argv) {
         return 1;
     }
     if (di->backend == KA_BACKEND_CUDA && !cu) fprintf(stderr, "ka-bench saxpy: no raw CUDA comparison: %s\n", why);
-    int have[NKINDS] = {1, 1, 1, 1, cu != NULL, cu != NULL, cu != NULL};
+    /* CPUs: the reference is memcpy split over all threads, what a C user's
+     * threaded code moves; in host memory of its own, first touched by it. */
+    char *ob = di->is_cpu ? malloc(2 * bytes) : NULL;
+    if (ob) memset(ob, 0, 2 * bytes);
+    int have[NKINDS] = {1, 1, 1, 1, cu != NULL, cu != NULL, cu != NULL, ob != NULL};
     int ka_runs = 0, raw_runs = 0;
 
     double *t[NKINDS];
@@ -156,6 +161,10 @@ int bench_saxpy_main(int argc, char **argv) {
             } else if (j == KA_COPY) {
                 int64_t t0 = bench_now_ns();
                 for (int i = 0; i < it; i++) CHECK(ka_buffer_copy(q, x, 0, z, 0, bytes, NULL));
+                ns = (double)(bench_now_ns() - t0) / it;
+            } else if (j == OMP_COPY) {
+                int64_t t0 = bench_now_ns();
+                for (int i = 0; i < it; i++) bench_omp_copy(ob + bytes, ob, bytes);
                 ns = (double)(bench_now_ns() - t0) / it;
             } else if (j == RAW_SAXPY || j == RAW_SAXPY_PIPE) {
                 ns = bench_cu_saxpy(cu, ry, rx, 0.5f, (unsigned)n, wg, it, j == RAW_SAXPY);
@@ -186,11 +195,12 @@ int bench_saxpy_main(int argc, char **argv) {
         med[j] = have[j] ? bench_median(t[j], reps) : 0;
         mn[j] = have[j] ? bench_min(t[j], reps) : 0;
         mx[j] = have[j] ? bench_max(t[j], reps) : 0;
-        moved[j] = (double)n * (j == KA_COPY || j == RAW_COPY ? 8.0 : 12.0);
+        moved[j] = (double)n * (j == KA_COPY || j == RAW_COPY || j == OMP_COPY ? 8.0 : 12.0);
         free(t[j]);
     }
 #define GBPS(j, v) ((v) > 0 ? moved[j] / (v) : 0) /* bytes per ns = GB/s */
-    int ref = cu ? RAW_COPY : KA_COPY;
+    int ref = cu ? RAW_COPY : ob ? OMP_COPY : KA_COPY;
+    free(ob);
     ka_queue_stats qst = {0}; /* how the default queue's waits ended (rows ka saxpy and I launches + 1 wait) */
     ka_queue_get_stats(q, &qst);
     if (json) {
