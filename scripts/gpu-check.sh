@@ -17,6 +17,9 @@
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
 #      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
 #   h  test_prims with inputs past 2^31 (KA_BIG_TESTS=1); examples/saxpy traced (KA_TRACE), checked
+#   i  the host back-end on the machine's CPU cores: the whole suite with KA_DEVICE=host, then
+#      ka-bench timeloop, fork, saxpy, barriers (also on PoCL), launch and compile on host, and
+#      timeloop and fork again on two cores (taskset, KA_NUM_THREADS=2, OMP_NUM_THREADS=2)
 # Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
 # against their goals), ka_saxpy.ptx, raw_saxpy.ptx and gpu-check.tar.gz (every log, JSON
 # file and the summary).
@@ -35,7 +38,7 @@ if [[ $# -ne 2 ]]; then
 fi
 T0=$(date +%s)
 BUDGET=${GPU_CHECK_BUDGET:-500}
-STEPS=${GPU_CHECK_STEPS:-abcdefgh}
+STEPS=${GPU_CHECK_STEPS:-abcdefghi}
 DEV=${GPU_CHECK_DEVICE:-cuda:0}
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 if ! BUILD=$(cd "$1" 2>/dev/null && pwd -P); then
@@ -57,10 +60,10 @@ say() { echo "[$(now) +$(elapsed)s] $*" | tee -a "$LOGS/gpu-check.log"; }
 # ---- time: each step gets min(its cap, what is left after the later steps' reserves) --
 # reserve: seconds kept for each step still to come (so a slow step cannot starve them);
 # 15 s more for the summary and the tarball.
-declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=90 [f]=15 [g]=60 [h]=40)
+declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=90 [f]=15 [g]=60 [h]=40 [i]=120)
 reserve_after() { # the reserves of the steps after $1 that will run
   local s=$1 sum=15 later=0 x
-  for x in a b c d e f g h; do
+  for x in a b c d e f g h i; do
     [[ $later == 1 && $STEPS == *$x* ]] && sum=$((sum + RESERVE[$x]))
     [[ $x == "$s" ]] && later=1
   done
@@ -323,6 +326,27 @@ if [[ $STEPS == *h* ]]; then
     python3 "$3/tests/check_trace.py" "$1/saxpy_trace_cuda.json" saxpy=1 write=2 read=1 wait=1' "$BUILD" "$LOGS" "$DEV" "$REPO"
 fi
 
+# ---- i: the host back-end on the CPU cores ---------------------------------------------
+if [[ $STEPS == *i* ]]; then
+  CUR_STEP=i
+  KA_DEVICE=host ctest_run i_ctest_host 200 4 ""
+  hb() { # NAME CAP BENCH ARGS...: ka-bench BENCH ARGS --json into bench_NAME.json
+    local name=$1 cap=$2
+    shift 2
+    run "i_bench_$name" "$cap" sh -c 'j=$1 e=$2; shift 2; "$@" --json > "$j" 2> "$e"; rc=$?; cat "$e"; exit $rc' \
+      _ "$LOGS/bench_$name.json" "$LOGS/bench_$name.stderr" "$@"
+  }
+  hb timeloop_host 120 "$KA_BENCH" timeloop --device host
+  hb fork_host 30 "$KA_BENCH" fork --device host
+  hb saxpy_host 40 "$KA_BENCH" saxpy --device host
+  hb barriers_host 60 "$KA_BENCH" barriers --device host
+  hb barriers_pocl 90 "$KA_BENCH" barriers --device pocl
+  hb launch_host 40 "$KA_BENCH" launch --device host
+  hb compile_host 40 "$KA_BENCH" compile --device host
+  hb timeloop_host2 120 env KA_NUM_THREADS=2 OMP_NUM_THREADS=2 taskset -c 2,3 "$KA_BENCH" timeloop --device host
+  hb fork_host2 30 env KA_NUM_THREADS=2 OMP_NUM_THREADS=2 taskset -c 2,3 "$KA_BENCH" fork --device host
+fi
+
 # ---- summary ---------------------------------------------------------------------------
 jnum() { # jnum FILE KEY [N]: the Nth (default 1st) numeric value of "KEY" in FILE
   grep -oE "\"$2\":-?[0-9][0-9.eE+-]*" "$1" 2>/dev/null | sed -n "${3:-1}p" | cut -d: -f2
@@ -343,7 +367,7 @@ status=0
   done < "$LOGS/steps.tsv"
   echo
   echo "tests (of those listed: passed, failed, timed out, skipped, never run):"
-  for t in "b_ctest_cuda:$DEV" c_ctest_pocl:pocl d_ctest_nvidia_opencl:nvidia-opencl; do
+  for t in "b_ctest_cuda:$DEV" c_ctest_pocl:pocl d_ctest_nvidia_opencl:nvidia-opencl i_ctest_host:host; do
     name=${t%%:*} dev=${t#*:}
     [[ -f $LOGS/$name.log ]] || { printf '  %-14s not run\n' "$dev"; continue; }
     read -r p f to s r n <<< "$(ctest_counts "$name")"
