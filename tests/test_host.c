@@ -109,6 +109,56 @@ static void test_missing_compiler(void **state) {
     free(saved);
 }
 
+/* KA_NUM_THREADS sizes the pool (compute_units); a value that is not a
+ * thread count is a clear error at open. A pool of 3 runs a large saxpy
+ * right, on as many threads as it has. */
+static void test_num_threads(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    const char *old = getenv("KA_NUM_THREADS");
+    char *saved = old ? strdup(old) : NULL;
+    static const char *bad[] = {"0", "abc", "-2", "65537", "3x", "99999999999999999999"};
+    ka_device d;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("KA_NUM_THREADS", bad[i], 1);
+        KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_device_open("host", &d));
+        EXPECT_DETAIL("KA_NUM_THREADS", bad[i], "1 to 65536");
+    }
+    setenv("KA_NUM_THREADS", "3", 1);
+    KA_OK_OR_FAIL(ka_device_open("host", &d));
+    const ka_device_info *di;
+    KA_OK_OR_FAIL(ka_device_get_info(d, &di));
+    assert_int_equal(di->compute_units, 3);
+    ka_queue q;
+    KA_OK_OR_FAIL(ka_queue_create(d, NULL, &q));
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(d, src, NULL, &p));
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "saxpy", NULL, &k));
+    enum { N = 100003 };
+    float *h = malloc(N * sizeof *h);
+    for (int i = 0; i < N; i++) h[i] = (float)i;
+    ka_buffer x, y;
+    KA_OK_OR_FAIL(ka_buffer_create(d, N * sizeof *h, &x));
+    KA_OK_OR_FAIL(ka_buffer_create(d, N * sizeof *h, &y));
+    KA_OK_OR_FAIL(ka_buffer_write(q, x, 0, N * sizeof *h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(q, y, 0, N * sizeof *h, h, NULL));
+    ka_arg a[] = {ka_arg_buffer(y), ka_arg_buffer(x), ka_arg_f32(2.0f)};
+    KA_OK_OR_FAIL(ka_launch(q, k, &(ka_range){.dims = 1, .size = {N}}, a, 3, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, y, 0, N * sizeof *h, h, NULL));
+    for (int i = 0; i < N; i++)
+        if (h[i] != 3.0f * (float)i) fail_msg("saxpy on 3 threads: y[%d] = %g, want %g", i, h[i], 3.0 * i);
+    free(h);
+    ka_buffer_release(x);
+    ka_buffer_release(y);
+    ka_program_release(p);
+    ka_queue_release(q);
+    KA_OK_OR_FAIL(ka_device_close(d));
+    if (saved) setenv("KA_NUM_THREADS", saved, 1);
+    else unsetenv("KA_NUM_THREADS");
+    free(saved);
+}
+
 static void test_saxpy_sizes(void **state) {
     (void)state;
     NEED_DEVICE();
@@ -311,7 +361,7 @@ int main(void) {
         cmocka_unit_test(test_compile_error), cmocka_unit_test(test_missing_compiler),
         cmocka_unit_test(test_saxpy_sizes),   cmocka_unit_test(test_block_reduction),
         cmocka_unit_test(test_group_local),   cmocka_unit_test(test_concurrent_groups),
-        cmocka_unit_test(test_async),
+        cmocka_unit_test(test_async),         cmocka_unit_test(test_num_threads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,6 +4,8 @@
 #include "host_internal.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,24 @@ static void cpu_name(char *out, size_t cap) {
     fclose(f);
 }
 
+/* The pool's size: $KA_NUM_THREADS (1 to 65536), else the CPUs this
+ * process may run on (its affinity mask, as OpenMP counts them). A value
+ * that is not such a number: KA_ERR_INVALID_ARGUMENT, *n the default. */
+static ka_status thread_count(uint32_t *n) {
+    cpu_set_t set;
+    long c = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    *n = c > 0 ? (uint32_t)c : 1;
+    const char *e = getenv("KA_NUM_THREADS");
+    if (!e || !*e) return KA_OK;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(e, &end, 10);
+    if (errno || *end || end == e || *e == '-' || *e == '+' || v < 1 || v > 65536)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "KA_NUM_THREADS='%.64s': want a number of threads, 1 to 65536", e);
+    *n = (uint32_t)v;
+    return KA_OK;
+}
+
 static void fill_info(ka_device_info *i) {
     memset(i, 0, sizeof *i);
     i->backend = KA_BACKEND_HOST;
@@ -71,8 +91,7 @@ static void fill_info(ka_device_info *i) {
     snprintf(i->version, sizeof i->version, "C11");
     snprintf(i->driver_version, sizeof i->driver_version, "libka %d.%d.%d", KA_VERSION_MAJOR, KA_VERSION_MINOR, KA_VERSION_PATCH);
     i->is_cpu = 1;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    i->compute_units = ncpu > 0 ? (uint32_t)ncpu : 1;
+    (void)thread_count(&i->compute_units); /* a bad value: the default, and ka_device_open says why */
     i->max_workgroup_size = KA__HOST_MAX_WG;
     i->max_workgroup[0] = i->max_workgroup[1] = i->max_workgroup[2] = KA__HOST_MAX_WG;
     i->preferred_workgroup_multiple = 1;
@@ -151,7 +170,9 @@ ka_status ka__host_device_open(ka__device *d, uint32_t index) {
     (void)index;
     ka__hdev *hd = ka__calloc(1, sizeof *hd);
     if (!hd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
-    ka_status st = ka__host_find_cc(hd->cc, sizeof hd->cc);
+    uint32_t threads;
+    ka_status st = thread_count(&threads);
+    if (st == KA_OK) st = ka__host_find_cc(hd->cc, sizeof hd->cc);
     if (st == KA_OK) {
         make_target(hd);
         fill_info(&d->info);

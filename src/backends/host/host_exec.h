@@ -20,8 +20,10 @@ void ka__pool_destroy(ka__pool *p); /* no run in progress */
 uint32_t ka__pool_size(const ka__pool *p);
 /* Calls fn(ctx, i, n) once for every part i in [0, n), n = ka__pool_size(p),
  * part 0 in the calling thread; returns when every call has returned. The
- * same part number goes to the same thread on every run (a static partition
- * keeps each thread's slab of data in its cache). Runs from several threads
+ * same part number goes to the same thread on every run while the workers
+ * keep up (a static partition keeps each thread's slab of data in its
+ * cache); a worker that has not claimed its part soon after the run starts
+ * (asleep, or waiting for a core) loses it to the caller. Runs from several threads
  * at once are allowed: one of them gets the workers, another runs all n
  * parts itself, in order (correct, not parallel). Never allocates. */
 void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx);
