@@ -27,8 +27,8 @@ static const char usage[] =
     "  ping-pong buffers: serial C, OpenMP `parallel for` over the rows ($OMP_NUM_THREADS threads,\n"
     "  default all cores) and libka's default queue (one launch per step, one wait per run), in\n"
     "  microseconds per step and as ratios. The three results are checked equal bit for bit.\n"
-    "  The serial and OpenMP loops are compiled -O3 -march=native -ffp-contract=off (where the\n"
-    "  compiler takes -march=native), as the host back-end compiles kernels, whatever the build type.\n"
+    "  The serial and OpenMP loops are compiled -O3 -ffp-contract=off whatever the build type, on\n"
+    "  x86-64 for the best vector ISA of the running CPU (AVX-512, AVX2 or baseline clones).\n"
     "  N: 3 to 16384 each, up to 16 sizes (default 16,64,256,1024,4096); S: steps per run, 1 to\n"
     "  1000000 (default: 2^22 / N^2, at least 10 and at most 2000); R: interleaved repetitions,\n"
     "  medians (default 7). X,Y: libka's work-group, 1 to 1024 each (default: libka's choice).\n";

@@ -27,7 +27,7 @@
 # Environment: GPU_CHECK_BUDGET (seconds for the whole run, default 500: under 9 minutes
 # with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefgh"),
 # GPU_CHECK_DEVICE (the device of steps b and e, default cuda:0; another one only to try
-# the script where there is no GPU).
+# the script where there is no GPU), GPU_CHECK_HOST (step i's parts, default all).
 # Exit status: 0 when every step ran and passed, 1 otherwise (the summary says which),
 # 2 usage error.
 set -uo pipefail
@@ -327,15 +327,20 @@ if [[ $STEPS == *h* ]]; then
 fi
 
 # ---- i: the host back-end on the CPU cores ---------------------------------------------
+# GPU_CHECK_HOST: what of it to run (default all): "suite" and the benchmark runs' names.
+HOST_RUNS=${GPU_CHECK_HOST:-suite timeloop_host fork_host saxpy_host barriers_host barriers_pocl launch_host compile_host timeloop_host2 fork_host2}
 if [[ $STEPS == *i* ]]; then
   CUR_STEP=i
-  KA_DEVICE=host ctest_run i_ctest_host 200 4 ""
+  run i_cpu 10 sh -c 'nproc; grep -m1 "model name" /proc/cpuinfo; grep -m1 "^flags" /proc/cpuinfo; gcc --version | head -n1'
+  [[ " $HOST_RUNS " == *" suite "* ]] && KA_DEVICE=host ctest_run i_ctest_host 200 4 ""
   hb() { # NAME CAP BENCH ARGS...: ka-bench BENCH ARGS --json into bench_NAME.json
     local name=$1 cap=$2
     shift 2
-    run "i_bench_$name" "$cap" sh -c 'j=$1 e=$2; shift 2; "$@" --json > "$j" 2> "$e"; rc=$?; cat "$e"; exit $rc' \
+    [[ " $HOST_RUNS " == *" $name "* ]] || return 0
+    run "i_bench_$name" "$cap" sh -c 'j=$1 e=$2; shift 2; "$@" --json > "$j" 2> "$e"; rc=$?; cat "$j" "$e"; exit $rc' \
       _ "$LOGS/bench_$name.json" "$LOGS/bench_$name.stderr" "$@"
   }
+  two=(env KA_NUM_THREADS=2 OMP_NUM_THREADS=2 taskset -c 2,3)
   hb timeloop_host 120 "$KA_BENCH" timeloop --device host
   hb fork_host 30 "$KA_BENCH" fork --device host
   hb saxpy_host 40 "$KA_BENCH" saxpy --device host
@@ -343,8 +348,8 @@ if [[ $STEPS == *i* ]]; then
   hb barriers_pocl 90 "$KA_BENCH" barriers --device pocl
   hb launch_host 40 "$KA_BENCH" launch --device host
   hb compile_host 40 "$KA_BENCH" compile --device host
-  hb timeloop_host2 120 env KA_NUM_THREADS=2 OMP_NUM_THREADS=2 taskset -c 2,3 "$KA_BENCH" timeloop --device host
-  hb fork_host2 30 env KA_NUM_THREADS=2 OMP_NUM_THREADS=2 taskset -c 2,3 "$KA_BENCH" fork --device host
+  hb timeloop_host2 120 "${two[@]}" "$KA_BENCH" timeloop --device host
+  hb fork_host2 30 "${two[@]}" "$KA_BENCH" fork --device host
 fi
 
 # ---- summary ---------------------------------------------------------------------------
