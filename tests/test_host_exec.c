@@ -1,7 +1,8 @@
 /* The host back-end's execution engine (src/backends/host/host_exec.h), on
- * its own: the thread pool (every part once per run, the same thread for a
- * part on every run unless the caller takes it over, long runs of runs, runs from several threads at once,
- * more threads than cores) and the fibers of a work-group (barriers in
+ * its own: the thread pool (every part once per run, a worker's parts on
+ * that worker on every run unless the caller takes them over, long runs of
+ * runs, runs from several threads at once, more threads than cores) and the
+ * fibers of a work-group (barriers in
  * loops, a work-group reduction through a shared array, divergent barriers
  * refused and the set usable after, sets in pool threads). */
 #include "test_util.h"
@@ -16,7 +17,7 @@
 
 /* ---- the pool ------------------------------------------------------------ */
 
-#define MAX_PARTS 16
+#define MAX_PARTS 64 /* 16 threads of a few parts each */
 
 typedef struct part_log {
     uint32_t nparts;
@@ -49,29 +50,28 @@ static void pool_parts_once_same_thread(void **state) {
         ka__pool *p = NULL;
         assert_int_equal(ka__pool_create(n, &p), KA_OK);
         assert_int_equal(ka__pool_size(p), n);
-        part_log l = {.nparts = n};
-        ka__pool_run(p, log_part, &l);
-        expect_runs(&l, 1);
-        /* Part 0 is the caller's. A worker's part runs on that worker, or
-         * on the caller when the worker did not claim it in time (asleep,
-         * or waiting for a core): never on another worker. */
+        uint32_t parts = ka__pool_parts(p), per = parts / n;
+        assert_true(parts >= n && parts <= MAX_PARTS && parts % n == 0);
+        part_log l = {.nparts = parts};
+        /* Thread 0's parts are the caller's. A worker's parts run on that
+         * worker, or on the caller when the worker had not started them in
+         * time (asleep, or waiting for a core): never on another worker. */
         pthread_t self = pthread_self(), owner[MAX_PARTS];
         bool owned[MAX_PARTS] = {0};
         for (int r = 1; r <= 200; r++) {
-            if (r > 1) {
-                ka__pool_run(p, log_part, &l);
-                expect_runs(&l, (uint64_t)r);
-            }
-            assert_true(pthread_equal(l.who[0], self));
-            for (uint32_t i = 1; i < n; i++) {
-                if (pthread_equal(l.who[i], self)) continue;
-                if (!owned[i]) {
+            ka__pool_run(p, log_part, &l);
+            expect_runs(&l, (uint64_t)r);
+            for (uint32_t i = 0; i < parts; i++) {
+                uint32_t t = i / per;
+                if (t == 0) assert_true(pthread_equal(l.who[i], self));
+                if (t == 0 || pthread_equal(l.who[i], self)) continue;
+                if (!owned[t]) {
                     for (uint32_t j = 1; j < n; j++) /* a worker of its own */
                         if (owned[j]) assert_false(pthread_equal(owner[j], l.who[i]));
-                    owner[i] = l.who[i];
-                    owned[i] = true;
+                    owner[t] = l.who[i];
+                    owned[t] = true;
                 }
-                assert_true(pthread_equal(l.who[i], owner[i]));
+                assert_true(pthread_equal(l.who[i], owner[t]));
             }
             if (r % 50 == 0) usleep(2000); /* let the workers fall asleep: the wake path */
         }
@@ -86,7 +86,7 @@ static void pool_many_runs(void **state) {
     for (size_t s = 0; s < 3; s++) {
         ka__pool *p = NULL;
         assert_int_equal(ka__pool_create(sizes[s], &p), KA_OK);
-        part_log l = {.nparts = sizes[s]};
+        part_log l = {.nparts = ka__pool_parts(p)};
         for (uint64_t r = 1; r <= runs[s]; r++) {
             ka__pool_run(p, log_part, &l);
             for (uint32_t i = 0; i < l.nparts; i++)
@@ -123,7 +123,7 @@ static void pool_concurrent_runs(void **state) {
         for (int i = 0; i < CONC_THREADS; i++) {
             memset(&a[i], 0, sizeof a[i]);
             a[i].pool = p;
-            a[i].log.nparts = sizes[s];
+            a[i].log.nparts = ka__pool_parts(p);
             assert_int_equal(pthread_create(&t[i], NULL, conc_main, &a[i]), 0);
         }
         for (int i = 0; i < CONC_THREADS; i++) {
@@ -150,12 +150,13 @@ static void pool_nested_run(void **state) {
     ka__pool *p = NULL;
     assert_int_equal(ka__pool_create(4, &p), KA_OK);
     nest_ctx c = {.pool = p};
-    for (int i = 0; i < 4; i++) c.inner[i].nparts = 4;
+    uint32_t parts = ka__pool_parts(p);
+    for (uint32_t i = 0; i < parts; i++) c.inner[i].nparts = parts;
     for (int r = 1; r <= 100; r++) {
         ka__pool_run(p, nest_part, &c);
-        for (int i = 0; i < 4; i++) {
+        for (uint32_t i = 0; i < parts; i++) {
             expect_runs(&c.inner[i], (uint64_t)r);
-            for (int j = 0; j < 4; j++) assert_true(pthread_equal(c.inner[i].who[j], c.inner[i].who[0]));
+            for (uint32_t j = 0; j < parts; j++) assert_true(pthread_equal(c.inner[i].who[j], c.inner[i].who[0]));
         }
     }
     ka__pool_destroy(p);
@@ -438,9 +439,10 @@ static void fibers_in_pool_threads(void **state) {
         ka__pool *p = NULL;
         assert_int_equal(ka__pool_create(n, &p), KA_OK);
         memset(&pg, 0, sizeof pg);
-        for (uint32_t i = 0; i < n; i++) assert_int_equal(ka__fiberset_create(200, FIBER_STACK, &pg.sets[i]), KA_OK);
+        uint32_t parts = ka__pool_parts(p); /* a set per part: the caller may run a worker's part beside it */
+        for (uint32_t i = 0; i < parts; i++) assert_int_equal(ka__fiberset_create(200, FIBER_STACK, &pg.sets[i]), KA_OK);
         for (int r = 0; r < 5; r++) ka__pool_run(p, groups_part, &pg);
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = 0; i < parts; i++) {
             assert_int_equal(pg.failures[i], 0);
             ka__fiberset_destroy(pg.sets[i]);
         }
@@ -459,7 +461,7 @@ static void exec_allocations(void **state) {
     assert_int_equal(ka__fiberset_create(64, FIBER_STACK, &fs), KA_OK);
     uint64_t made = atomic_load(&heap()->allocs);
     assert_true(made > 0);
-    part_log l = {.nparts = 4};
+    part_log l = {.nparts = ka__pool_parts(p)};
     for (int r = 0; r < 1000; r++) ka__pool_run(p, log_part, &l);
     run_group(fs, &g_group, 64, 5);
     div_ctx c = {.ret_lo = 5, .ret_hi = 6};

@@ -8,24 +8,27 @@
 #include "ka_internal.h"
 
 /* ---- the pool -------------------------------------------------------------
- * n threads in all: the caller of ka__pool_run is part number 0, n - 1
- * workers are the others. Workers spin for a while after a run, then sleep
- * on a futex; a run wakes only sleeping workers. */
+ * n threads in all: the caller of ka__pool_run is thread 0, n - 1 workers
+ * are the others. Workers spin for a while after a run, then sleep on a
+ * futex; a run wakes only sleeping workers. */
 typedef struct ka__pool ka__pool;
 typedef void (*ka__pool_fn)(void *ctx, uint32_t part, uint32_t nparts);
 
 /* nthreads >= 1 (1: no worker thread, every run is inline). */
 ka_status ka__pool_create(uint32_t nthreads, ka__pool **out);
 void ka__pool_destroy(ka__pool *p); /* no run in progress */
-uint32_t ka__pool_size(const ka__pool *p);
-/* Calls fn(ctx, i, n) once for every part i in [0, n), n = ka__pool_size(p),
- * part 0 in the calling thread; returns when every call has returned. The
- * same part number goes to the same thread on every run while the workers
- * keep up (a static partition keeps each thread's slab of data in its
- * cache); a worker that has not claimed its part soon after the run starts
- * (asleep, or waiting for a core) loses it to the caller. Runs from several threads
- * at once are allowed: one of them gets the workers, another runs all n
- * parts itself, in order (correct, not parallel). Never allocates. */
+uint32_t ka__pool_size(const ka__pool *p);  /* threads */
+uint32_t ka__pool_parts(const ka__pool *p); /* parts of a run: a few per thread */
+/* Calls fn(ctx, i, n) once for every part i in [0, n), n =
+ * ka__pool_parts(p); returns when every call has returned. Thread t's
+ * parts are the t-th n / ka__pool_size(p) consecutive ones, thread 0 the
+ * caller: the same parts go to the same thread on every run while the
+ * workers keep up (a static partition keeps each thread's slab of data in
+ * its cache). The caller takes the parts a worker has not started soon
+ * after the run began (asleep, or waiting for a core), one at a time.
+ * Runs from several threads at once are allowed: one of them gets the
+ * workers, another runs all n parts itself, in order (correct, not
+ * parallel). Never allocates. */
 void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx);
 
 /* ---- fibers ---------------------------------------------------------------

@@ -1,28 +1,31 @@
 /* The host back-end's persistent thread pool (host_exec.h).
  *
  * A run is one cache line of state: the caller writes (fn, ctx), resets the
- * count of parts done and bumps the generation; workers watch the
+ * count of slices done and bumps the generation; workers watch the
  * generation. A worker that finds no new run spins for a bounded time (pause
  * instructions, the clock read every few dozen), then sleeps on the
  * generation's futex; a run makes the wake system call only when a worker
  * counts itself asleep.
  *
- * Each worker's part has a claim word: whoever swaps the run's generation
- * into it first runs the part, the worker or the caller. The caller runs
- * part 0, waits briefly for every worker to claim its own part, then runs
- * the parts still unclaimed itself: a worker that is asleep or waits for a
- * core (an oversubscribed machine, an OpenMP team beside us) costs the run
- * its part's time, never a wake-up's or a time slice's. Parts workers run
- * the caller waits for by spinning a bounded time, then sleeping on the
- * done counter, which the last part wakes only when the caller says it
- * sleeps. Parts keep their threads while workers keep up, so each thread
- * sees the same slab of data every run.
+ * Each thread's part of a run is POOL_SLICES consecutive slices. A worker
+ * takes its slices in order from a counter of its own; the caller runs its
+ * own slices, then, once POOL_START_NS have passed since the bump, takes
+ * the slices still untaken from the same counters, one at a time. A worker
+ * that is asleep or waits for a core (an oversubscribed machine, an OpenMP
+ * team beside us) so costs the run at most a slice's time beyond its share,
+ * never a wake-up's or a time slice's; one that wakes late still runs the
+ * rest of its part. While the workers keep up, each thread runs the same
+ * slices every run, so it sees the same slab of data.
+ *
+ * The slices done are counted (one add per thread and run); the caller
+ * spins a bounded time for the count, then sleeps on it, and the last add
+ * wakes it only when it says it sleeps.
  *
  * Memory order: the generation's bump releases the caller's writes (the
- * kernel's arguments, fn, ctx) to the workers that acquire it; each part's
- * increment of the done counter releases its writes to the caller. The
- * sleep/wake handshakes are store-then-load on two words from both sides
- * (sequentially consistent), so one side always sees the other. */
+ * kernel's arguments, fn, ctx) to the workers that acquire it; each add to
+ * the done count releases its thread's writes to the caller. The sleep/wake
+ * handshakes are store-then-load on two words from both sides (sequentially
+ * consistent), so one side always sees the other. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "host_exec.h"
 
@@ -39,15 +42,19 @@
  * code between two launches of a time loop, short enough that an idle or
  * oversubscribed pool gives its cores back soon. */
 #define POOL_SPIN_NS 50000
-/* How long after the bump the caller waits for workers to claim their
- * parts: a spinning worker claims in well under a microsecond; one that has
- * not by then is asleep or waits for a core, and the caller runs its part. */
+/* How long after the bump the caller leaves a worker's slices to it: a
+ * spinning worker starts in well under a microsecond; one that has not by
+ * then is asleep or waits for a core. */
 #define POOL_START_NS 3000
+/* Slices per thread: what the caller may take of a late worker's part at a time. */
+#define POOL_SLICES 4
 /* Pause instructions between two clock reads while spinning. */
 #define POOL_SPIN_CHECK 32
 
 typedef struct pool_worker {
-    alignas(64) _Atomic uint32_t claim; /* the generation of the last run whose part was claimed */
+    /* The run (high 32 bits: its generation) and the next of this worker's
+     * slices to take (low 32 bits). */
+    alignas(64) _Atomic uint64_t next;
     ka__pool *pool;
     uint32_t part;
     pthread_t thread;
@@ -58,14 +65,15 @@ struct ka__pool {
     alignas(64) _Atomic uint32_t gen; /* futex word of the workers */
     ka__pool_fn fn;
     void *ctx;
-    bool stop; /* set with the last bump: workers exit */
+    _Atomic bool stop; /* set with the last bump: workers exit; read by workers that took no part in a run */
     /* Completion, written by the workers, read by the caller. */
-    alignas(64) _Atomic uint32_t done;    /* parts done in this run (futex word of the caller) */
+    alignas(64) _Atomic uint32_t done;    /* workers' slices done in this run (futex word of the caller) */
     _Atomic uint32_t caller_asleep;       /* the caller sleeps on done: the last part wakes it */
     /* Rarely written. */
     alignas(64) _Atomic uint32_t sleepers; /* workers asleep on gen (or about to be) */
     _Atomic uint32_t busy;                 /* a run holds the workers */
     uint32_t n;
+    uint32_t want;    /* the workers' slices: (n - 1) * POOL_SLICES */
     uint32_t started; /* worker threads created (n - 1 once made) */
     pool_worker *workers; /* n - 1, cache-line aligned */
     void *raw, *wraw;     /* the allocations these were aligned in */
@@ -83,15 +91,26 @@ static uint32_t spin_while(_Atomic uint32_t *word, uint32_t val, int64_t until) 
     }
 }
 
-/* Claims part w for run g: true for the first claimant, worker or caller.
- * A compare-exchange, never a plain swap: a worker that read g, then lost
- * its core while the caller finished g and later runs, must not claim a
- * later run's part under g's name. */
-static bool claim(pool_worker *w, uint32_t g) {
-    uint32_t old = atomic_load_explicit(&w->claim, memory_order_relaxed);
-    while ((int32_t)(g - old) > 0) /* wrap-safe: old is an earlier run */
-        if (atomic_compare_exchange_weak(&w->claim, &old, g)) return true;
-    return false;
+/* Takes the next untaken slice of worker w's part for run g: its index in
+ * the part (0 to POOL_SLICES - 1), or -1 when none is left. A worker that
+ * read g, then lost its core while later runs went by, finds a newer run
+ * in the counter and takes nothing under g's name. */
+static int take(pool_worker *w, uint32_t g) {
+    uint64_t v = atomic_load_explicit(&w->next, memory_order_relaxed);
+    for (;;) {
+        uint32_t vg = (uint32_t)(v >> 32), k = (uint32_t)v;
+        if (vg != g && (int32_t)(vg - g) > 0) return -1; /* a newer run */
+        if (vg != g) k = 0;                               /* an earlier run: g's first slice */
+        if (k >= POOL_SLICES) return -1;
+        if (atomic_compare_exchange_weak(&w->next, &v, (uint64_t)g << 32 | (k + 1))) return (int)k;
+    }
+}
+
+/* Adds d slices to the run's done count; wakes the caller if the run is
+ * complete and the caller sleeps (seq_cst: it sets caller_asleep, then
+ * re-reads done). */
+static void add_done(ka__pool *p, uint32_t d) {
+    if (atomic_fetch_add(&p->done, d) + d == p->want && atomic_load(&p->caller_asleep)) ka__futex_wake_all(&p->done);
 }
 
 static void *worker_main(void *arg) {
@@ -108,22 +127,19 @@ static void *worker_main(void *arg) {
             g = atomic_load_explicit(&p->gen, memory_order_acquire);
         }
         seen = g;
-        if (p->stop) return NULL;
-        /* Claimed: run g cannot end before this part is done, so fn and
-         * ctx are g's. Not claimed: the caller ran it (g may be over). */
-        if (!claim(w, g)) continue;
-        p->fn(p->ctx, w->part, p->n);
-        /* The last part wakes the caller if it sleeps (seq_cst: the caller
-         * sets caller_asleep, then re-reads done). */
-        if (atomic_fetch_add(&p->done, 1) + 1 == p->n - 1 && atomic_load(&p->caller_asleep))
-            ka__futex_wake_all(&p->done);
+        if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL; /* ordered by the gen acquire */
+        /* Run g cannot end before a slice taken under g is counted, so fn
+         * and ctx are g's while this thread holds one. */
+        uint32_t d = 0;
+        for (int k; (k = take(w, g)) >= 0; d++) p->fn(p->ctx, w->part * POOL_SLICES + (uint32_t)k, p->n * POOL_SLICES);
+        if (d) add_done(p, d);
     }
 }
 
 /* Stops and joins the started workers. */
 static void stop_workers(ka__pool *p) {
     if (!p->started) return;
-    p->stop = true;
+    atomic_store_explicit(&p->stop, true, memory_order_relaxed); /* released by the bump below */
     atomic_fetch_add(&p->gen, 1);
     if (atomic_load(&p->sleepers)) ka__futex_wake_all(&p->gen);
     for (uint32_t i = 0; i < p->started; i++) pthread_join(p->workers[i].thread, NULL);
@@ -147,6 +163,7 @@ ka_status ka__pool_create(uint32_t nthreads, ka__pool **out) {
     memset(p, 0, sizeof *p);
     p->raw = raw;
     p->n = nthreads;
+    p->want = (nthreads - 1) * POOL_SLICES;
     if (nthreads == 1) {
         *out = p;
         return KA_OK;
@@ -193,12 +210,14 @@ void ka__pool_destroy(ka__pool *p) {
 
 uint32_t ka__pool_size(const ka__pool *p) { return p->n; }
 
+uint32_t ka__pool_parts(const ka__pool *p) { return p->n * POOL_SLICES; }
+
 void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
-    uint32_t n = p->n;
+    uint32_t n = p->n, parts = n * POOL_SLICES;
     /* One run at a time holds the workers; another (a second thread, or a
      * part that runs the pool again) does every part itself, in order. */
     if (n == 1 || atomic_exchange_explicit(&p->busy, 1, memory_order_acquire)) {
-        for (uint32_t i = 0; i < n; i++) fn(ctx, i, n);
+        for (uint32_t i = 0; i < parts; i++) fn(ctx, i, parts);
         return;
     }
     p->fn = fn;
@@ -206,32 +225,22 @@ void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     uint32_t g = atomic_fetch_add(&p->gen, 1) + 1; /* seq_cst: publishes the run, then reads sleepers */
     if (atomic_load(&p->sleepers)) ka__futex_wake_all(&p->gen);
-    int64_t until = ka__now_ns() + POOL_START_NS;
+    int64_t start = ka__now_ns();
 
-    fn(ctx, 0, n);
+    for (uint32_t i = 0; i < POOL_SLICES; i++) fn(ctx, i, parts);
 
-    /* Parts not claimed by the deadline: their workers are not running. */
-    uint32_t want = n - 1, d = 0, next = 0;
-    while (next < want) {
-        if (atomic_load_explicit(&p->workers[next].claim, memory_order_relaxed) == g) {
-            next++;
-            continue;
-        }
-        if (ka__now_ns() < until) {
-            ka__cpu_relax();
-            continue;
-        }
-        for (; next < want; next++)
-            if (claim(&p->workers[next], g)) {
-                fn(ctx, next + 1, n);
-                d++;
-            }
-    }
-    /* The workers' parts: spin, then sleep until the last one wakes us. */
+    /* The slices of workers that have not taken them: one at a time, after
+     * POOL_START_NS (a spinning worker has started by then). */
+    uint32_t want = p->want, d = 0;
+    while (ka__now_ns() - start < POOL_START_NS && atomic_load_explicit(&p->done, memory_order_relaxed) != want)
+        ka__cpu_relax();
+    for (uint32_t w = 0; w < n - 1; w++)
+        for (int k; (k = take(&p->workers[w], g)) >= 0; d++) fn(ctx, (w + 1) * POOL_SLICES + (uint32_t)k, parts);
+    /* The workers' slices: spin, then sleep until the last add wakes us. */
     if (d) atomic_fetch_add(&p->done, d);
     d = atomic_load_explicit(&p->done, memory_order_acquire);
     if (d != want) {
-        until = ka__now_ns() + POOL_SPIN_NS;
+        int64_t until = ka__now_ns() + POOL_SPIN_NS;
         while (d != want) {
             uint32_t before = d;
             d = spin_while(&p->done, before, until);
