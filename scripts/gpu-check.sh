@@ -19,7 +19,8 @@
 #   h  test_prims with inputs past 2^31 (KA_BIG_TESTS=1); examples/saxpy traced (KA_TRACE), checked
 #   i  the host back-end on the machine's CPU cores: the whole suite with KA_DEVICE=host, then
 #      ka-bench timeloop, fork, saxpy, barriers (also on PoCL), launch and compile on host, and
-#      timeloop and fork again on two cores (taskset, KA_NUM_THREADS=2, OMP_NUM_THREADS=2)
+#      timeloop and fork again on two cores (taskset, KA_NUM_THREADS=2, OMP_NUM_THREADS=2),
+#      timeloop on one
 # Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
 # against their goals), ka_saxpy.ptx, raw_saxpy.ptx and gpu-check.tar.gz (every log, JSON
 # file and the summary).
@@ -328,7 +329,7 @@ fi
 
 # ---- i: the host back-end on the CPU cores ---------------------------------------------
 # GPU_CHECK_HOST: what of it to run (default all): "suite" and the benchmark runs' names.
-HOST_RUNS=${GPU_CHECK_HOST:-suite timeloop_host fork_host saxpy_host barriers_host barriers_pocl launch_host compile_host timeloop_host2 fork_host2}
+HOST_RUNS=${GPU_CHECK_HOST:-suite timeloop_host fork_host saxpy_host barriers_host barriers_pocl launch_host compile_host timeloop_host2 fork_host2 timeloop_host1}
 if [[ $STEPS == *i* ]]; then
   CUR_STEP=i
   run i_cpu 10 sh -c 'nproc; grep -m1 "model name" /proc/cpuinfo; grep -m1 "^flags" /proc/cpuinfo; gcc --version | head -n1'
@@ -350,6 +351,8 @@ if [[ $STEPS == *i* ]]; then
   hb compile_host 40 "$KA_BENCH" compile --device host
   hb timeloop_host2 120 "${two[@]}" "$KA_BENCH" timeloop --device host
   hb fork_host2 30 "${two[@]}" "$KA_BENCH" fork --device host
+  # One thread each: the kernel's code against the C loop's, without the pool.
+  hb timeloop_host1 120 env KA_NUM_THREADS=1 OMP_NUM_THREADS=1 taskset -c 2 "$KA_BENCH" timeloop --device host
 fi
 
 # ---- summary ---------------------------------------------------------------------------
