@@ -16,7 +16,10 @@
  * them); a wait is measured once its command is complete, and the sleeping
  * wait is measured on a queue held by an incomplete user event, so that it
  * times out, arming the driver's completion callback every time (the raw loop
- * arms one too). Skipped (77) in sanitizer builds, whose runtimes own malloc. */
+ * arms one too). On the host device (no driver to compare with) libka's own
+ * heap calls, in any thread, are counted per path: inline, over the pool,
+ * asynchronous through the queue's worker, and a wait of another queue.
+ * Skipped (77) in sanitizer builds, whose runtimes own malloc. */
 #define _GNU_SOURCE
 #include "test_util.h"
 
@@ -399,14 +402,92 @@ static void queue_wait_path(void **state) {
     ka_device_close(dev);
 }
 
+/* ---- the host back-end ----------------------------------------------------
+ * No driver to compare with: libka's own heap calls, in any thread (the
+ * pool's workers, the queue's worker), must be none, per path. */
+static size_t host_loop(ka_queue q, ka_queue q2, ka_kernel k, ka_buffer b, uint64_t items, int mode) {
+    ka_range r = {.dims = 1, .size = {items}}, ra = r;
+    ra.flags = KA_LAUNCH_ASYNC;
+    ka_status bad = KA_OK;
+    size_t from = atomic_load(&ncalls);
+    atomic_store(&counting, 1);
+    for (int i = 0; i < ITERS; i++) {
+        ka_arg args[] = {ka_arg_buffer(b), ka_arg_f32((float)i)};
+        ka_event ev = {0};
+        ka_status st = KA_OK;
+        if (mode == 0) { /* no event */
+            st = ka_launch(q, k, &r, args, 2, NULL);
+        } else if (mode == 1) { /* an event, waited for and released */
+            if ((st = ka_launch(q, k, &r, args, 2, &ev)) == KA_OK && (st = ka_event_wait(ev, KA_WAIT_FOREVER)) == KA_OK)
+                st = ka_event_release(ev);
+        } else if (mode == 2) { /* asynchronous, through the queue's worker thread */
+            if ((st = ka_launch(q, k, &ra, args, 2, &ev)) == KA_OK &&
+                (st = ka_event_wait(ev, KA_WAIT_FOREVER)) == KA_OK)
+                st = ka_event_release(ev);
+        } else { /* another queue waits for it */
+            if ((st = ka_launch(q, k, &ra, args, 2, &ev)) == KA_OK &&
+                (st = ka_queue_wait_event(q2, ev)) == KA_OK && (st = ka_queue_finish(q2)) == KA_OK)
+                st = ka_event_release(ev);
+        }
+        if (st != KA_OK && bad == KA_OK) bad = st;
+    }
+    if (bad == KA_OK) bad = ka_queue_finish(q);
+    atomic_store(&counting, 0);
+    KA_OK_OR_FAIL(bad);
+    float last = -1;
+    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, sizeof last, &last, NULL));
+    assert_true(last == (float)(ITERS - 1)); /* every launch ran, the last one last */
+    return in_libka(from);
+}
+
+static void host_paths(void **state) {
+    (void)state;
+    static const char *const modes[] = {"launch", "launch + wait", "asynchronous launch + wait",
+                                        "asynchronous launch + ka_queue_wait_event on another queue"};
+    ka_device dev;
+    ka_queue q, q2;
+    ka_program prog;
+    ka_kernel k;
+    ka_buffer b;
+    KA_OK_OR_FAIL(ka_device_open(NULL, &dev));
+    KA_OK_OR_FAIL(ka_queue_create(dev, NULL, &q));
+    KA_OK_OR_FAIL(ka_queue_create(dev, NULL, &q2));
+    KA_OK_OR_FAIL(ka_program_build(dev, ka_src, NULL, &prog));
+    KA_OK_OR_FAIL(ka_kernel_get(prog, "k", NULL, &k));
+    KA_OK_OR_FAIL(ka_buffer_create(dev, 256, &b));
+    /* 64 items run in the calling thread; 65536 are split over the pool */
+    static const uint64_t sizes[] = {64, 65536};
+    for (int s = 0; s < 2; s++)
+        for (int m = 0; m < 4; m++) {
+            (void)host_loop(q, q2, k, b, sizes[s], m); /* warm-up: events' chunks, fiber sets, the worker */
+            size_t own = host_loop(q, q2, k, b, sizes[s], m);
+            print_message("host, %llu items, %s: heap calls made by libka itself, any thread: %zu "
+                          "(no raw driver on host to compare with)\n",
+                          (unsigned long long)sizes[s], modes[m], own);
+            assert_int_equal(own, 0);
+        }
+    ka_buffer_release(b);
+    ka_program_release(prog);
+    ka_queue_release(q2);
+    ka_queue_release(q);
+    ka_device_close(dev);
+}
+
 int main(void) {
     ka_device dev;
     const ka_device_info *di = NULL;
-    int opencl = ka_device_open(NULL, &dev) == KA_OK && ka_device_get_info(dev, &di) == KA_OK &&
-                 di->backend == KA_BACKEND_OPENCL;
-    if (di) ka_device_close(dev);
-    if (!opencl) {
-        printf("skipped: the whole-process heap test compares against raw OpenCL and needs an OpenCL device\n");
+    ka_backend be = KA_BACKEND_NULL;
+    if (ka_device_open(NULL, &dev) == KA_OK) {
+        if (ka_device_get_info(dev, &di) == KA_OK) be = di->backend;
+        ka_device_close(dev);
+    }
+    if (be == KA_BACKEND_HOST) {
+        const struct CMUnitTest tests[] = {cmocka_unit_test(host_paths)};
+        return cmocka_run_group_tests(tests, NULL, NULL);
+    }
+    if (be != KA_BACKEND_OPENCL) {
+        printf("skipped: the whole-process heap test needs an OpenCL device (compared against raw OpenCL) or the host "
+               "device\n");
         return 77;
     }
     const struct CMUnitTest tests[] = {
