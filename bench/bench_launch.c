@@ -1,7 +1,7 @@
 /* ka-bench launch: libka's launch (and launch + wait) against the same loop
  * written with raw OpenCL calls (OpenCL devices) or raw driver-API calls
- * (CUDA devices: cuLaunchKernel, bench_cuda.c), in one process, interleaved
- * repetitions. */
+ * (CUDA devices: cuLaunchKernel, bench_cuda.c) or a direct call of the loop
+ * in C (the host device), in one process, interleaved repetitions. */
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
@@ -19,6 +19,7 @@ double bench_ka_loop(kactx *c, int nargs, int iters, int wait);
 
 struct raw {
     int flush; /* on PoCL's basic device a command runs at clFlush, as libka's inline launch does */
+    float *host; /* the host device: the raw launch is a direct call of the same loop in C, on this buffer */
     cl_context ctx;
     cl_command_queue q;
     cl_program prog;
@@ -76,11 +77,28 @@ static void raw_fini(raw *r) {
     clReleaseContext(r->ctx);
 }
 
+/* What a C user writes instead of a launch on the CPU: the kernel's loop
+ * over the work-items as a function, called. Its arguments are read as the
+ * kernel's are; a call is complete on return (no wait). */
+__attribute__((noinline)) static void host_kernel(float *p0, const float *vals, int nargs, size_t n) {
+    __asm__ __volatile__("" : : "r"(vals), "r"(nargs) : "memory"); /* the arguments are used */
+    for (size_t i = 0; i < n; i++)
+        if (i == 0) p0[0] = 1.0f;
+}
+
 /* ns per iteration of the raw loop. */
 __attribute__((noinline)) double bench_raw_loop(raw *r, int nargs, int iters, int wait, size_t n, size_t local) {
     float vals[64];
     for (int i = 0; i < 64; i++) vals[i] = (float)i;
     int64_t t0 = bench_now_ns();
+    if (r->host) {
+        for (int it = 0; it < iters; it++) {
+            vals[1] = (float)it;
+            host_kernel(r->host, vals, nargs, n);
+        }
+        (void)wait, (void)local;
+        return (double)(bench_now_ns() - t0) / iters;
+    }
     for (int it = 0; it < iters; it++) {
         vals[1] = (float)it; /* one argument changes every launch, like a time step */
         clSetKernelArg(r->k, 1, sizeof(cl_mem), &r->buf);
@@ -154,7 +172,8 @@ static const char usage[] =
     "  on CUDA, cuLaunchKernel on libka's context (NVRTC-built kernel of the same parameters),\n"
     "  waiting with cuEventRecord + cuEventSynchronize (and, also shown, cuStreamSynchronize;\n"
     "  diagnostics: cuEventQuery polls on that event and on one with libka's pool flags, and\n"
-    "  cuEventSynchronize on the latter).\n"
+    "  cuEventSynchronize on the latter); on the host device, a direct call of the same loop over\n"
+    "  the 64 items written in C (complete on return: its wait is nothing).\n"
     "  --args: up to 15 counts, each 1 to 64; --iterations: at least 1; --reps: 1 to 100000.\n"
     "  Default: --args 2,40 --iterations 2000 --reps 7 --path both, launch and launch+wait.\n";
 
@@ -194,6 +213,9 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
             fprintf(stderr, "ka-bench launch: raw CUDA set-up failed: %s\n", why);
             return 1;
         }
+    } else if (o->run_raw && !rawctx) { /* the host device */
+        static float hbuf[64];
+        rw.host = hbuf;
     } else if (o->run_raw && raw_init(&rw, rawctx, rawdev, nargs, n)) {
         fprintf(stderr, "ka-bench launch: raw OpenCL set-up failed\n");
         return 1;
@@ -267,7 +289,7 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
     free(rl), free(kl), free(rwv), free(kw), free(rs);
     for (int d = 0; d < 3; d++) free(diag[d]);
     if (o->run_raw && cu) bench_cu_free(cu, cubuf);
-    else if (o->run_raw) raw_fini(&rw);
+    else if (o->run_raw && !rw.host) raw_fini(&rw);
     ka_buffer_release(buf);
     ka_program_release(prog);
     return failed;
@@ -379,8 +401,8 @@ int bench_launch_main(int argc, char **argv) {
             fprintf(stderr, "ka-bench launch: raw CUDA unavailable on %s: %s; use --impl ka\n", di->selector, why);
             return 1;
         }
-    } else if (o.run_raw && !nat.device) {
-        fprintf(stderr, "ka-bench launch: the raw comparison needs an OpenCL or CUDA device (got %s); use --impl ka\n",
+    } else if (o.run_raw && !nat.device && di->backend != KA_BACKEND_HOST) {
+        fprintf(stderr, "ka-bench launch: the raw comparison needs an OpenCL, CUDA or host device (got %s); use --impl ka\n",
                 di->selector);
         return 1;
     }
