@@ -21,6 +21,10 @@ run() { # name, cmake args...
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKA_WERROR=ON -DKA_REQUIRE_MPI=ON "${cuda[@]}" "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
   (cd "$dir" && ctest --output-on-failure --timeout 900)
+  # The whole suite again on the host back-end (tests that need another
+  # back-end skip and say so).
+  echo "=== $dir: the suite on KA_DEVICE=host"
+  (cd "$dir" && KA_DEVICE=host ctest --output-on-failure --timeout 900)
 }
 # Users build with any build type and with gcc or clang: each of these must
 # build warning-free (-Werror); the suite itself runs in the three above.
