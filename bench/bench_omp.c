@@ -21,3 +21,22 @@ void bench_omp_copy(void *dst, const void *src, size_t bytes) {
         if (hi > lo) memcpy((char *)dst + lo, (const char *)src + lo, hi - lo);
     }
 }
+
+double bench_omp_region_ns(int iters) {
+    int64_t t0 = bench_now_ns();
+    for (int i = 0; i < iters; i++) {
+#pragma omp parallel
+        {
+            __asm__ __volatile__("" ::: "memory"); /* a region with nothing in it, kept */
+        }
+    }
+    return (double)(bench_now_ns() - t0) / iters;
+}
+
+int bench_omp_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}

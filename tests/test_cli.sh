@@ -182,6 +182,9 @@ if [[ -n $kabench ]]; then
   fi
   check 1 "no device matches" -- launch --device no-such-device --iterations 1 --reps 1
   check 0 --stdout '"ratio":' -- launch --iterations 20 --reps 1 --args 2 --path routed --json
+  check 0 --stdout '"checked":true' -- barriers --quick --reps 1 --json
+  check 0 --stdout '"parallel_over_omp":' -- fork --iterations 20 --reps 1 --json
+  check 2 "--iterations" -- fork --iterations 0
 fi
 
 echo "$checks checks, $fails failed"
