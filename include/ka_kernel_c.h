@@ -166,7 +166,7 @@ static inline __attribute__((unused)) void ka__barrier(void) {
     const ka__hctx *c = ka__c;
     ka_size_t g0 = ka__g0, g1 = ka__g1, g2 = ka__g2;
     __asm__ __volatile__("" ::: "memory");
-    ka__barrier_fn();
+    __atomic_load_n(&ka__barrier_fn, __ATOMIC_RELAXED)(); /* set once by libka; atomic for race checkers */
     __asm__ __volatile__("" ::: "memory");
     ka__tls_set(c, g0, g1, g2);
 }

@@ -34,8 +34,11 @@ ka_status ka__host_load_hook(ka__build *b, void *binary, size_t size, void **mod
     ka__hprog *hp;
     ka_status st = ka__host_load(b, binary, size, &hp);
     if (st != KA_OK) return st;
+    /* Atomic, as the object's reads: a later object may be mapped where an
+     * unloaded one was, which ThreadSanitizer does not see (ld.so unmaps
+     * without its interceptor), so plain accesses there read as races. */
     void (**hook)(void) = (void (**)(void))dlsym(hp->dl, "ka__barrier_fn");
-    if (hook) *hook = barrier_hook;
+    if (hook) __atomic_store_n(hook, barrier_hook, __ATOMIC_RELAXED);
     *module = hp;
     return KA_OK;
 }
