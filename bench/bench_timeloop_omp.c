@@ -11,7 +11,17 @@
 #include <omp.h>
 #endif
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define KA_BENCH_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define KA_BENCH_SANITIZED 1
+#endif
+/* Not in sanitizer builds: the clones' resolver runs while the program is
+ * relocated, before ThreadSanitizer's runtime is up, and crashes there. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(KA_BENCH_SANITIZED)
 #define BEST_ISA __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define BEST_ISA
