@@ -16,9 +16,16 @@
  * them); a wait is measured once its command is complete, and the sleeping
  * wait is measured on a queue held by an incomplete user event, so that it
  * times out, arming the driver's completion callback every time (the raw loop
- * arms one too). On the host device (no driver to compare with) libka's own
- * heap calls, in any thread, are counted per path: inline, over the pool,
- * asynchronous through the queue's worker, and a wait of another queue.
+ * arms one too).
+ *
+ * On the host device there is no driver to compare with: what a user would
+ * write instead runs the loop in their own thread and makes no heap call. So
+ * there every heap call libka makes, in any thread (the caller, the pool's
+ * workers, each queue's worker), is counted over whole iterations of: a small
+ * launch run in the caller, large launches split over the pool (a kernel
+ * without barriers, and one with barriers run as fibers), an asynchronous
+ * launch with its event waited on and released, and a queue's wait on
+ * another queue's pending event; after a warm-up each count must be 0.
  * Skipped (77) in sanitizer builds, whose runtimes own malloc. */
 #define _GNU_SOURCE
 #include "test_util.h"
@@ -402,92 +409,201 @@ static void queue_wait_path(void **state) {
     ka_device_close(dev);
 }
 
-/* ---- the host back-end ----------------------------------------------------
- * No driver to compare with: libka's own heap calls, in any thread (the
- * pool's workers, the queue's worker), must be none, per path. */
-static size_t host_loop(ka_queue q, ka_queue q2, ka_kernel k, ka_buffer b, uint64_t items, int mode) {
-    ka_range r = {.dims = 1, .size = {items}}, ra = r;
-    ra.flags = KA_LAUNCH_ASYNC;
-    ka_status bad = KA_OK;
-    size_t from = atomic_load(&ncalls);
-    atomic_store(&counting, 1);
-    for (int i = 0; i < ITERS; i++) {
-        ka_arg args[] = {ka_arg_buffer(b), ka_arg_f32((float)i)};
-        ka_event ev = {0};
-        ka_status st = KA_OK;
-        if (mode == 0) { /* no event */
-            st = ka_launch(q, k, &r, args, 2, NULL);
-        } else if (mode == 1) { /* an event, waited for and released */
-            if ((st = ka_launch(q, k, &r, args, 2, &ev)) == KA_OK && (st = ka_event_wait(ev, KA_WAIT_FOREVER)) == KA_OK)
-                st = ka_event_release(ev);
-        } else if (mode == 2) { /* asynchronous, through the queue's worker thread */
-            if ((st = ka_launch(q, k, &ra, args, 2, &ev)) == KA_OK &&
-                (st = ka_event_wait(ev, KA_WAIT_FOREVER)) == KA_OK)
-                st = ka_event_release(ev);
-        } else { /* another queue waits for it */
-            if ((st = ka_launch(q, k, &ra, args, 2, &ev)) == KA_OK &&
-                (st = ka_queue_wait_event(q2, ev)) == KA_OK && (st = ka_queue_finish(q2)) == KA_OK)
-                st = ka_event_release(ev);
-        }
-        if (st != KA_OK && bad == KA_OK) bad = st;
+/* ---- the host device ---------------------------------------------------- */
+/* k: as above; fill: every item (the rows path); grp: local memory and a
+ * barrier (work-groups of fibers); hold: spins until *flag is set, keeping
+ * its queue's worker busy, so that a later command's event stays pending. */
+static const char *host_src =
+    "KA_KERNEL(k, KA_GLOBAL float *p, float v) { if (ka_global_id(0) == 0) p[0] = v; }\n"
+    "KA_KERNEL(fill, KA_GLOBAL float *p, float v) { if (ka_in_range()) p[ka_global_id(0)] = v; }\n"
+    "KA_KERNEL(grp, KA_GLOBAL float *p, float v) {\n"
+    "    KA_LOCAL float t[64];\n"
+    "    t[ka_local_id(0)] = v + (float)ka_local_id(0);\n"
+    "    ka_barrier();\n"
+    "    p[ka_global_id(0)] = t[63 - ka_local_id(0)] - (float)(63 - ka_local_id(0));\n"
+    "}\n"
+    "KA_KERNEL(hold, KA_GLOBAL int *flag) { while (!ka_atomic_load(&flag[0])) {} }\n";
+
+#define HOST_BIG (1u << 16) /* work-items of the pool's launches: over the back-end's inline limit (4096) */
+
+static struct {
+    ka_device dev;
+    ka_queue q, q2; /* default configuration */
+    ka_program prog;
+    ka_kernel k, fill, grp, hold;
+    float *mem, *mem2; /* wrapped: the test reads what the kernels wrote directly */
+    int *flag;
+    ka_buffer b, b2, bflag;
+    uint32_t workers; /* the pool's threads */
+} H;
+
+static int host_setup(void **state) {
+    (void)state;
+    if (ka_device_open(NULL, &H.dev) || ka_queue_create(H.dev, NULL, &H.q) || ka_queue_create(H.dev, NULL, &H.q2) ||
+        ka_program_build(H.dev, host_src, NULL, &H.prog) || ka_kernel_get(H.prog, "k", NULL, &H.k) ||
+        ka_kernel_get(H.prog, "fill", NULL, &H.fill) || ka_kernel_get(H.prog, "grp", NULL, &H.grp) ||
+        ka_kernel_get(H.prog, "hold", NULL, &H.hold) ||
+        ka_host_alloc(H.dev, HOST_BIG * sizeof(float), (void **)&H.mem) ||
+        ka_host_alloc(H.dev, HOST_BIG * sizeof(float), (void **)&H.mem2) ||
+        ka_host_alloc(H.dev, 64 * sizeof(int), (void **)&H.flag) ||
+        ka_buffer_wrap(H.dev, H.mem, HOST_BIG * sizeof(float), &H.b) ||
+        ka_buffer_wrap(H.dev, H.mem2, HOST_BIG * sizeof(float), &H.b2) ||
+        ka_buffer_wrap(H.dev, H.flag, 64 * sizeof(int), &H.bflag)) {
+        fprintf(stderr, "host_setup: %s\n", ka_last_error());
+        return -1;
     }
-    if (bad == KA_OK) bad = ka_queue_finish(q);
-    atomic_store(&counting, 0);
-    KA_OK_OR_FAIL(bad);
-    float last = -1;
-    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, sizeof last, &last, NULL));
-    assert_true(last == (float)(ITERS - 1)); /* every launch ran, the last one last */
-    return in_libka(from);
+    const ka_device_info *di;
+    if (ka_device_get_info(H.dev, &di)) return -1;
+    H.workers = di->compute_units;
+    return 0;
 }
 
-static void host_paths(void **state) {
+static int host_teardown(void **state) {
     (void)state;
-    static const char *const modes[] = {"launch", "launch + wait", "asynchronous launch + wait",
-                                        "asynchronous launch + ka_queue_wait_event on another queue"};
-    ka_device dev;
-    ka_queue q, q2;
-    ka_program prog;
-    ka_kernel k;
-    ka_buffer b;
-    KA_OK_OR_FAIL(ka_device_open(NULL, &dev));
-    KA_OK_OR_FAIL(ka_queue_create(dev, NULL, &q));
-    KA_OK_OR_FAIL(ka_queue_create(dev, NULL, &q2));
-    KA_OK_OR_FAIL(ka_program_build(dev, ka_src, NULL, &prog));
-    KA_OK_OR_FAIL(ka_kernel_get(prog, "k", NULL, &k));
-    KA_OK_OR_FAIL(ka_buffer_create(dev, 256, &b));
-    /* 64 items run in the calling thread; 65536 are split over the pool */
-    static const uint64_t sizes[] = {64, 65536};
-    for (int s = 0; s < 2; s++)
-        for (int m = 0; m < 4; m++) {
-            (void)host_loop(q, q2, k, b, sizes[s], m); /* warm-up: events' chunks, fiber sets, the worker */
-            size_t own = host_loop(q, q2, k, b, sizes[s], m);
-            print_message("host, %llu items, %s: heap calls made by libka itself, any thread: %zu "
-                          "(no raw driver on host to compare with)\n",
-                          (unsigned long long)sizes[s], modes[m], own);
-            assert_int_equal(own, 0);
+    ka_buffer_release(H.b);
+    ka_buffer_release(H.b2);
+    ka_buffer_release(H.bflag);
+    ka_host_free(H.dev, H.mem);
+    ka_host_free(H.dev, H.mem2);
+    ka_host_free(H.dev, H.flag);
+    ka_program_release(H.prog);
+    ka_queue_release(H.q);
+    ka_queue_release(H.q2);
+    ka_device_close(H.dev);
+    return 0;
+}
+
+/* Every heap call of the process, any thread, from `from` on: libka's and
+ * the rest. The rest is reported, not asserted: it is the user's kernel
+ * object's and the C library's (a thread's first use of a dlopen'ed object's
+ * thread-local storage allocates in the loader). */
+static void host_report(const char *what, size_t from, size_t iters) {
+    size_t own = in_libka(from), all = atomic_load(&ncalls) - from;
+    print_message("host device, %s, %zu iterations (no raw driver on this device to compare with: a loop of your own "
+                  "makes no heap call, so libka must make none): heap calls made by libka itself, any thread: %zu; "
+                  "all heap calls in the process: %zu\n",
+                  what, iters, own, all);
+    assert_int_equal(own, 0);
+}
+
+/* One iteration: k's launch with an event, its wait and release; flags
+ * KA_LAUNCH_ASYNC or none. The value is checked in the wrapped memory. */
+static void host_launch_wait(ka_kernel k, uint64_t items, uint32_t wg, uint32_t flags, float v, ka_status *bad) {
+    ka_range r = {.dims = 1, .size = {items}, .workgroup = {wg}, .flags = flags};
+    ka_arg args[] = {ka_arg_buffer(H.b), ka_arg_f32(v)};
+    ka_event ev;
+    ka_status st = ka_launch(H.q, k, &r, args, 2, &ev);
+    if (st == KA_OK && !flags && H.mem[0] != v) st = KA_ERR_DEVICE; /* a launch not asynchronous is done on return */
+    if (st == KA_OK) st = ka_event_wait(ev, KA_WAIT_FOREVER);
+    if (st == KA_OK) st = ka_event_release(ev);
+    if (st != KA_OK && *bad == KA_OK) *bad = st;
+}
+
+/* Warm-up, then ITERS counted iterations (launch, wait, release; then the
+ * queue drained, so its worker's part is counted too). */
+static void host_case(const char *what, ka_kernel k, uint64_t items, uint32_t wg, uint32_t flags) {
+    ka_status bad = KA_OK;
+    for (int i = 0; i < ITERS; i++) host_launch_wait(k, items, wg, flags, (float)i, &bad);
+    KA_OK_OR_FAIL(ka_queue_finish(H.q));
+    KA_OK_OR_FAIL(bad);
+    size_t from = atomic_load(&ncalls);
+    count_on();
+    for (int i = 0; i < ITERS; i++) host_launch_wait(k, items, wg, flags, (float)(ITERS + i), &bad);
+    ka_status fin = ka_queue_finish(H.q);
+    count_off();
+    KA_OK_OR_FAIL(bad);
+    KA_OK_OR_FAIL(fin);
+    for (uint64_t i = 0; i < items; i += k.id == H.k.id ? items : 1) /* every item (k: item 0) wrote the last value */
+        if (H.mem[i] != (float)(2 * ITERS - 1)) fail_msg("%s: element %llu is %g", what, (unsigned long long)i, H.mem[i]);
+    host_report(what, from, ITERS);
+}
+
+static void host_inline(void **state) {
+    (void)state;
+    host_case("small launch run in the caller + wait", H.k, 64, 64, 0);
+}
+
+static void host_pool_rows(void **state) {
+    (void)state;
+    if (H.workers < 2) {
+        print_message("skipped: a pool of one thread runs every launch in the caller\n");
+        skip();
+    }
+    host_case("large launch split over the pool + wait", H.fill, HOST_BIG, 64, 0);
+}
+
+static void host_pool_fibers(void **state) {
+    (void)state;
+    if (H.workers < 2) {
+        print_message("skipped: a pool of one thread runs every launch in the caller\n");
+        skip();
+    }
+    host_case("large launch with barriers (fibers) split over the pool + wait", H.grp, HOST_BIG, 64, 0);
+}
+
+static void host_async(void **state) {
+    (void)state;
+    host_case("KA_LAUNCH_ASYNC launch (the queue's worker) + event wait + release", H.fill, 64, 64, KA_LAUNCH_ASYNC);
+}
+
+/* The producer queue is held by `hold` until the flag is set, so its
+ * launch's event is pending at the consumer's ka_queue_wait_event (checked)
+ * and the consumer's worker waits on it. Counted: whole iterations. */
+static void host_queue_wait(void **state) {
+    (void)state;
+    ka_range one = {.dims = 1, .size = {1}, .flags = KA_LAUNCH_ASYNC};
+    ka_range r = {.dims = 1, .size = {64}, .workgroup = {64}, .flags = KA_LAUNCH_ASYNC};
+    ka_arg ha[] = {ka_arg_buffer(H.bflag)};
+    size_t from = 0, pending = 0;
+    ka_status bad = KA_OK;
+#define HQ_CHECK(x) do { ka_status s_ = (x); if (s_ != KA_OK && bad == KA_OK) bad = s_; } while (0)
+    for (int pass = 0; pass < 2; pass++) { /* a warm-up pass, then the counted one */
+        if (pass) {
+            from = atomic_load(&ncalls);
+            count_on();
         }
-    ka_buffer_release(b);
-    ka_program_release(prog);
-    ka_queue_release(q2);
-    ka_queue_release(q);
-    ka_device_close(dev);
+        for (int i = 0; i < ITERS; i++) {
+            ka_arg pa[] = {ka_arg_buffer(H.b), ka_arg_f32((float)i)}, ca[] = {ka_arg_buffer(H.b2), ka_arg_f32((float)i)};
+            ka_event ev;
+            __atomic_store_n(&H.flag[0], 0, __ATOMIC_RELEASE);
+            HQ_CHECK(ka_launch(H.q, H.hold, &one, ha, 1, NULL));
+            HQ_CHECK(ka_launch(H.q, H.k, &r, pa, 2, &ev));
+            HQ_CHECK(ka_queue_wait_event(H.q2, ev));
+            HQ_CHECK(ka_launch(H.q2, H.fill, &r, ca, 2, NULL));
+            if (pass) pending += ka_event_wait(ev, 0) == KA_ERR_TIMEOUT;
+            __atomic_store_n(&H.flag[0], 1, __ATOMIC_RELEASE);
+            HQ_CHECK(ka_queue_finish(H.q2));
+            HQ_CHECK(ka_event_release(ev));
+            HQ_CHECK(ka_queue_finish(H.q));
+            if (bad != KA_OK) break;
+        }
+    }
+    count_off();
+#undef HQ_CHECK
+    KA_OK_OR_FAIL(bad);
+    assert_int_equal(pending, ITERS); /* the hold kept every event pending until the flag */
+    assert_true(H.mem[0] == (float)(ITERS - 1) && H.mem2[63] == (float)(ITERS - 1));
+    host_report("ka_queue_wait_event on another queue's pending event, launch after it, finish", from, ITERS);
 }
 
 int main(void) {
     ka_device dev;
     const ka_device_info *di = NULL;
-    ka_backend be = KA_BACKEND_NULL;
-    if (ka_device_open(NULL, &dev) == KA_OK) {
-        if (ka_device_get_info(dev, &di) == KA_OK) be = di->backend;
-        ka_device_close(dev);
+    int backend = ka_device_open(NULL, &dev) == KA_OK && ka_device_get_info(dev, &di) == KA_OK ? (int)di->backend : -1;
+    if (di) ka_device_close(dev);
+    if (backend == KA_BACKEND_HOST) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(host_inline),
+            cmocka_unit_test(host_pool_rows),
+            cmocka_unit_test(host_pool_fibers),
+            cmocka_unit_test(host_async),
+            cmocka_unit_test(host_queue_wait),
+        };
+        return cmocka_run_group_tests(tests, host_setup, host_teardown);
     }
-    if (be == KA_BACKEND_HOST) {
-        const struct CMUnitTest tests[] = {cmocka_unit_test(host_paths)};
-        return cmocka_run_group_tests(tests, NULL, NULL);
-    }
-    if (be != KA_BACKEND_OPENCL) {
-        printf("skipped: the whole-process heap test needs an OpenCL device (compared against raw OpenCL) or the host "
-               "device\n");
+    if (backend != KA_BACKEND_OPENCL) {
+        printf("skipped: the whole-process heap test runs on OpenCL devices (against raw OpenCL) and on the host "
+               "device; the default device is neither\n");
         return 77;
     }
     const struct CMUnitTest tests[] = {
