@@ -142,6 +142,7 @@ check 0 --stdout "state           unusable" "writable only by it" -- cache info
 check 1 "ka cache clear" "writable only by it" -- cache clear
 chmod 0700 "$KA_CACHE_DIR"
 KA_CACHE_DIR=$dir/$(printf 'a%.0s' {1..300}) check 0 --stdout "unusable" "300 bytes" -- cache info
+KA_CACHE_DIR=$dir/$(printf 'a%.0s' {1..300}) check 0 --stdout "kernel cache" "unusable" "300 bytes" -- info
 unset KA_CACHE_DIR
 
 # --- ka-bench: the same parser; its benchmarks' table ---------------------------

@@ -18,7 +18,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -862,25 +864,53 @@ static void test_stale_files_cleaned(void **state) {
     assert_int_equal(build_k_ok(41), 1);
 }
 
-/* A read-only cache directory (mode 0500): entries load, nothing is written,
- * every build works. Root's writes ignore permission bits, so as root this
- * is skipped; test_unwritable_dir covers a directory root cannot write. */
+/* Root's file access ignores modes (CAP_DAC_OVERRIDE): to make a mode 0500
+ * directory read-only for root too, the calling thread drops it from its
+ * effective set (capabilities are per thread; the cache's files are made by
+ * the thread that builds) and raises it again from its permitted set. */
+static bool g_dac_dropped;
+static char g_readonly_dir[512];
+static bool dac_override(bool on) {
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+    if (syscall(SYS_capget, &h, d) != 0) return false;
+    if (on) d[0].effective |= 1u << CAP_DAC_OVERRIDE;
+    else d[0].effective &= ~(1u << CAP_DAC_OVERRIDE);
+    return syscall(SYS_capset, &h, d) == 0;
+}
+
+static int readonly_teardown(void **state) {
+    (void)state;
+    if (g_dac_dropped && dac_override(true)) g_dac_dropped = false;
+    chmod(g_readonly_dir, 0700);
+    return g_dac_dropped ? -1 : 0;
+}
+
+/* A read-only cache directory (mode 0500): entries load, nothing is written
+ * (no entry, lock or temporary file), every build works. As root the test
+ * runs without CAP_DAC_OVERRIDE, so that the mode holds. */
 static void test_readonly_dir(void **state) {
     (void)state;
-    if (geteuid() == 0) {
-        fprintf(stderr, "test_readonly_dir: skipped: running as root, whose writes mode 0500 does not stop "
-                        "(test_unwritable_dir covers an unwritable directory)\n");
-        skip();
-    }
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s", use_dir("readonly"));
+    snprintf(g_readonly_dir, sizeof g_readonly_dir, "%s", use_dir("readonly"));
+    const char *dir = g_readonly_dir;
     assert_int_equal(build_k_ok(50), 0);
     assert_int_equal(chmod(dir, 0500), 0);
+    if (geteuid() == 0) {
+        if (!dac_override(false)) fail_msg("root cannot drop CAP_DAC_OVERRIDE: %s", strerror(errno));
+        g_dac_dropped = true;
+        char p[600];
+        snprintf(p, sizeof p, "%s/probe", dir);
+        int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            close(fd);
+            unlink(p);
+            fail_msg("%s (mode 0500) is still writable", dir);
+        }
+    }
     assert_int_equal(build_k_ok(50), 1);
     assert_int_equal(build_k_ok(51), 0);
     assert_int_equal(build_k_ok(51), 0); /* not stored */
     listing l = list_dir(dir);
-    assert_int_equal(chmod(dir, 0700), 0);
     assert_int_equal(l.entries, 1);
     assert_int_equal(l.locks + l.temps, 0);
 }
@@ -972,7 +1002,7 @@ int main(void) {
             cmocka_unit_test(test_bound_below_one_entry),
             cmocka_unit_test(test_readers_during_eviction),
             cmocka_unit_test(test_stale_files_cleaned),
-            cmocka_unit_test(test_readonly_dir),
+            cmocka_unit_test_teardown(test_readonly_dir, readonly_teardown),
             cmocka_unit_test(test_unwritable_dir),
             cmocka_unit_test(test_api_errors),
         };

@@ -3,8 +3,8 @@
  * errors; ka_set_tracer's spans; the KA_TRACE file, checked as JSON by
  * tests/check_trace.py, with a buffer of 16 records (several writes) and
  * after a program that exits without closing its device; KA_TRACE files that
- * cannot be used (a FIFO, a name too long, writes that fail), each in a
- * process of its own (the file is chosen once per process). */
+ * cannot be used (a FIFO, /dev/full, a name too long, writes that fail: the
+ * file left valid), each in a process of its own (the file is chosen once per process). */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "test_util.h"
 
@@ -381,6 +381,29 @@ static void test_trace_fifo(void **state) {
     assert_int_equal(r, 0);
 }
 
+/* A device that takes no data (/dev/full: every write fails): refused at
+ * open as not a regular file, logged once; the device works untraced. */
+static int device_file_child(const char *path) {
+    child_start(path);
+    ka_device dev;
+    ka_queue q;
+    if (ka_device_open(NULL, &dev) || ka_queue_create(dev, NULL, &q)) {
+        fprintf(stderr, "ka_device_open: %s\n", ka_last_error());
+        return 1;
+    }
+    saxpy_round(dev, q, 1000);
+    if (ka_queue_release(q) || ka_device_close(dev)) return 1;
+    return one_message("/dev/full", "KA_TRACE", path, "a character device", "not a regular file", (char *)NULL);
+}
+
+static void test_trace_dev_full(void **state) {
+    (void)state;
+    struct stat s;
+    assert_int_equal(stat("/dev/full", &s), 0);
+    assert_true(S_ISCHR(s.st_mode));
+    assert_int_equal(run_child("--device-file", "/dev/full"), 0);
+}
+
 /* A name longer than a path can be: refused and logged, never written under
  * a name cut short. The directories of the name exist as far as a path can
  * reach, so a name cut anywhere short of PATH_MAX could be created. */
@@ -448,7 +471,8 @@ static void test_trace_long_name(void **state) {
 
 /* Writes that fail (the file size limit, its signal ignored): the first
  * failure is logged once, the file is no longer written, and the traced
- * calls go on working while the 16 records fill up again and again. */
+ * calls go on working while the 16 records fill up again and again. The
+ * file is left a valid document: the spans of the last complete write. */
 static int write_fails_child(const char *path) {
     child_start(path);
     ka_device dev;
@@ -482,7 +506,8 @@ static int write_fails_child(const char *path) {
     if (ka_buffer_release(out) || ka_program_release(p) || ka_queue_release(q) || ka_device_close(dev)) return 1;
     struct stat s;
     if (stat(path, &s) || s.st_size > 4096) return 1;
-    return one_message("write failure", "KA_TRACE", path, strerror(EFBIG), (char *)NULL);
+    return one_message("write failure", "KA_TRACE", path, strerror(EFBIG), "holds the spans written before",
+                       (char *)NULL);
 }
 
 static void test_trace_write_fails(void **state) {
@@ -490,8 +515,12 @@ static void test_trace_write_fails(void **state) {
     char path[300];
     snprintf(path, sizeof path, "%s.full", g_trace);
     int r = run_child("--write-fails", path);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "python3 %s %s", KA_TRACE_CHECK, path);
+    int valid = system(cmd);
     unlink(path);
     assert_int_equal(r, 0);
+    assert_int_equal(valid, 0);
 }
 
 int main(int argc, char **argv) {
@@ -500,6 +529,7 @@ int main(int argc, char **argv) {
     g_self[n] = 0;
     if (argc > 1 && !strcmp(argv[1], "--exit-without-close")) return exit_without_close();
     if (argc > 2 && !strcmp(argv[1], "--fifo")) return fifo_child(argv[2]);
+    if (argc > 2 && !strcmp(argv[1], "--device-file")) return device_file_child(argv[2]);
     if (argc > 2 && !strcmp(argv[1], "--long-path")) return long_path_child(argv[2]);
     if (argc > 2 && !strcmp(argv[1], "--write-fails")) return write_fails_child(argv[2]);
     snprintf(g_trace, sizeof g_trace, "%s/test_trace_%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
@@ -514,6 +544,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_trace_no_alloc),
         cmocka_unit_test(test_trace_at_exit),
         cmocka_unit_test(test_trace_fifo),
+        cmocka_unit_test(test_trace_dev_full),
         cmocka_unit_test(test_trace_long_name),
         cmocka_unit_test(test_trace_write_fails),
     };

@@ -70,7 +70,8 @@ typedef struct ka__build {
     bool want_binary;          /* compile: the binary is stored (false: the hook need not produce one) */
     bool from_cache;           /* load: the binary came from the cache (ka__build_fail then only logs) */
     bool kept;                 /* load sets it: the module keeps the binary (module_release frees it) */
-    char target_name[256];     /* build_target: what is compiled for beyond the device's info (in the cache key) */
+    char target_name[512];     /* build_target: what is compiled for beyond the device's info (in the cache key);
+                                * room for OpenCL's name, version and driver uncut: a cut one could merge keys */
     char be_text[64];          /* the back-end's, shared by the hooks of one build (CUDA: the architecture option) */
     uint32_t be_flags;         /* the back-end's, likewise (CUDA: a cubin) */
 } ka__build;

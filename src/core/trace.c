@@ -23,9 +23,11 @@
  * written when the array is full, when a traced device is closed, and at
  * exit (atexit); spans recorded after the last of these by a program that
  * crashes are lost, the file stays valid. A write that fails (disk full, file
- * size limit) is logged once, outside the lock, and the file is closed and
- * no longer written: it may then be incomplete, and traced calls go on
- * (records are no longer kept). */
+ * size limit) is logged once, outside the lock; the file is cut back to the
+ * end of its last complete write and closed, so it stays a valid document
+ * (the cut frees what the failed write took, so the closing text fits where
+ * it was), and is no longer written; traced calls go on (records are no
+ * longer kept). */
 #include "trace.h"
 #include "backend.h"
 
@@ -68,6 +70,7 @@ static struct {
     FILE *f;                    /* NULL once a write failed */
     char path[PATH_MAX];        /* the file's name, "%p" expanded */
     long body_end;              /* where the closing text starts */
+    long valid_end;             /* body_end of the last complete write; -1 before the first */
     bool any;                   /* an event was written */
     rec *buf;
     uint32_t cap, n;
@@ -97,18 +100,34 @@ static int put_name(FILE *f, const char *s) {
 /* The path for a message: its first bytes when it is long. */
 #define SHORT_PATH(p) (strlen(p) > 200 ? 200 : (int)strlen(p)), (p), (strlen(p) > 200 ? "..." : "")
 
-/* A file whose write failed, closed and logged outside T.lock (the logger is
- * the user's code). */
+#define TRACE_HEAD "{\"traceEvents\":["
+#define TRACE_TAIL "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"libka " KA_VERSION_STRING "\"}}\n"
+
+/* A file whose write failed, cut back, closed and logged outside T.lock (the
+ * logger is the user's code). */
 typedef struct failed_file {
     FILE *f;
     int err;
+    long valid_end; /* T.valid_end when it failed */
 } failed_file;
+
+/* The file as its last complete write left it: cut at that write's closing
+ * text, which is written again (the empty document before any). */
+static bool restore(int fd, long valid_end) {
+    off_t at = valid_end < 0 ? 0 : (off_t)valid_end;
+    const char *text = valid_end < 0 ? TRACE_HEAD TRACE_TAIL : TRACE_TAIL;
+    size_t n = strlen(text);
+    return ftruncate(fd, at) == 0 && pwrite(fd, text, n, at) == (ssize_t)n;
+}
 
 static void report(failed_file x) {
     if (!x.f) return;
-    fclose(x.f); /* retries what is buffered; fails the same way */
-    ka__log(KA_LOG_ERROR, "KA_TRACE: cannot write %.*s%s: %s; tracing to the file is off (it may be incomplete)",
-            SHORT_PATH(T.path), strerror(x.err));
+    int fd = fcntl(fileno(x.f), F_DUPFD_CLOEXEC, 0);
+    fclose(x.f); /* retries what is buffered, which may land past the cut: cut after */
+    bool whole = fd >= 0 && restore(fd, x.valid_end);
+    if (fd >= 0) close(fd);
+    ka__log(KA_LOG_ERROR, "KA_TRACE: cannot write %.*s%s: %s; tracing to the file is off (%s)", SHORT_PATH(T.path),
+            strerror(x.err), whole ? "it holds the spans written before" : "it may be incomplete");
 }
 
 /* Notes the first failure of a write (a negative result, as every stdio call
@@ -159,12 +178,15 @@ static failed_file flush_locked(void) {
         CHECK(end);
         T.body_end = end;
     }
-    if (!err) CHECK(fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"libka " KA_VERSION_STRING "\"}}\n", f));
+    if (!err) CHECK(fputs(TRACE_TAIL, f));
     if (!err) CHECK(fflush(f));
     if (!err && ferror(f)) err = EIO;
-    if (!err) return (failed_file){0};
+    if (!err) {
+        T.valid_end = T.body_end;
+        return (failed_file){0};
+    }
     T.f = NULL;
-    return (failed_file){f, err};
+    return (failed_file){f, err, T.valid_end};
 }
 
 static void add(const rec *r) {
@@ -277,8 +299,9 @@ static bool open_file(void) {
         ka__free(buf, sizeof *buf * cap);
         return false;
     }
-    if (fputs("{\"traceEvents\":[", f) < 0 || (T.body_end = ftell(f)) < 0) {
-        report((failed_file){f, errno ? errno : EIO});
+    T.valid_end = -1;
+    if (fputs(TRACE_HEAD, f) < 0 || (T.body_end = ftell(f)) < 0) {
+        report((failed_file){f, errno ? errno : EIO, -1});
         ka__free(buf, sizeof *buf * cap);
         return false;
     }
