@@ -17,8 +17,7 @@ ka_status ka__cl_build_target(ka__build *b) {
     clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof ver, ver, NULL);
     clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof drv, drv, NULL);
     name[sizeof name - 1] = ver[sizeof ver - 1] = drv[sizeof drv - 1] = 0;
-    /* Precisions that fit target_name (256): the opened device's full strings are in the key too. */
-    snprintf(b->target_name, sizeof b->target_name, "opencl device: %.100s | %.64s | %.64s", name, ver, drv);
+    snprintf(b->target_name, sizeof b->target_name, "opencl device: %s | %s | %s", name, ver, drv); /* fits: 512 */
     return KA_OK;
 }
 
