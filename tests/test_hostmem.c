@@ -88,8 +88,8 @@ static void wrap_in_place(void **state) {
         if (m[i] != 3 * i + 1) fail_msg("mapped wrapped buffer: [%u] = %u, expected %u", i, m[i], 3 * i + 1);
     m[5] = 1000;
     KA_OK_OR_FAIL(ka_buffer_unmap(g_q, b, m));
-    if (on_pocl() || g_info->backend == KA_BACKEND_CUDA) {
-        /* PoCL, and CUDA's mapped page-locked memory: no copy either way. The map is the user's memory, the
+    if (on_pocl() || g_info->backend == KA_BACKEND_CUDA || g_info->backend == KA_BACKEND_HOST) {
+        /* PoCL, CUDA's mapped page-locked memory, host: no copy either way. The map is the user's memory, the
          * kernel's stores are there without a map, and a store to the host
          * memory is what the next kernel reads. */
         assert_ptr_equal(m, host);
