@@ -81,7 +81,7 @@ static ka_status thread_count(uint32_t *n) {
     return KA_OK;
 }
 
-static void fill_info(ka_device_info *i) {
+static void fill_info(ka_device_info *i, uint32_t threads) {
     memset(i, 0, sizeof *i);
     i->backend = KA_BACKEND_HOST;
     snprintf(i->selector, sizeof i->selector, "host:0");
@@ -91,7 +91,7 @@ static void fill_info(ka_device_info *i) {
     snprintf(i->version, sizeof i->version, "C11");
     snprintf(i->driver_version, sizeof i->driver_version, "libka %d.%d.%d", KA_VERSION_MAJOR, KA_VERSION_MINOR, KA_VERSION_PATCH);
     i->is_cpu = 1;
-    (void)thread_count(&i->compute_units); /* a bad value: the default, and ka_device_open says why */
+    i->compute_units = threads;
     i->max_workgroup_size = KA__HOST_MAX_WG;
     i->max_workgroup[0] = i->max_workgroup[1] = i->max_workgroup[2] = KA__HOST_MAX_WG;
     i->preferred_workgroup_multiple = 1;
@@ -161,7 +161,9 @@ ka_status ka__host_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
     char cc[4096];
     *n = 0;
     if (ka__host_find_cc(cc, sizeof cc) != KA_OK) return KA_OK; /* not listed: `ka info` says why */
-    if (cap) fill_info(&out[0]);
+    uint32_t threads;
+    (void)thread_count(&threads); /* a bad value: the default here, and ka_device_open says why */
+    if (cap) fill_info(&out[0], threads);
     *n = 1;
     return KA_OK;
 }
@@ -175,8 +177,8 @@ ka_status ka__host_device_open(ka__device *d, uint32_t index) {
     if (st == KA_OK) st = ka__host_find_cc(hd->cc, sizeof hd->cc);
     if (st == KA_OK) {
         make_target(hd);
-        fill_info(&d->info);
-        st = ka__pool_create(d->info.compute_units, &hd->pool);
+        fill_info(&d->info, threads);
+        st = ka__pool_create(threads, &hd->pool);
     }
     if (st != KA_OK) {
         ka__free(hd, sizeof *hd);
