@@ -73,7 +73,6 @@ struct ka__pool {
     alignas(64) _Atomic uint32_t sleepers; /* workers asleep on gen (or about to be) */
     _Atomic uint32_t busy;                 /* a run holds the workers */
     uint32_t n;
-    uint32_t want;    /* the workers' slices: (n - 1) * POOL_SLICES */
     uint32_t started; /* worker threads created (n - 1 once made) */
     pool_worker *workers; /* n - 1, cache-line aligned */
     void *raw, *wraw;     /* the allocations these were aligned in */
@@ -106,11 +105,14 @@ static int take(pool_worker *w, uint32_t g) {
     }
 }
 
+/* The slices of a run that the workers own: what the done count reaches. */
+static uint32_t workers_slices(const ka__pool *p) { return (p->n - 1) * POOL_SLICES; }
+
 /* Adds d slices to the run's done count; wakes the caller if the run is
  * complete and the caller sleeps (seq_cst: it sets caller_asleep, then
  * re-reads done). */
 static void add_done(ka__pool *p, uint32_t d) {
-    if (atomic_fetch_add(&p->done, d) + d == p->want && atomic_load(&p->caller_asleep)) ka__futex_wake_all(&p->done);
+    if (atomic_fetch_add(&p->done, d) + d == workers_slices(p) && atomic_load(&p->caller_asleep)) ka__futex_wake_all(&p->done);
 }
 
 static void *worker_main(void *arg) {
@@ -146,6 +148,10 @@ static void stop_workers(ka__pool *p) {
     p->started = 0;
 }
 
+/* The first cache line boundary in an allocation 63 bytes larger than
+ * needed: ka__alloc promises no alignment beyond malloc's. */
+static void *line_up(void *raw) { return (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63); }
+
 static void free_pool(ka__pool *p) {
     if (p->wraw) ka__free(p->wraw, (size_t)(p->n - 1) * sizeof *p->workers + 63);
     ka__free(p->raw, sizeof *p + 63);
@@ -156,20 +162,18 @@ ka_status ka__pool_create(uint32_t nthreads, ka__pool **out) {
     *out = NULL;
     if (nthreads < 1 || nthreads > 65536)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "host pool: %u threads (1 to 65536)", nthreads);
-    /* ka__alloc promises no alignment beyond malloc's: align by hand. */
     void *raw = ka__alloc(sizeof(ka__pool) + 63);
     if (!raw) return ka__fail(KA_ERR_OUT_OF_MEMORY, "host pool: out of memory");
-    ka__pool *p = (ka__pool *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    ka__pool *p = line_up(raw);
     memset(p, 0, sizeof *p);
     p->raw = raw;
     p->n = nthreads;
-    p->want = (nthreads - 1) * POOL_SLICES;
     if (nthreads == 1) {
         *out = p;
         return KA_OK;
     }
     p->wraw = ka__calloc(1, (size_t)(nthreads - 1) * sizeof *p->workers + 63);
-    p->workers = p->wraw ? (pool_worker *)(((uintptr_t)p->wraw + 63) & ~(uintptr_t)63) : NULL;
+    p->workers = p->wraw ? line_up(p->wraw) : NULL;
     if (!p->workers) {
         free_pool(p);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "host pool: out of memory");
@@ -231,7 +235,7 @@ void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
 
     /* The slices of workers that have not taken them: one at a time, after
      * POOL_START_NS (a spinning worker has started by then). */
-    uint32_t want = p->want, d = 0;
+    uint32_t want = workers_slices(p), d = 0;
     while (ka__now_ns() - start < POOL_START_NS && atomic_load_explicit(&p->done, memory_order_relaxed) != want)
         ka__cpu_relax();
     for (uint32_t w = 0; w < n - 1; w++)
