@@ -65,13 +65,7 @@ static const char usage[] =
 enum { MATMUL, HISTOGRAM, REDUCE, NK };
 static const char *names[NK] = {"matmul", "histogram", "reduce"};
 
-#define CHECK(call)                                                                          \
-    do {                                                                                     \
-        if ((call) != KA_OK) {                                                               \
-            fprintf(stderr, "ka-bench barriers: %s: %s\n", #call, ka_last_error());          \
-            return KA_EXIT_FAIL;                                                             \
-        }                                                                                    \
-    } while (0)
+#define CHECK(call) BENCH_CHECK("barriers", call)
 
 typedef struct setup {
     ka_queue q;

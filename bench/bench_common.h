@@ -6,6 +6,7 @@
 #include <ka.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* BENCH_CHECK */
 
 #include "bench_list.h"
 #include "cli.h"
@@ -30,6 +31,16 @@ typedef struct bench_opts {
 /* -1 when r was a shared option (taken into *o), else the exit status: a
  * bad value (KA_EXIT_USAGE), or cli_default's for anything else. */
 int bench_option(const cli *c, int r, const char *arg, bench_opts *o);
+
+/* A libka call in a benchmark's main: on failure, prints "ka-bench NAME:
+ * the call: the detail" and returns KA_EXIT_FAIL. */
+#define BENCH_CHECK(name, call)                                                              \
+    do {                                                                                     \
+        if ((call) != KA_OK) {                                                               \
+            fprintf(stderr, "ka-bench " name ": %s: %s\n", #call, ka_last_error());        \
+            return KA_EXIT_FAIL;                                                             \
+        }                                                                                    \
+    } while (0)
 
 int64_t bench_now_ns(void);
 /* memcpy split over OpenMP's threads, in 64-byte-aligned slabs (bench_omp.c). */

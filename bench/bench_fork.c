@@ -19,13 +19,7 @@ static const char usage[] =
     "  ($OMP_NUM_THREADS threads, default all cores); I of each per repetition, R interleaved\n"
     "  repetitions, medians. Default: --iterations 2000 --reps 9.\n";
 
-#define CHECK(call)                                                                          \
-    do {                                                                                     \
-        if ((call) != KA_OK) {                                                               \
-            fprintf(stderr, "ka-bench fork: %s: %s\n", #call, ka_last_error());              \
-            return KA_EXIT_FAIL;                                                             \
-        }                                                                                    \
-    } while (0)
+#define CHECK(call) BENCH_CHECK("fork", call)
 
 /* ns per launch + wait of `items` work-items; negative on a failure. */
 static double ka_loop(ka_queue q, ka_kernel k, ka_buffer b, uint64_t items, uint32_t flags, int iters) {

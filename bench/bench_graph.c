@@ -57,13 +57,7 @@ static const char usage[] =
     "  K: 1 to 1000; N: 1 to 16777216; I: at least 1; R: 1 to 100000.\n"
     "  Default: --kernels 10 --items 1024 --iterations 200 --reps 9.\n";
 
-#define CHECK(call)                                                                                                  \
-    do {                                                                                                             \
-        if ((call) != KA_OK) {                                                                                       \
-            fprintf(stderr, "ka-bench graph: %s: %s\n", #call, ka_last_error());                                     \
-            return 1;                                                                                                \
-        }                                                                                                            \
-    } while (0)
+#define CHECK(call) BENCH_CHECK("graph", call)
 
 /* The raw OpenCL chain: one cl_kernel per launch of the step, its arguments
  * set once (the least a raw loop can do per step), in libka's context. */

@@ -39,13 +39,7 @@ static const char usage[] =
     "  ka_queue_finish. I steps per repetition, R repetitions interleaved, medians per step.\n"
     "  N: 1 to 4294967295; I: at least 1; R: 1 to 100000. Default: N = 4M, --iterations 20 --reps 11.\n";
 
-#define CHECK(call)                                                                          \
-    do {                                                                                     \
-        if ((call) != KA_OK) {                                                               \
-            fprintf(stderr, "ka-bench hostmem: %s: %s\n", #call, ka_last_error());           \
-            return 1;                                                                        \
-        }                                                                                    \
-    } while (0)
+#define CHECK(call) BENCH_CHECK("hostmem", call)
 
 typedef struct loop {
     ka_queue q;

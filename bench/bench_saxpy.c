@@ -59,13 +59,7 @@ static int check(const float *v, size_t n, int k, const char *what) {
     return 0;
 }
 
-#define CHECK(call)                                                                          \
-    do {                                                                                     \
-        if ((call) != KA_OK) {                                                               \
-            fprintf(stderr, "ka-bench saxpy: %s: %s\n", #call, ka_last_error());             \
-            return 1;                                                                        \
-        }                                                                                    \
-    } while (0)
+#define CHECK(call) BENCH_CHECK("saxpy", call)
 
 int bench_saxpy_main(int argc, char **argv) {
     static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_ITERATIONS, BENCH_OPT_REPS, BENCH_OPT_JSON,

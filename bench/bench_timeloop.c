@@ -80,14 +80,7 @@ static int parse_sizes(const cli *c, const char *arg, uint64_t *out) {
     }
 }
 
-#define CHECK(call)                                                                          \
-    do {                                                                                     \
-        ka_status st_ = (call);                                                              \
-        if (st_ != KA_OK) {                                                                  \
-            fprintf(stderr, "ka-bench timeloop: %s: %s\n", #call, ka_last_error());          \
-            return KA_EXIT_FAIL;                                                             \
-        }                                                                                    \
-    } while (0)
+#define CHECK(call) BENCH_CHECK("timeloop", call)
 
 typedef struct row {
     uint64_t n;
