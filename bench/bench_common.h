@@ -45,7 +45,8 @@ int bench_option(const cli *c, int r, const char *arg, bench_opts *o);
 int64_t bench_now_ns(void);
 /* memcpy split over OpenMP's threads, in 64-byte-aligned slabs (bench_omp.c). */
 void bench_omp_copy(void *dst, const void *src, size_t bytes);
-/* ns per empty `#pragma omp parallel` region, over iters of them; the threads OpenMP uses. */
+/* ns per empty `#pragma omp parallel` region, over iters of them; the threads
+ * an OpenMP region uses, 0 when built without OpenMP (regions are then serial). */
 double bench_omp_region_ns(int iters);
 int bench_omp_threads(void);
 /* Sleeps 50 ms: long enough for spinning idle threads (libgomp's, libka's

@@ -37,6 +37,6 @@ int bench_omp_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
 #else
-    return 1;
+    return 0;
 #endif
 }

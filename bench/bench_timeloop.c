@@ -218,7 +218,7 @@ int bench_timeloop_main(int argc, char **argv) {
             if (i == 0) {
                 printf("ka-bench timeloop on %s (%s): OpenMP %d threads%s; libka's default queue (routing limit %llu "
                        "work-items); %d interleaved reps, medians\n",
-                       di->name, di->selector, timeloop_omp_threads(), timeloop_omp_threads() ? "" : " (built without OpenMP: serial)",
+                       di->name, di->selector, bench_omp_threads(), bench_omp_threads() ? "" : " (built without OpenMP: serial)",
                        (unsigned long long)qs.inline_max_items, o.reps);
                 printf("%6s %6s %12s %12s %12s %10s %10s %8s %6s\n", "N", "steps", "serial us", "openmp us", "libka us",
                        "ka/omp", "ka/serial", "inline", "equal");
@@ -233,7 +233,7 @@ int bench_timeloop_main(int argc, char **argv) {
     if (o.json) {
         printf("{\"device\":\"%s\",\"selector\":\"%s\",\"omp_threads\":%d,\"inline_max_items\":%llu,\"reps\":%d,"
                "\"workgroup\":[%u,%u],\"checked\":%s,\"sizes\":[",
-               di->name, di->selector, timeloop_omp_threads(), (unsigned long long)qs.inline_max_items, o.reps, wg[0], wg[1],
+               di->name, di->selector, bench_omp_threads(), (unsigned long long)qs.inline_max_items, o.reps, wg[0], wg[1],
                bad ? "false" : "true");
         for (int i = 0; i < nsizes; i++) {
             const row *w = &rows[i];

@@ -27,7 +27,4 @@ void timeloop_serial(float *a, float *b, size_t n, int steps);
 /* `steps` steps from a into b and back (ping-pong); the result is in a when
  * steps is even, else in b. */
 void timeloop_omp(float *a, float *b, size_t n, int steps);
-/* The threads the OpenMP loop uses; 0 when built without OpenMP (the loop is
- * then serial). */
-int timeloop_omp_threads(void);
 #endif

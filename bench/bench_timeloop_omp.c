@@ -7,10 +7,6 @@
  * machine that runs them, and the binary may have been built elsewhere. */
 #include "bench_timeloop.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
 #define KA_BENCH_SANITIZED 1
@@ -46,12 +42,4 @@ void timeloop_omp(float *a, float *b, size_t n, int steps) {
 #pragma omp parallel for schedule(static)
         for (size_t y = 0; y < n; y++) heat_row_best(dst, src, n, y);
     }
-}
-
-int timeloop_omp_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 0;
-#endif
 }
