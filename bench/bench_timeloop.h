@@ -1,6 +1,6 @@
 /* ka-bench timeloop: the heat equation's time step, shared by the serial C
- * loop (bench_timeloop.c) and the OpenMP loop (bench_timeloop_omp.c, the one
- * source built with OpenMP), and written the same way in libka's kernel. A
+ * loop and the OpenMP loop (both in bench_timeloop_omp.c, built with OpenMP's
+ * and the reference's own flags), and written the same way in libka's kernel. A
  * 5-point average: u' = (u + left + right + up + down) * 0.2, the explicit
  * heat step at dt = h^2 / 5, boundary cells held. One multiplication, last:
  * no multiply-add for a compiler to contract, so the three results are equal

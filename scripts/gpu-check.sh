@@ -26,7 +26,7 @@
 # file and the summary).
 #
 # Environment: GPU_CHECK_BUDGET (seconds for the whole run, default 500: under 9 minutes
-# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefgh"),
+# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefghi"),
 # GPU_CHECK_DEVICE (the device of steps b and e, default cuda:0; another one only to try
 # the script where there is no GPU), GPU_CHECK_HOST (step i's parts, default all).
 # Exit status: 0 when every step ran and passed, 1 otherwise (the summary says which),
