@@ -22,9 +22,9 @@ extern "C" {
 #endif
 
 #define KA_VERSION_MAJOR 0
-#define KA_VERSION_MINOR 1
+#define KA_VERSION_MINOR 2
 #define KA_VERSION_PATCH 0
-#define KA_VERSION_STRING "0.1.0"
+#define KA_VERSION_STRING "0.2.0"
 
 #if defined(__GNUC__)
 #define KA_API __attribute__((visibility("default")))
