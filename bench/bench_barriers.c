@@ -83,7 +83,7 @@ static ka_status launch(const setup *s, int which) {
         args[3] = ka_arg_u32(s->n);
     } else if (which == HISTOGRAM) {
         uint32_t zero = 0;
-        ka_status st = ka_buffer_fill(s->q, s->h, &zero, 4, 0, 256 * 4, NULL);
+        ka_status st = ka_buffer_fill(s->q, s->h, 0, &zero, 4, 256 * 4, NULL);
         if (st != KA_OK) return st;
         r = (ka_range){.dims = 1, .size = {s->items}, .workgroup = {256}};
         args[0] = ka_arg_buffer(s->h), args[1] = ka_arg_buffer(s->u), args[2] = ka_arg_u32(s->elems);
@@ -105,7 +105,7 @@ static int check(const setup *s, const float *ha, const float *hb, const uint32_
     int bad = 0;
     uint32_t n = s->n;
     float *c = malloc((size_t)n * n * sizeof *c);
-    if (!c || ka_buffer_read(s->q, s->c, 0, (size_t)n * n * sizeof *c, c, NULL)) return 1;
+    if (!c || ka_buffer_read(s->q, c, s->c, 0, (size_t)n * n * sizeof *c)) return 1;
     for (uint32_t t = 0; t < 64; t++) {
         uint32_t i = (t * 7919u) % n, j = (t * 104729u + 13u) % n;
         double want = 0;
@@ -118,14 +118,14 @@ static int check(const setup *s, const float *ha, const float *hb, const uint32_
     }
     free(c);
     uint32_t h[256], want[256] = {0};
-    if (ka_buffer_read(s->q, s->h, 0, sizeof h, h, NULL)) return 1;
+    if (ka_buffer_read(s->q, h, s->h, 0, sizeof h)) return 1;
     for (uint32_t i = 0; i < s->elems; i++) want[hu[i] & 255u]++;
     if (memcmp(h, want, sizeof h)) {
         fprintf(stderr, "ka-bench barriers: histogram differs from the host's\n");
         bad = 1;
     }
     float *p = malloc((size_t)s->groups * sizeof *p);
-    if (!p || ka_buffer_read(s->q, s->part, 0, (size_t)s->groups * sizeof *p, p, NULL)) return 1;
+    if (!p || ka_buffer_read(s->q, p, s->part, 0, (size_t)s->groups * sizeof *p)) return 1;
     double sum = 0, ref = 0;
     for (uint32_t g = 0; g < s->groups; g++) sum += p[g];
     for (uint32_t i = 0; i < s->elems; i++) ref += hf[i];
@@ -185,10 +185,10 @@ int bench_barriers_main(int argc, char **argv) {
     CHECK(ka_buffer_create(dev, ebytes, &s.f));
     CHECK(ka_buffer_create(dev, 256 * 4, &s.h));
     CHECK(ka_buffer_create(dev, (size_t)s.groups * sizeof(float), &s.part));
-    CHECK(ka_buffer_write(s.q, s.a, 0, mbytes, ha, NULL));
-    CHECK(ka_buffer_write(s.q, s.b, 0, mbytes, hb, NULL));
-    CHECK(ka_buffer_write(s.q, s.u, 0, ebytes, hu, NULL));
-    CHECK(ka_buffer_write(s.q, s.f, 0, ebytes, hf, NULL));
+    CHECK(ka_buffer_write(s.q, s.a, 0, ha, mbytes));
+    CHECK(ka_buffer_write(s.q, s.b, 0, hb, mbytes));
+    CHECK(ka_buffer_write(s.q, s.u, 0, hu, ebytes));
+    CHECK(ka_buffer_write(s.q, s.f, 0, hf, ebytes));
     for (int k = 0; k < NK; k++) CHECK(launch(&s, k)); /* warm-up: first-launch work, the check's results */
     int bad = check(&s, ha, hb, hu, hf);
     int reps = o.reps;

@@ -68,8 +68,8 @@ static int child(const char *sel) {
         return 1;
     }
     float one = 1.0f, two = 2.0f;
-    ka_buffer_fill(q, x, &one, 4, 0, N * 4, NULL);
-    ka_buffer_fill(q, y, &two, 4, 0, N * 4, NULL);
+    ka_buffer_fill(q, x, 0, &one, 4, N * 4, NULL);
+    ka_buffer_fill(q, y, 0, &two, 4, N * 4, NULL);
     ka_queue_finish(q);
     ka_program p;
     ka_kernel k;
@@ -91,7 +91,7 @@ static int child(const char *sel) {
     int64_t t2 = bench_now_ns();
     ka_event_release(ev);
     float out[4];
-    ka_buffer_read(q, y, (N - 4) * 4, sizeof out, out, NULL);
+    ka_buffer_read(q, out, y, (N - 4) * 4, sizeof out);
     for (int i = 0; i < 4; i++)
         if (out[i] != 5.0f) {
             fprintf(stderr, "ka-bench compile: wrong result %g\n", out[i]);

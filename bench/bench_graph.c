@@ -227,7 +227,7 @@ int bench_graph_main(int argc, char **argv) {
     CHECK(ka_kernel_get(prog, "chain", NULL, &c.k));
     CHECK(ka_buffer_create(dev, bytes, &y));
     CHECK(ka_buffer_create(dev, bytes, &xb));
-    CHECK(ka_buffer_write(c.q, xb, 0, bytes, x, NULL));
+    CHECK(ka_buffer_write(c.q, xb, 0, x, bytes));
     c.range = (ka_range){.dims = 1, .size = {n}, .workgroup = {WG}};
     c.args = malloc(sizeof *c.args * (size_t)kernels);
     for (int j = 0; j < kernels; j++) {
@@ -295,11 +295,11 @@ int bench_graph_main(int argc, char **argv) {
             return 1;
         }
         cl_int err = 0;
-        if (w < RAW_LAUNCH) CHECK(ka_buffer_write(c.q, y, 0, bytes, y0, NULL));
+        if (w < RAW_LAUNCH) CHECK(ka_buffer_write(c.q, y, 0, y0, bytes));
         else if (is_cuda) err = bench_cu_write(cu, cy, y0, bytes);
         else err = clEnqueueWriteBuffer(rc.q, rc.y, CL_TRUE, 0, bytes, y0, 0, NULL, NULL);
         double ok = err ? -1 : RUN(w, CHECK_STEPS);
-        if (w < RAW_LAUNCH) CHECK(ka_buffer_read(c.q, y, 0, bytes, got, NULL));
+        if (w < RAW_LAUNCH) CHECK(ka_buffer_read(c.q, got, y, 0, bytes));
         else if (is_cuda) err |= bench_cu_read(cu, got, cy, bytes);
         else err |= clEnqueueReadBuffer(rc.q, rc.y, CL_TRUE, 0, bytes, got, 0, NULL, NULL);
         if (ok < 0 || err) {

@@ -63,7 +63,7 @@ static int run(const loop *L, int kind, ka_buffer b, float *host, float *user, f
         if (kind == COPY || kind == COPY_PINNED) {
             /* Pageable memory against page-locked (CUDA: cuMemHostAlloc; PoCL: the same plain memory). */
             seen = kind == COPY ? user : pinned;
-            CHECK(ka_buffer_read(L->q, b, 0, bytes, (void *)seen, NULL));
+            CHECK(ka_buffer_read(L->q, (void *)seen, b, 0, bytes));
         } else if (kind == WRAP_FINISH) {
             CHECK(ka_queue_finish(L->q));
             seen = host;

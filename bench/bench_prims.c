@@ -176,9 +176,9 @@ int bench_prims_main(int argc, char **argv) {
     CHECK(ka_buffer_create(dev, sn * 4, &bk));
     CHECK(ka_buffer_create(dev, sn * 4, &bk0));
     CHECK(ka_buffer_create(dev, 16, &bres));
-    CHECK(ka_buffer_write(q, bu, 0, n * 4, hu, NULL));
-    CHECK(ka_buffer_write(q, bf, 0, n * 4, hf, NULL));
-    CHECK(ka_buffer_write(q, bk0, 0, sn * 4, hk, NULL));
+    CHECK(ka_buffer_write(q, bu, 0, hu, n * 4));
+    CHECK(ka_buffer_write(q, bf, 0, hf, n * 4));
+    CHECK(ka_buffer_write(q, bk0, 0, hk, sn * 4));
 
     double *t[NK];
     for (int j = 0; j < NK; j++) t[j] = calloc((size_t)o.reps, sizeof(double));
@@ -190,30 +190,30 @@ int bench_prims_main(int argc, char **argv) {
             int j = (turn + (rep < 0 ? 0 : rep)) % NK; /* rotated order: drift favours none */
             int64_t t0 = 0, t1 = 0;
             /* The sorts work in place: fresh keys first, not timed. */
-            if (j == SORT) CHECK(ka_buffer_copy(q, bk0, 0, bk, 0, sn * 4, NULL));
+            if (j == SORT) CHECK(ka_buffer_copy(q, bk, 0, bk0, 0, sn * 4, NULL));
             if (j == H_SORT) memcpy(hout, hk, sn * 4);
             t0 = bench_now_ns();
             for (int i = 0; i < (j == SORT || j == H_SORT ? 1 : it); i++) {
                 ka_event ev;
                 switch (j) {
-                case COPY: CHECK(ka_buffer_copy(q, bu, 0, bcopy, 0, n * 4, NULL)); break;
+                case COPY: CHECK(ka_buffer_copy(q, bcopy, 0, bu, 0, n * 4, NULL)); break;
                 case RED_U32:
-                    CHECK(ka_reduce(q, pr_u, bu, n, KA_REDUCE_SUM, bres, 0, &ev));
+                    CHECK(ka_reduce(q, pr_u, bres, 0, bu, 0, n, KA_REDUCE_SUM, &ev));
                     CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
                     ka_event_release(ev);
                     break;
                 case RED_F32:
-                    CHECK(ka_reduce(q, pr_f, bf, n, KA_REDUCE_SUM, bres, 4, &ev));
+                    CHECK(ka_reduce(q, pr_f, bres, 4, bf, 0, n, KA_REDUCE_SUM, &ev));
                     CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
                     ka_event_release(ev);
                     break;
                 case SCAN:
-                    CHECK(ka_scan(q, ps, bu, bout, n, 0, &ev));
+                    CHECK(ka_scan(q, ps, bout, 0, bu, 0, n, 0, &ev));
                     CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
                     ka_event_release(ev);
                     break;
                 case SORT:
-                    CHECK(ka_sort(q, pso, bk, (ka_buffer){0}, sn, &ev));
+                    CHECK(ka_sort(q, pso, bk, 0, (ka_buffer){0}, 0, sn, &ev));
                     CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
                     ka_event_release(ev);
                     break;
@@ -232,8 +232,8 @@ int bench_prims_main(int argc, char **argv) {
     int bad = 0;
     uint32_t ru;
     float rf;
-    CHECK(ka_buffer_read(q, bres, 0, 4, &ru, NULL));
-    CHECK(ka_buffer_read(q, bres, 4, 4, &rf, NULL));
+    CHECK(ka_buffer_read(q, &ru, bres, 0, 4));
+    CHECK(ka_buffer_read(q, &rf, bres, 4, 4));
     uint32_t want_u = host_sum_u32(hu, n);
     double want_f = 0;
     for (size_t i = 0; i < n; i++) want_f += hf[i];
@@ -242,7 +242,7 @@ int bench_prims_main(int argc, char **argv) {
         bad = 1, fprintf(stderr, "ka-bench primitives: reduce f32 %g, host %g\n", (double)rf, want_f);
     (void)sink_u, (void)sink_f;
     host_scan_u32(hu, htmp, n, part);
-    CHECK(ka_buffer_read(q, bout, 0, n * 4, hout, NULL));
+    CHECK(ka_buffer_read(q, hout, bout, 0, n * 4));
     for (size_t i = 0; i < n; i++)
         if (hout[i] != htmp[i]) {
             bad = 1;
@@ -251,7 +251,7 @@ int bench_prims_main(int argc, char **argv) {
         }
     memcpy(htmp, hk, sn * 4);
     host_sort_u32(htmp, hout, sn, cnt); /* 4 passes: the result is back in htmp */
-    CHECK(ka_buffer_read(q, bk, 0, sn * 4, hout, NULL));
+    CHECK(ka_buffer_read(q, hout, bk, 0, sn * 4));
     for (size_t i = 0; i < sn; i++)
         if (hout[i] != htmp[i]) {
             bad = 1;

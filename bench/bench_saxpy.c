@@ -105,9 +105,9 @@ int bench_saxpy_main(int argc, char **argv) {
     CHECK(ka_buffer_create(dev, bytes, &y));
     CHECK(ka_buffer_create(dev, bytes, &z));
     const float one = 1.0f, two = 2.0f;
-    CHECK(ka_buffer_fill(q, x, &one, 4, 0, bytes, NULL));
-    CHECK(ka_buffer_fill(q, y, &two, 4, 0, bytes, NULL));
-    CHECK(ka_buffer_fill(q, z, &two, 4, 0, bytes, NULL));
+    CHECK(ka_buffer_fill(q, x, 0, &one, 4, bytes, NULL));
+    CHECK(ka_buffer_fill(q, y, 0, &two, 4, bytes, NULL));
+    CHECK(ka_buffer_fill(q, z, 0, &two, 4, bytes, NULL));
     ka_arg args[] = {ka_arg_buffer(y), ka_arg_buffer(x), ka_arg_f32(0.5f), ka_arg_u32((uint32_t)n)};
     ka_range range = {.dims = 1, .size = {n}, .workgroup = {wg}};
 
@@ -154,7 +154,7 @@ int bench_saxpy_main(int argc, char **argv) {
                 ka_runs += it;
             } else if (j == KA_COPY) {
                 int64_t t0 = bench_now_ns();
-                for (int i = 0; i < it; i++) CHECK(ka_buffer_copy(q, x, 0, z, 0, bytes, NULL));
+                for (int i = 0; i < it; i++) CHECK(ka_buffer_copy(q, z, 0, x, 0, bytes, NULL));
                 ns = (double)(bench_now_ns() - t0) / it;
             } else if (j == OMP_COPY) {
                 int64_t t0 = bench_now_ns();
@@ -174,9 +174,9 @@ int bench_saxpy_main(int argc, char **argv) {
     size_t m = n < 65536 ? (size_t)n : 65536;
     float *h = malloc(m * sizeof *h);
     int bad = 0;
-    CHECK(ka_buffer_read(q, y, 0, m * sizeof *h, h, NULL));
+    CHECK(ka_buffer_read(q, h, y, 0, m * sizeof *h));
     bad |= check(h, m, ka_runs, "ka saxpy, head");
-    CHECK(ka_buffer_read(q, y, bytes - m * sizeof *h, m * sizeof *h, h, NULL));
+    CHECK(ka_buffer_read(q, h, y, bytes - m * sizeof *h, m * sizeof *h));
     bad |= check(h, m, ka_runs, "ka saxpy, tail");
     if (cu) {
         bad |= bench_cu_read(cu, h, ry, m * sizeof *h) || check(h, m, raw_runs, "raw saxpy, head");

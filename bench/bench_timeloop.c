@@ -107,8 +107,8 @@ static int run_size(const kaloop *L0, ka_device dev, uint64_t n, int steps, int 
     kaloop L = *L0;
     CHECK(ka_buffer_create(dev, bytes, &L.a));
     CHECK(ka_buffer_create(dev, bytes, &L.b));
-    CHECK(ka_buffer_write(L.q, L.a, 0, bytes, a[LIBKA], NULL));
-    CHECK(ka_buffer_write(L.q, L.b, 0, bytes, a[LIBKA], NULL));
+    CHECK(ka_buffer_write(L.q, L.a, 0, a[LIBKA], bytes));
+    CHECK(ka_buffer_write(L.q, L.b, 0, a[LIBKA], bytes));
     /* Warm-up, and the check: the same even number of steps on each. PoCL
      * builds a kernel's work-group function at its first launch of a local
      * size; libka's routing measures both paths in its first launches. */
@@ -117,7 +117,7 @@ static int run_size(const kaloop *L0, ka_device dev, uint64_t n, int steps, int 
     timeloop_serial(a[SERIAL], b[SERIAL], n, warm);
     timeloop_omp(a[OPENMP], b[OPENMP], n, warm);
     CHECK(timeloop_ka(&L, n, warm));
-    CHECK(ka_buffer_read(L.q, L.a, 0, bytes, a[LIBKA], NULL));
+    CHECK(ka_buffer_read(L.q, a[LIBKA], L.a, 0, bytes));
     out->equal = !memcmp(a[SERIAL], a[OPENMP], bytes) && !memcmp(a[SERIAL], a[LIBKA], bytes);
     double *t[NIMPL];
     for (int j = 0; j < NIMPL; j++) t[j] = malloc(sizeof(double) * (size_t)reps);

@@ -276,7 +276,7 @@ static int ms_set_iters(ms_side *m, ka_queue q, uint32_t iters) {
     float f = (float)iters;
     uint32_t bits;
     memcpy(&bits, &f, sizeof bits);
-    if (ka_buffer_write(q, m->buf, 0, sizeof f, &f, NULL) != KA_OK) return -1;
+    if (ka_buffer_write(q, m->buf, 0, &f, sizeof f) != KA_OK) return -1;
     return m->cu && bench_cu_fill32(m->cu, m->rbuf, bits, 1) ? -1 : 0;
 }
 

@@ -257,8 +257,8 @@ static void step_host(rank_grid *r, float *send[2], float *recv[2][2], int parit
     float **in = recv[parity];
     if (r->up != MPI_PROC_NULL) MPI_CHECK(MPI_Irecv(in[0], (int)r->nx, MPI_FLOAT, r->up, 1, MPI_COMM_WORLD, &req[nreq++]));
     if (r->down != MPI_PROC_NULL) MPI_CHECK(MPI_Irecv(in[1], (int)r->nx, MPI_FLOAT, r->down, 0, MPI_COMM_WORLD, &req[nreq++]));
-    if (r->up != MPI_PROC_NULL) KA_CHECK(ka_buffer_read(r->q, r->u, row, row, send[0], &rd[nrd++]));
-    if (r->down != MPI_PROC_NULL) KA_CHECK(ka_buffer_read(r->q, r->u, row * r->rows, row, send[1], &rd[nrd++]));
+    if (r->up != MPI_PROC_NULL) KA_CHECK(ka_buffer_read_async(r->q, send[0], r->u, row, row, &rd[nrd++]));
+    if (r->down != MPI_PROC_NULL) KA_CHECK(ka_buffer_read_async(r->q, send[1], r->u, row * r->rows, row, &rd[nrd++]));
     if (r->rows > 2) stencil(r, 2, r->rows - 2, r->overlap, NULL); /* the interior: no halo needed */
     coop_wait(rd, nrd, NULL, 0); /* the rows to send (the interior may still run) */
     if (r->up != MPI_PROC_NULL) MPI_CHECK(MPI_Isend(send[0], (int)r->nx, MPI_FLOAT, r->up, 0, MPI_COMM_WORLD, &req[nreq++]));
@@ -266,11 +266,11 @@ static void step_host(rank_grid *r, float *send[2], float *recv[2][2], int parit
     coop_wait(NULL, 0, req, nreq);
     ka_event wr;
     if (r->up != MPI_PROC_NULL) {
-        KA_CHECK(ka_buffer_write(r->q, r->u, 0, row, in[0], &wr));
+        KA_CHECK(ka_buffer_write_async(r->q, r->u, 0, in[0], row, &wr));
         KA_CHECK(ka_event_release(wr)); /* completes before the edges, in queue order */
     }
     if (r->down != MPI_PROC_NULL) {
-        KA_CHECK(ka_buffer_write(r->q, r->u, row * (r->rows + 1), row, in[1], &wr));
+        KA_CHECK(ka_buffer_write_async(r->q, r->u, row * (r->rows + 1), in[1], row, &wr));
         KA_CHECK(ka_event_release(wr));
     }
     edges(r, NULL);
@@ -348,8 +348,8 @@ int main(int argc, char **argv) {
     float *io = io_mem;
     for (uint32_t i = 1; i <= r.rows; i++)
         for (uint32_t x = 0; x < o.nx; x++) h[(size_t)i * o.nx + x] = initial(r.g0 + i - 1, x, o.nx, o.ny);
-    KA_CHECK(ka_buffer_write(r.q, r.u, 0, bytes, h, NULL));
-    KA_CHECK(ka_buffer_write(r.q, r.v, 0, bytes, h, NULL));
+    KA_CHECK(ka_buffer_write(r.q, r.u, 0, h, bytes));
+    KA_CHECK(ka_buffer_write(r.q, r.v, 0, h, bytes));
 
     ka_native_buffer nb;
     KA_CHECK(ka_buffer_get_native(r.u, &nb));
@@ -391,7 +391,7 @@ int main(int argc, char **argv) {
     MPI_CHECK(MPI_Reduce(&hits, &all_hits, 1, MPI_UINT32_T, MPI_SUM, 0, MPI_COMM_WORLD));
 
     /* The grid on rank 0: each rank's own rows. */
-    KA_CHECK(ka_buffer_read(r.q, r.u, row, row * r.rows, h, NULL));
+    KA_CHECK(ka_buffer_read(r.q, h, r.u, row, row * r.rows));
     float *grid = NULL;
     int *counts = NULL, *displs = NULL;
     if (g_rank == 0) {

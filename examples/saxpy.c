@@ -39,14 +39,14 @@ int ka_run_saxpy(const char *sel, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) hx[i] = (float)i, hy[i] = 1.0f;
     CHECK(ka_buffer_create(dev, n * sizeof(float), &x));
     CHECK(ka_buffer_create(dev, n * sizeof(float), &y));
-    CHECK(ka_buffer_write(q, x, 0, n * sizeof(float), hx, NULL));
-    CHECK(ka_buffer_write(q, y, 0, n * sizeof(float), hy, NULL));
+    CHECK(ka_buffer_write(q, x, 0, hx, n * sizeof(float)));
+    CHECK(ka_buffer_write(q, y, 0, hy, n * sizeof(float)));
     ka_arg args[] = {ka_arg_buffer(y), ka_arg_buffer(x), ka_arg_f32(2.0f), ka_arg_u32(n)};
     ka_event ev;
     CHECK(ka_launch(q, k, &(ka_range){.dims = 1, .size = {n}}, args, 4, &ev));
     CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
     CHECK(ka_event_release(ev));
-    CHECK(ka_buffer_read(q, y, 0, n * sizeof(float), hy, NULL));
+    CHECK(ka_buffer_read(q, hy, y, 0, n * sizeof(float)));
     uint32_t bad = 0;
     for (uint32_t i = 0; i < n; i++)
         if (fabsf(hy[i] - (2.0f * (float)i + 1.0f)) > 1e-3f * (2.0f * (float)i + 1.0f)) bad++;

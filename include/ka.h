@@ -213,19 +213,24 @@ typedef struct ka_native_buffer {
     size_t bytes;
 } ka_native_buffer;
 KA_API ka_status ka_buffer_get_native(ka_buffer b, ka_native_buffer *out);
-/* Transfers: with ev == NULL the call blocks until done; with ev non-NULL it
- * is asynchronous and *ev completes when it is done (host memory must stay
- * valid until then). */
-KA_API ka_status ka_buffer_write(ka_queue q, ka_buffer dst, size_t offset, size_t bytes,
-                                 const void *src, ka_event *ev);
-KA_API ka_status ka_buffer_read(ka_queue q, ka_buffer src, size_t offset, size_t bytes,
-                                void *dst, ka_event *ev);
-KA_API ka_status ka_buffer_copy(ka_queue q, ka_buffer src, size_t src_offset, ka_buffer dst,
-                                size_t dst_offset, size_t bytes, ka_event *ev);
+/* Transfers, in memcpy's order: destination first, each buffer followed by
+ * its byte offset, the byte count last. ka_buffer_write and ka_buffer_read
+ * block until the bytes are in place; their _async twins only enqueue (the
+ * host memory must stay valid and untouched until the command is complete:
+ * *ev completes then, or finish the queue; ev may be NULL). */
+KA_API ka_status ka_buffer_write(ka_queue q, ka_buffer dst, size_t dst_offset, const void *src, size_t bytes);
+KA_API ka_status ka_buffer_read(ka_queue q, void *dst, ka_buffer src, size_t src_offset, size_t bytes);
+KA_API ka_status ka_buffer_write_async(ka_queue q, ka_buffer dst, size_t dst_offset, const void *src, size_t bytes,
+                                       ka_event *ev);
+KA_API ka_status ka_buffer_read_async(ka_queue q, void *dst, ka_buffer src, size_t src_offset, size_t bytes,
+                                      ka_event *ev);
+/* Copies and fills run on the device: they only enqueue (ev may be NULL). */
+KA_API ka_status ka_buffer_copy(ka_queue q, ka_buffer dst, size_t dst_offset, ka_buffer src, size_t src_offset,
+                                size_t bytes, ka_event *ev);
 /* Repeats a pattern of 1, 2, 4, 8, 16, 32, 64 or 128 bytes; offset and bytes
  * must be multiples of pattern_size. */
-KA_API ka_status ka_buffer_fill(ka_queue q, ka_buffer dst, const void *pattern,
-                                size_t pattern_size, size_t offset, size_t bytes, ka_event *ev);
+KA_API ka_status ka_buffer_fill(ka_queue q, ka_buffer dst, size_t dst_offset, const void *pattern,
+                                size_t pattern_size, size_t bytes, ka_event *ev);
 /* A buffer of `bytes` zero bytes, or holding a copy of the `bytes` bytes at
  * src: the contents are in place when the call returns. */
 KA_API ka_status ka_buffer_create_zeroed(ka_device dev, size_t bytes, ka_buffer *out);
@@ -454,8 +459,8 @@ KA_API void ka_set_wait_spin(int64_t spin_ns);
 /* Launches, copies and fills recorded once and replayed many times: a time
  * step replayed at a fraction of its launches' cost. Between ka_graph_begin
  * and ka_graph_end, ka_launch, ka_buffer_copy and ka_buffer_fill on the queue
- * are checked as always and recorded instead of run; node i is the i-th
- * command recorded. CUDA replays a CUDA graph; OpenCL and null replay the
+ * are checked as always and recorded instead of run; ka_graph_last_node
+ * names the command just recorded. CUDA replays a CUDA graph; OpenCL and null replay the
  * pre-validated launches. docs/API.md, section 16. */
 typedef struct ka_graph { uint64_t id; } ka_graph;
 typedef struct ka_graph_info {
@@ -474,10 +479,17 @@ KA_API ka_status ka_graph_end(ka_queue q, ka_graph *out);
  * nothing. A buffer or kernel of the graph released since: a clean error,
  * nothing enqueued. */
 KA_API ka_status ka_graph_launch(ka_queue q, ka_graph g, ka_event *ev);
+/* A recorded command, named by the id recording gave it (never counted:
+ * primitives such as ka_reduce record several commands). */
+typedef struct ka_graph_node { uint32_t index; } ka_graph_node;
+/* While q records: the id of the command recorded last on q (call it right
+ * after the ka_launch whose arguments will change). KA_ERR_INVALID_ARGUMENT
+ * when q is not recording or nothing is recorded yet. */
+KA_API ka_status ka_graph_last_node(ka_queue q, ka_graph_node *out);
 /* Argument `index` of launch node `node` for later replays, checked like a
  * ka_launch argument (a buffer of the graph's device; bytes of the size
  * recorded). Allocates nothing. Not concurrently with a replay of g. */
-KA_API ka_status ka_graph_set_arg(ka_graph g, uint32_t node, uint32_t index, ka_arg arg);
+KA_API ka_status ka_graph_set_arg(ka_graph g, ka_graph_node node, uint32_t index, ka_arg arg);
 KA_API ka_status ka_graph_get_info(ka_graph g, ka_graph_info *out);
 /* Waits for nothing: a replay already enqueued still runs. */
 KA_API ka_status ka_graph_release(ka_graph g);

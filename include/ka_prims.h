@@ -37,22 +37,28 @@ KA_API ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype
 /* Releases the kernels and scratch; finish the calls that use it first. NULL is a no-op. */
 KA_API ka_status ka_prims_plan_release(ka_prims_plan *plan);
 
-/* out[out_offset bytes] = op over in[0..n) (elements of the plan's type).
- * Sums of integers wrap; floats sum in their own type, in an order that is not
- * the host's (results differ by rounding). min and max of floats propagate
- * NaN. n = 0 gives the identity: 0, the type's largest (+inf) for min, its
- * smallest (-inf) for max. */
-KA_API ka_status ka_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer in, size_t n, ka_reduce_op op,
-                           ka_buffer out, size_t out_offset, ka_event *ev);
+/* Destination first, as in memcpy and the transfers of ka.h; each buffer is
+ * followed by its offset in bytes (a multiple of the element size: 4 for
+ * sort values). */
+
+/* out[at out_offset] = op over the n elements of in from in_offset (of the
+ * plan's type). Sums of integers wrap; floats sum in their own type, in an
+ * order that is not the host's (results differ by rounding). min and max of
+ * floats propagate NaN. n = 0 gives the identity: 0, the type's largest
+ * (+inf) for min, its smallest (-inf) for max. */
+KA_API ka_status ka_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in,
+                           size_t in_offset, size_t n, ka_reduce_op op, ka_event *ev);
 /* out[i] = in[0] + ... + in[i] (inclusive) or in[0] + ... + in[i-1] (exclusive,
- * out[0] = 0), for i < n. out may be in. */
-KA_API ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer in, ka_buffer out, size_t n, int exclusive,
-                         ka_event *ev);
-/* Sorts keys[0..n) ascending in place, stable; values (u32, {0} for none;
- * needs a plan made with KA_PRIM_SORT_VALUES) move with their keys. Floats
- * order -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN (by sign bit). */
-KA_API ka_status ka_sort(ka_queue q, ka_prims_plan *plan, ka_buffer keys, ka_buffer values, size_t n,
-                         ka_event *ev);
+ * out[0] = 0), for i < n, each array at its offset. out may be in at the same
+ * offset (in place); other overlaps are refused. */
+KA_API ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in,
+                         size_t in_offset, size_t n, int exclusive, ka_event *ev);
+/* Sorts the n keys at keys_offset ascending in place, stable; values (u32,
+ * {0} for none; needs a plan made with KA_PRIM_SORT_VALUES) move with their
+ * keys. Floats order -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN (by
+ * sign bit). */
+KA_API ka_status ka_sort(ka_queue q, ka_prims_plan *plan, ka_buffer keys, size_t keys_offset, ka_buffer values,
+                         size_t values_offset, size_t n, ka_event *ev);
 
 #ifdef __cplusplus
 }

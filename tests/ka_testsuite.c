@@ -134,10 +134,10 @@ ka_buffer ts_buffer(size_t bytes, const void *init) {
     KA_OK_OR_FAIL(ka_buffer_create(ts.dev, bytes, &b));
     bufs[nbufs++] = b;
     if (init) {
-        KA_OK_OR_FAIL(ka_buffer_write(ts.q, b, 0, bytes, init, NULL));
+        KA_OK_OR_FAIL(ka_buffer_write(ts.q, b, 0, init, bytes));
     } else {
         uint8_t zero = 0;
-        KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &zero, 1, 0, bytes, NULL));
+        KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, &zero, 1, bytes, NULL));
     }
     return b;
 }
@@ -147,11 +147,11 @@ ka_buffer ts_buffer_fill(size_t bytes, const void *pattern, size_t psize) {
     if (nbufs == TS_MAX_BUFFERS) fail_msg("ts_buffer: more than %d buffers in one test", TS_MAX_BUFFERS);
     KA_OK_OR_FAIL(ka_buffer_create(ts.dev, bytes, &b));
     bufs[nbufs++] = b;
-    KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, pattern, psize, 0, bytes, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, pattern, psize, bytes, NULL));
     return b;
 }
 
-void ts_read(ka_buffer b, void *dst, size_t bytes) { KA_OK_OR_FAIL(ka_buffer_read(ts.q, b, 0, bytes, dst, NULL)); }
+void ts_read(ka_buffer b, void *dst, size_t bytes) { KA_OK_OR_FAIL(ka_buffer_read(ts.q, dst, b, 0, bytes)); }
 
 void ts_run(ka_kernel k, const ka_range *r, const ka_arg *args, uint32_t nargs) {
     ka_event ev;

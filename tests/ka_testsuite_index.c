@@ -421,7 +421,7 @@ static void indextest_not_multiple(void **state) {
     ts_read(b, A, sizeof A);
     for (int i = 0; i < 49; i++) assert_int_equal(A[i], i / 8);
     /* 5 items in a group of 8 */
-    KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &minus1, sizeof minus1, 0, sizeof A, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, &minus1, sizeof minus1, sizeof A, NULL));
     r = ts_range(1, 5, 0, 0, 8, 0, 0);
     ts_run(ll, &r, args, 1);
     ts_read(b, A, sizeof A);
@@ -555,7 +555,7 @@ static void partition_static_sizes(void **state) {
     ka_kernel k = ts_kernel(prog_static, "partition_probe", &c64);
     static const uint64_t sizes[] = {128, 129};
     for (int s = 0; s < 2; s++) {
-        KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &(uint8_t){0}, 1, 0, sizeof out, NULL));
+        KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, &(uint8_t){0}, 1, sizeof out, NULL));
         ka_range r = ts_range(1, sizes[s], 0, 0, 0, 0, 0);
         ts_run(k, &r, args, 1);
         ts_read(b, out, sizeof out);
@@ -716,7 +716,7 @@ static void nditeration_expand(void **state) {
             ka_kernel_config cfg = {.workgroup = {w0, w1}, .ndrange = {128, 128}};
             ka_kernel k = ts_kernel(prog_static, "nditer_expand", st ? &cfg : NULL);
             ka_range r = ts_range(2, 128, 128, 0, st ? 0 : w0, st ? 0 : w1, 0);
-            KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &(uint8_t){0}, 1, 0, sizeof out, NULL));
+            KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, &(uint8_t){0}, 1, sizeof out, NULL));
             ts_run(k, &r, args, 1);
             ts_read(b, out, sizeof out);
             for (int i = 0; i < 128 * 128; i++)
@@ -737,7 +737,7 @@ static void barriers_uniform_loops(void **state) {
     ts_run(ts_kernel(prog_index, "trailing_uniform", NULL), &r, args, 1);
     ts_read(b, A, sizeof A);
     for (int i = 0; i < 16; i++) assert_int_equal(A[i], i < 13 ? 3 : 0);
-    KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &(uint8_t){0}, 1, 0, sizeof A, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, &(uint8_t){0}, 1, sizeof A, NULL));
     ts_run(ts_kernel(prog_index, "qualified", NULL), &r, args, 1);
     ts_read(b, A, sizeof A);
     for (int i = 0; i < 16; i++) assert_int_equal(A[i], i < 13 ? 2 * (i + 1) : 0);
@@ -746,7 +746,7 @@ static void barriers_uniform_loops(void **state) {
     for (int kn = 0; kn < 2; kn++) {
         ka_kernel br = ts_kernel(prog_index, names[kn], NULL);
         for (int flag = 1; flag <= 3; flag++) {
-            KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &(uint8_t){0}, 1, 0, sizeof A, NULL));
+            KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, &(uint8_t){0}, 1, sizeof A, NULL));
             ka_arg a2[] = {ka_arg_buffer(b), ka_arg_i32(flag)};
             ts_run(br, &r, a2, 2);
             ts_read(b, A, sizeof A);

@@ -195,7 +195,7 @@ static void localmem_static(void **state) {
         ts_run(kern, &r, args, 1);
         ts_read(b, B, sizeof B);
         check_reversed(B, 64, 16, names[k]);
-        KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &minus1, sizeof minus1, 0, sizeof B, NULL));
+        KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, &minus1, sizeof minus1, sizeof B, NULL));
         r.size[0] = 60;
         ts_run(kern, &r, args, 1);
         ts_read(b, B, sizeof B);
@@ -334,7 +334,7 @@ static void private_reduce(void **state) {
     /* distinct values: exact sums of small integers */
     for (int c = 0; c < C; c++)
         for (int i = 0; i < R; i++) A[i + R * c] = (float)(i * (c + 1));
-    KA_OK_OR_FAIL(ka_buffer_write(ts.q, ab, 0, sizeof A, A, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(ts.q, ab, 0, A, sizeof A));
     ts_run(k, &r, args, 4);
     ts_read(ob, out, sizeof out);
     for (int i = 0; i < R; i++) assert_true(out[i] == (float)(6 * i));
@@ -355,7 +355,7 @@ static void unroll(void **state) {
     ts_run(ts_kernel(prog_unroll, "kernel_unroll_n", &n5), &r, args, 1);
     ts_read(b, a, sizeof a);
     for (int i = 0; i < 5; i++) assert_true(a[i] == (float)(i + 6));
-    KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, &(uint8_t){0}, 1, 0, sizeof a, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(ts.q, b, 0, &(uint8_t){0}, 1, sizeof a, NULL));
     ts_run(ts_kernel(prog_unroll, "kernel_unroll_n", &n3), &r, args, 1);
     ts_read(b, a, sizeof a);
     for (int i = 0; i < 5; i++) assert_true(a[i] == (i < 3 ? (float)(i + 6) : 0.0f));

@@ -348,16 +348,16 @@ static void copies(void **state) {
     ka_buffer A = ts_buffer(M * 8, hA), B = ts_buffer(M * 8, hB);
     /* copyto!(a, B); copyto!(A, a) */
     ts_read(B, a, M * 8);
-    KA_OK_OR_FAIL(ka_buffer_write(ts.q, A, 0, M * 8, a, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(ts.q, A, 0, a, M * 8));
     ts_read(A, back, M * 8);
     assert_memory_equal(back, hB, M * 8);
     assert_memory_equal(a, hB, M * 8);
     /* async: device to device, then to the host, ordered by the queue */
     ka_buffer C = ts_buffer(M * 8, NULL);
     ka_event ev[3];
-    KA_OK_OR_FAIL(ka_buffer_write(ts.q, A, 0, M * 8, hA, &ev[0]));
-    KA_OK_OR_FAIL(ka_buffer_copy(ts.q, A, 0, C, 0, M * 8, &ev[1]));
-    KA_OK_OR_FAIL(ka_buffer_read(ts.q, C, 0, M * 8, back, &ev[2]));
+    KA_OK_OR_FAIL(ka_buffer_write_async(ts.q, A, 0, hA, M * 8, &ev[0]));
+    KA_OK_OR_FAIL(ka_buffer_copy(ts.q, C, 0, A, 0, M * 8, &ev[1]));
+    KA_OK_OR_FAIL(ka_buffer_read_async(ts.q, back, C, 0, M * 8, &ev[2]));
     KA_OK_OR_FAIL(ka_wait_all(ev, 3, KA_WAIT_FOREVER));
     for (int i = 0; i < 3; i++) KA_OK_OR_FAIL(ka_event_release(ev[i]));
     assert_memory_equal(back, hA, M * 8);
@@ -460,7 +460,7 @@ static void events_and_ordering(void **state) {
     ka_buffer c = ts_buffer(sizeof A, NULL);
     ka_event e2[3];
     KA_OK_OR_FAIL(ka_launch(ts.q, k, &r, args, 1, &e2[0]));
-    KA_OK_OR_FAIL(ka_buffer_copy(ts.q, b, 0, c, 0, sizeof A, &e2[1]));
+    KA_OK_OR_FAIL(ka_buffer_copy(ts.q, c, 0, b, 0, sizeof A, &e2[1]));
     ka_arg cargs[] = {ka_arg_buffer(c)};
     KA_OK_OR_FAIL(ka_launch(ts.q, k, &r, cargs, 1, &e2[2]));
     KA_OK_OR_FAIL(ka_wait_all(e2, 3, KA_WAIT_FOREVER));
@@ -723,7 +723,7 @@ static void *th_main(void *arg) {
     TH_TRY(ka_kernel_get(c->prog, "affine", &cwg, &kw));
     for (int l = 0; l < TH_LAUNCHES; l++) {
         for (int i = 0; i < TH_N; i++) A[i] = i;
-        TH_TRY(ka_buffer_write(q, b, 0, TH_N * sizeof *A, A, NULL));
+        TH_TRY(ka_buffer_write(q, b, 0, A, TH_N * sizeof *A));
         int a = c->index + 2, add = l * 100 + c->index;
         ka_arg args[] = {ka_arg_buffer(b), ka_arg_i32(a), ka_arg_i32(add)};
         bool dynamic = l % 3 != 0;
@@ -732,7 +732,7 @@ static void *th_main(void *arg) {
         TH_TRY(ka_launch(q, dynamic ? c->k : kw, &r, args, 3, &ev));
         TH_TRY(ka_event_wait(ev, KA_WAIT_FOREVER));
         TH_TRY(ka_event_release(ev));
-        TH_TRY(ka_buffer_read(q, b, 0, TH_N * sizeof *A, A, NULL));
+        TH_TRY(ka_buffer_read(q, A, b, 0, TH_N * sizeof *A));
         for (int i = 0; i < TH_N; i++)
             if (A[i] != i * a + add && !c->bad++)
                 snprintf(c->first_bad, sizeof c->first_bad,

@@ -68,7 +68,7 @@ static void test_event_wait(void **state) {
         KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
         KA_OK_OR_FAIL(ka_event_release(ev));
         uint32_t v[2];
-        KA_OK_OR_FAIL(ka_buffer_read(g_q, g_out, (size_t)(n - 2) * 4, 8, v, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(g_q, v, g_out, (size_t)(n - 2) * 4, 8));
         assert_int_equal(v[0], n - 2);
         assert_int_equal(v[1], n - 1);
         KA_OK_OR_FAIL(ka_queue_finish(g_q));

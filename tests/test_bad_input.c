@@ -79,7 +79,7 @@ static void expect_everywhere(ka_status st, ka_kernel k, const ka_range *r, cons
 
 static float first_y(void) {
     float v = -1;
-    KA_OK_OR_FAIL(ka_buffer_read(g_q[0], g_y, 0, sizeof v, &v, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q[0], &v, g_y, 0, sizeof v));
     return v;
 }
 

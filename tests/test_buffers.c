@@ -26,7 +26,7 @@ static void test_buffer_get_native(void **state) {
     ka_native_buffer nb;
     const uint32_t v[4] = {1, 2, 3, 0xdeadbeef};
     KA_OK_OR_FAIL(ka_buffer_create(g_dev, sizeof v, &b));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, sizeof v, v, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, v, sizeof v));
     KA_OK_OR_FAIL(ka_buffer_get_native(b, &nb));
     assert_non_null(nb.mem);
     assert_int_equal(nb.bytes, sizeof v);
@@ -73,21 +73,21 @@ static void test_buffer_write_read_blocking(void **state) {
     uint8_t in[N], out[N];
     fill_bytes(in, N, 1);
     ka_buffer b = make_buffer(g_dev, N);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, N, in, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, in, N));
     memset(out, 0, N);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, N, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, N));
     assert_memory_equal(in, out, N);
     /* Partial write at an offset, partial read at another. */
     uint8_t patch[100];
     fill_bytes(patch, sizeof patch, 2);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 1001, sizeof patch, patch, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 1001, patch, sizeof patch));
     memcpy(in + 1001, patch, sizeof patch);
     uint8_t part[300];
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 950, sizeof part, part, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, part, b, 950, sizeof part));
     assert_memory_equal(part, in + 950, sizeof part);
     /* The last byte, exactly at the end. */
     uint8_t last = 0;
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, N - 1, 1, &last, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, &last, b, N - 1, 1));
     assert_int_equal(last, in[N - 1]);
     KA_OK_OR_FAIL(ka_buffer_release(b));
 }
@@ -100,11 +100,11 @@ static void test_buffer_write_read_async(void **state) {
     memset(out, 0, N);
     ka_buffer b = make_buffer(g_dev, N);
     ka_event ev[3];
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, N / 2, in, &ev[0]));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, N / 2, N / 2, in + N / 2, &ev[1]));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, 0, in, N / 2, &ev[0]));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, N / 2, in + N / 2, N / 2, &ev[1]));
     assert_true(ev[0].id != 0 && ev[1].id != 0 && ev[0].id != ev[1].id);
     /* In-order queue: the read sees both writes. */
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, N, out, &ev[2]));
+    KA_OK_OR_FAIL(ka_buffer_read_async(g_q, out, b, 0, N, &ev[2]));
     KA_OK_OR_FAIL(ka_wait_all(ev, 3, KA_WAIT_FOREVER));
     assert_memory_equal(in, out, N);
     for (int i = 0; i < 3; i++) {
@@ -120,27 +120,27 @@ static void test_buffer_copy(void **state) {
     uint8_t in[N], out[N];
     fill_bytes(in, N, 4);
     ka_buffer a = make_buffer(g_dev, N), b = make_buffer(g_dev, N);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 0, N, in, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 0, in, N));
     uint8_t zero[N];
     memset(zero, 0, N);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, N, zero, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, zero, N));
     /* Blocking copy of the whole buffer. */
-    KA_OK_OR_FAIL(ka_buffer_copy(g_q, a, 0, b, 0, N, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, N, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_copy(g_q, b, 0, a, 0, N, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, N));
     assert_memory_equal(in, out, N);
     /* Async copy of a middle part to another offset. */
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, N, zero, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, zero, N));
     ka_event ev;
-    KA_OK_OR_FAIL(ka_buffer_copy(g_q, a, 100, b, 1000, 500, &ev));
+    KA_OK_OR_FAIL(ka_buffer_copy(g_q, b, 1000, a, 100, 500, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, N, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, N));
     assert_memory_equal(out, zero, 1000);
     assert_memory_equal(out + 1000, in + 100, 500);
     assert_memory_equal(out + 1500, zero, N - 1500);
     /* Within one buffer, ranges that touch but do not overlap. */
-    KA_OK_OR_FAIL(ka_buffer_copy(g_q, a, 0, a, 1024, 1024, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, a, 1024, 1024, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_copy(g_q, a, 1024, a, 0, 1024, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, a, 1024, 1024));
     assert_memory_equal(out, in, 1024);
     KA_OK_OR_FAIL(ka_buffer_release(a));
     KA_OK_OR_FAIL(ka_buffer_release(b));
@@ -149,15 +149,15 @@ static void test_buffer_copy(void **state) {
 static void test_buffer_copy_overlap(void **state) {
     (void)state;
     ka_buffer a = make_buffer(g_dev, 1024);
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 0, a, 100, 200, NULL));
-    EXPECT_DETAIL("ka_buffer_copy", "overlap");
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 100, a, 0, 200, NULL));
+    EXPECT_DETAIL("ka_buffer_copy", "overlap");
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 0, a, 100, 200, NULL));
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 0, a, 0, 1, NULL));
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 10, a, 10, 1000, NULL));
     ka_event ev = {123};
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 0, a, 511, 512, &ev));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 511, a, 0, 512, &ev));
     assert_int_equal(ev.id, 0);
-    KA_OK_OR_FAIL(ka_buffer_copy(g_q, a, 0, a, 512, 512, NULL));
+    KA_OK_OR_FAIL(ka_buffer_copy(g_q, a, 512, a, 0, 512, NULL));
     KA_OK_OR_FAIL(ka_buffer_release(a));
 }
 
@@ -165,32 +165,32 @@ static void test_buffer_out_of_range(void **state) {
     (void)state;
     ka_buffer a = make_buffer(g_dev, 100), b = make_buffer(g_dev, 100);
     uint8_t buf[256] = {0};
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 0, 101, buf, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 0, buf, 101));
     EXPECT_DETAIL("ka_buffer_write");
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 99, 2, buf, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 101, 0, buf, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 8, SIZE_MAX, buf, NULL)); /* wraps */
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, SIZE_MAX, 2, buf, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_read(g_q, a, 50, 51, buf, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 99, buf, 2));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 101, buf, 0));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 8, buf, SIZE_MAX)); /* wraps */
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, SIZE_MAX, buf, 2));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_read(g_q, buf, a, 50, 51));
     EXPECT_DETAIL("ka_buffer_read");
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_read(g_q, a, 1, SIZE_MAX, buf, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 60, b, 0, 41, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 0, b, 60, 41, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, a, 0, b, 0, SIZE_MAX, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_read(g_q, buf, a, 1, SIZE_MAX));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, b, 0, a, 60, 41, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, b, 60, a, 0, 41, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_copy(g_q, b, 0, a, 0, SIZE_MAX, NULL));
     uint32_t pat = 1;
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, a, &pat, 4, 0, 104, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, a, &pat, 4, 100, 4, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, a, 0, &pat, 4, 104, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, a, 100, &pat, 4, 4, NULL));
     /* NULL host pointers. */
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 0, 4, NULL, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_read(g_q, a, 0, 4, NULL, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, a, NULL, 4, 0, 4, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 0, NULL, 4));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_read(g_q, NULL, a, 0, 4));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, a, 0, NULL, 4, 4, NULL));
     /* A failed transfer with an event leaves the event null. */
     ka_event ev = {42};
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write(g_q, a, 0, 101, buf, &ev));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_write_async(g_q, a, 0, buf, 101, &ev));
     assert_int_equal(ev.id, 0);
     /* Bounds are exact: the whole buffer and an empty range at the end are fine. */
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 0, 100, buf, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, a, 100, 0, buf, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 0, buf, 100));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, buf, a, 100, 0));
     KA_OK_OR_FAIL(ka_buffer_release(a));
     KA_OK_OR_FAIL(ka_buffer_release(b));
 }
@@ -200,7 +200,7 @@ static void test_buffer_empty_transfer(void **state) {
     ka_buffer a = make_buffer(g_dev, 64);
     uint8_t buf[4];
     ka_event ev;
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 10, 0, buf, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_q, a, 10, buf, 0, &ev));
     assert_true(ev.id != 0);
     KA_OK_OR_FAIL(ka_event_wait(ev, 0)); /* complete already */
     KA_OK_OR_FAIL(ka_event_release(ev));
@@ -218,16 +218,16 @@ static void test_buffer_fill_patterns(void **state) {
     memset(zero, 0, N);
     for (size_t psz = 1; psz <= 128; psz *= 2) {
         fill_bytes(pat, psz, (uint32_t)psz);
-        KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, N, zero, NULL));
+        KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, zero, N));
         /* Fill [psz*2, N - psz*2): the edges must stay zero. */
         size_t off = psz * 2, n = N - psz * 4;
         ka_event ev;
-        KA_OK_OR_FAIL(ka_buffer_fill(g_q, b, pat, psz, off, n, psz % 4 ? NULL : &ev));
+        KA_OK_OR_FAIL(ka_buffer_fill(g_q, b, off, pat, psz, n, psz % 4 ? NULL : &ev));
         if (psz % 4 == 0) {
             KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
             KA_OK_OR_FAIL(ka_event_release(ev));
         }
-        KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, N, out, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, N));
         assert_memory_equal(out, zero, off);
         for (size_t i = off; i < off + n; i++)
             if (out[i] != pat[(i - off) % psz]) fail_msg("pattern %zu: byte %zu is %u, expected %u", psz, i, out[i], pat[(i - off) % psz]);
@@ -235,12 +235,12 @@ static void test_buffer_fill_patterns(void **state) {
     }
     const size_t bad[] = {0, 3, 5, 6, 12, 24, 256};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ka_status st = ka_buffer_fill(g_q, b, pat, bad[i], 0, 768, NULL);
+        ka_status st = ka_buffer_fill(g_q, b, 0, pat, bad[i], 768, NULL);
         if (st != KA_ERR_INVALID_ARGUMENT) fail_msg("pattern size %zu -> %s", bad[i], ka_status_name(st));
     }
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, b, pat, 4, 2, 8, NULL)); /* offset */
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, b, 2, pat, 4, 8, NULL)); /* offset */
     EXPECT_DETAIL("ka_buffer_fill");
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, b, pat, 4, 0, 10, NULL)); /* size */
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_buffer_fill(g_q, b, 0, pat, 4, 10, NULL)); /* size */
     KA_OK_OR_FAIL(ka_buffer_release(b));
 }
 
@@ -249,11 +249,11 @@ static void test_buffer_released_handle(void **state) {
     ka_buffer b = make_buffer(g_dev, 64), c = make_buffer(g_dev, 64);
     KA_OK_OR_FAIL(ka_buffer_release(b));
     uint8_t buf[8] = {0};
-    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_write(g_q, b, 0, 8, buf, NULL));
-    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_read(g_q, b, 0, 8, buf, NULL));
-    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_copy(g_q, b, 0, c, 0, 8, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_write(g_q, b, 0, buf, 8));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_read(g_q, buf, b, 0, 8));
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_copy(g_q, c, 0, b, 0, 8, NULL));
-    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_fill(g_q, b, buf, 4, 0, 8, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_copy(g_q, b, 0, c, 0, 8, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_fill(g_q, b, 0, buf, 4, 8, NULL));
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_release(b));
     /* The slot is reused by the next buffer: the old handle stays stale. */
     ka_buffer d = make_buffer(g_dev, 64);

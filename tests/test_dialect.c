@@ -169,7 +169,7 @@ static ka_buffer make_buf(size_t bytes, int byte) {
     ka_buffer b;
     unsigned char pat = (unsigned char)byte;
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, bytes, &b));
-    KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, &pat, 1, 0, bytes, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, 0, &pat, 1, bytes, NULL));
     return b;
 }
 
@@ -180,8 +180,8 @@ static void run_ids(const char *what, ka_kernel k, uint32_t dims, const uint64_t
     ka_arg args[] = {ka_arg_buffer(o), ka_arg_buffer(all)};
     KA_OK_OR_FAIL(ka_launch(F.q, k, &r, args, 2, NULL));
     uint32_t *h = malloc(total * 32), lanes = 0;
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, o, 0, total * 32, h, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, all, 0, 4, &lanes, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, h, o, 0, total * 32));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, &lanes, all, 0, 4));
     uint64_t n[3] = {nd[0], dims > 1 ? nd[1] : 1, dims > 2 ? nd[2] : 1};
     uint32_t w[3] = {wg[0], dims > 1 ? wg[1] : 1, dims > 2 ? wg[2] : 1};
     uint64_t groups[3], padded = 1;
@@ -260,7 +260,7 @@ static void local_memory(void **state) {
     int in[N], out[N];
     for (int i = 0; i < N; i++) in[i] = i * 3 - 100;
     ka_buffer bi = make_buf(sizeof in, 0), bo = make_buf(sizeof out, 0);
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, bi, 0, sizeof in, in, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(F.q, bi, 0, in, sizeof in));
     ka_kernel k;
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "lmem", NULL, &k));
     /* 67 bytes of char between the int and double arrays: the double array
@@ -268,7 +268,7 @@ static void local_memory(void **state) {
     ka_arg args[] = {ka_arg_buffer(bo), ka_arg_buffer(bi), ka_arg_local(G * sizeof(int)), ka_arg_local(67),
                      ka_arg_local(G * sizeof(double))};
     KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {N}, .workgroup = {G}}, args, 5, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bo, 0, sizeof out, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, out, bo, 0, sizeof out));
     for (int i = 0; i < N; i++) {
         int l = i % G, r = (i - l) + (G - 1 - l);
         int want = 4 * in[r] + 1 + (l == 0 ? 7 : 0);
@@ -285,9 +285,9 @@ static void atomics(void **state) {
     uint32_t u0[10] = {0, 0, UINT32_MAX, 0, 0xffffffffu, 0, 0, 0, 0, 0};
     float f0[2] = {0, -1};
     ka_buffer bi = make_buf(sizeof i0, 0), bu = make_buf(sizeof u0, 0), bf = make_buf(sizeof f0, 0);
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, bi, 0, sizeof i0, i0, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, bu, 0, sizeof u0, u0, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, bf, 0, sizeof f0, f0, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(F.q, bi, 0, i0, sizeof i0));
+    KA_OK_OR_FAIL(ka_buffer_write(F.q, bu, 0, u0, sizeof u0));
+    KA_OK_OR_FAIL(ka_buffer_write(F.q, bf, 0, f0, sizeof f0));
     ka_kernel k;
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "atom32", NULL, &k));
     ka_arg args[] = {ka_arg_buffer(bi), ka_arg_buffer(bu), ka_arg_buffer(bf)};
@@ -295,9 +295,9 @@ static void atomics(void **state) {
     int32_t ih[11];
     uint32_t uh[10];
     float fh[2];
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bi, 0, sizeof ih, ih, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bu, 0, sizeof uh, uh, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bf, 0, sizeof fh, fh, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, ih, bi, 0, sizeof ih));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, uh, bu, 0, sizeof uh));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, fh, bf, 0, sizeof fh));
     int32_t x = 0;
     uint32_t ux = 0;
     for (int g = 0; g < N; g++) {
@@ -333,15 +333,15 @@ static void atomics(void **state) {
         int64_t l0[10] = {0, 0, INT64_MAX, INT64_MIN, -1, 0, 0, 0, 0, 0};
         uint64_t ul0[4] = {0, 0, UINT64_MAX, 0};
         ka_buffer bl = make_buf(sizeof l0, 0), bul = make_buf(sizeof ul0, 0);
-        KA_OK_OR_FAIL(ka_buffer_write(F.q, bl, 0, sizeof l0, l0, NULL));
-        KA_OK_OR_FAIL(ka_buffer_write(F.q, bul, 0, sizeof ul0, ul0, NULL));
+        KA_OK_OR_FAIL(ka_buffer_write(F.q, bl, 0, l0, sizeof l0));
+        KA_OK_OR_FAIL(ka_buffer_write(F.q, bul, 0, ul0, sizeof ul0));
         KA_OK_OR_FAIL(ka_kernel_get(F.prog, "atom64", NULL, &k));
         ka_arg a64[] = {ka_arg_buffer(bl), ka_arg_buffer(bul)};
         KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {N}}, a64, 2, NULL));
         int64_t lh[10];
         uint64_t ulh[4];
-        KA_OK_OR_FAIL(ka_buffer_read(F.q, bl, 0, sizeof lh, lh, NULL));
-        KA_OK_OR_FAIL(ka_buffer_read(F.q, bul, 0, sizeof ulh, ulh, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(F.q, lh, bl, 0, sizeof lh));
+        KA_OK_OR_FAIL(ka_buffer_read(F.q, ulh, bul, 0, sizeof ulh));
         int64_t lx = 0;
         for (int64_t g = 0; g < N; g++) lx ^= g << 32;
         assert_true(lh[0] == (int64_t)N << 33);
@@ -424,17 +424,17 @@ static void conversions(void **state) {
     uint64_t *out = malloc(N * 32 * sizeof *out);
     ka_buffer bin = make_buf(sizeof din, 0), bout = make_buf(N * 32 * 8, 0);
     ka_kernel k;
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, bin, 0, sizeof fin, fin, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(F.q, bin, 0, fin, sizeof fin));
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "conv_f", NULL, &k));
     ka_arg args[] = {ka_arg_buffer(bout), ka_arg_buffer(bin), ka_arg_u32(N)};
     KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {N}}, args, 3, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bout, 0, N * 32 * 8, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, out, bout, 0, N * 32 * 8));
     check_conv("float", fin_d, out, N);
     if (F.info->has_double) {
-        KA_OK_OR_FAIL(ka_buffer_write(F.q, bin, 0, sizeof din, din, NULL));
+        KA_OK_OR_FAIL(ka_buffer_write(F.q, bin, 0, din, sizeof din));
         KA_OK_OR_FAIL(ka_kernel_get(F.prog, "conv_d", NULL, &k));
         KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {N}}, args, 3, NULL));
-        KA_OK_OR_FAIL(ka_buffer_read(F.q, bout, 0, N * 32 * 8, out, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(F.q, out, bout, 0, N * 32 * 8));
         check_conv("double", din, out, N);
     }
     free(out);
@@ -451,8 +451,8 @@ static void math(void **state) {
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "mathk", NULL, &k));
     ka_arg args[] = {ka_arg_buffer(bo), ka_arg_buffer(bu), ka_arg_f32(x)};
     KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {1}}, args, 3, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bo, 0, sizeof o, o, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bu, 0, sizeof u, u, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, o, bo, 0, sizeof o));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, u, bu, 0, sizeof u));
     const float want[16] = {sqrtf(2), expf(2), 1, 3, 2, 1, 1.5f, 5, 2, 2, 4, logf(2), 1, 2, 5, 0.5f};
     for (int i = 0; i < 16; i++)
         if (fabsf(o[i] - want[i]) > 1e-5f * fmaxf(1, fabsf(want[i]))) fail_msg("math[%d] = %.9g, expected %.9g", i, o[i], want[i]);
@@ -472,8 +472,8 @@ static void helpers(void **state) {
     double d = 1.0;
     for (int i = 0; i < N; i++) in[i] = i * i;
     ka_buffer bi = make_buf(sizeof in, 0), bo = make_buf(sizeof out, 0), bd = make_buf(8, 0), bl = make_buf(8, 0);
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, bi, 0, sizeof in, in, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, bd, 0, 8, &d, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(F.q, bi, 0, in, sizeof in));
+    KA_OK_OR_FAIL(ka_buffer_write(F.q, bd, 0, &d, 8));
     ka_kernel k, kl;
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "helpers", NULL, &k));
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "loadk", NULL, &kl));
@@ -481,9 +481,9 @@ static void helpers(void **state) {
     KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {N}, .workgroup = {32}}, args, 4, NULL));
     ka_arg largs[] = {ka_arg_buffer(bl)};
     KA_OK_OR_FAIL(ka_launch(F.q, kl, &(ka_range){.dims = 1, .size = {1}}, largs, 1, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bo, 0, sizeof out, out, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bd, 0, 8, &d, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bl, 0, 8, ls, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, out, bo, 0, sizeof out));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, &d, bd, 0, 8));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, ls, bl, 0, 8));
     for (int g = 0; g < N; g++) {
         int base = g - g % 32, l = g % 32, s = 1;
         for (int j = 0; j < 4; j++) s += in[base + (l + j) % 32];
@@ -507,8 +507,8 @@ static void check_sg(const char *what, ka_kernel k, uint32_t n, uint32_t wg) {
     ka_buffer bo = make_buf((size_t)n * 12 * sizeof *h, 0), bf = make_buf(n * sizeof *fh, 0);
     ka_arg args[] = {ka_arg_buffer(bo), ka_arg_buffer(bf)};
     KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {n}, .workgroup = {wg}}, args, 2, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bo, 0, (size_t)n * 12 * sizeof *h, h, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, bf, 0, n * sizeof *fh, fh, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, h, bo, 0, (size_t)n * 12 * sizeof *h));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, fh, bf, 0, n * sizeof *fh));
     for (uint32_t g = 0; g < n; g++) {
         int *p = h + g * 12;
         int lane = p[0], size = p[1], sgid = p[2];

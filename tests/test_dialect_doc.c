@@ -949,7 +949,7 @@ static ka_buffer buffer_of(size_t bytes, int fill) {
     void *h = malloc(bytes);
     assert_non_null(h);
     memset(h, fill, bytes);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, bytes, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, h, bytes));
     free(h);
     return b;
 }
@@ -1024,9 +1024,9 @@ static void run_section(int sec, const ka_kernel_config *cfg) {
     ka_buffer scr = buffer_of((size_t)ITEMS * n * 8, 0);
     const int cin_h[4] = {10, 20, 30, 40}, rp_h[4] = {5, 6, 7, 8}, kc_h[4] = {100, 200, 300, 400};
     ka_buffer cin = buffer_of(sizeof cin_h, 0), rp = buffer_of(sizeof rp_h, 0), kc = buffer_of(sizeof kc_h, 0);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, cin, 0, sizeof cin_h, cin_h, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, rp, 0, sizeof rp_h, rp_h, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, kc, 0, sizeof kc_h, kc_h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, cin, 0, cin_h, sizeof cin_h));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, rp, 0, rp_h, sizeof rp_h));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, kc, 0, kc_h, sizeof kc_h));
     ka_arg a[] = {ka_arg_buffer(ri), ka_arg_buffer(rf), ka_arg_buffer(rd), ka_arg_buffer(scr),
                   ka_arg_buffer(cin), ka_arg_buffer(rp), ka_arg_buffer(kc), ka_arg_local(section_wg(sec) * sizeof(int)),
                   ka_arg_f32(1.0f), ka_arg_i32(1)};
@@ -1040,9 +1040,9 @@ static void run_section(int sec, const ka_kernel_config *cfg) {
     uint64_t *hi = malloc(n * 8), *hd = malloc(n * 8);
     float *hf = malloc(n * 4);
     assert_true(hi && hd && hf);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, ri, 0, n * 8, hi, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, rf, 0, n * 4, hf, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, rd, 0, n * 8, hd, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, hi, ri, 0, n * 8));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, hf, rf, 0, n * 4));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, hd, rd, 0, n * 8));
     int slot = 0;
     for (int i = 0; i < g_ncases; i++) {
         const tcase *c = &g_cases[i];

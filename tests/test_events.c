@@ -13,7 +13,7 @@ static void test_event_stale_after_release(void **state) {
     ka_buffer b = make_buffer(g_dev, 16);
     uint32_t v = 1;
     ka_event ev;
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, 4, &v, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, 0, &v, 4, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_event_wait(ev, 0));
@@ -42,9 +42,9 @@ static void test_event_stale_after_slot_reuse(void **state) {
     ka_buffer b = make_buffer(g_dev, 16);
     uint32_t v = 1;
     ka_event e1, e2;
-    KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, 4, &v, &e1));
+    KA_OK_OR_FAIL(ka_buffer_write_async(q, b, 0, &v, 4, &e1));
     KA_OK_OR_FAIL(ka_event_release(e1));
-    KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, 4, &v, &e2));
+    KA_OK_OR_FAIL(ka_buffer_write_async(q, b, 0, &v, 4, &e2));
     assert_true(e1.id != e2.id);
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_event_wait(e1, KA_WAIT_FOREVER));
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_event_release(e1));
@@ -67,13 +67,13 @@ static void test_event_stale_after_queue_reuse(void **state) {
     uint32_t v = 1;
     ka_event old[CYCLES];
     for (int i = 0; i < CYCLES; i++) {
-        KA_OK_OR_FAIL(ka_buffer_write(q1, b, 0, 4, &v, &old[i]));
+        KA_OK_OR_FAIL(ka_buffer_write_async(q1, b, 0, &v, 4, &old[i]));
         KA_OK_OR_FAIL(ka_event_release(old[i]));
     }
     KA_OK_OR_FAIL(ka_queue_release(q1));
     KA_OK_OR_FAIL(ka_queue_create(g_dev, &cfg, &q2));
     ka_event cur;
-    KA_OK_OR_FAIL(ka_buffer_write(q2, b, 0, 4, &v, &cur));
+    KA_OK_OR_FAIL(ka_buffer_write_async(q2, b, 0, &v, 4, &cur));
     for (int i = 0; i < CYCLES; i++) {
         if (old[i].id == cur.id) fail_msg("stale event %d of a released queue has the id of a live event (%#llx)", i, (unsigned long long)cur.id);
         ka_status st = ka_event_wait(old[i], 0);
@@ -104,10 +104,10 @@ static void test_event_pool_exhaustion(void **state) {
     ka_buffer b = make_buffer(g_dev, 64);
     uint32_t v[CAP + 1] = {0};
     ka_event ev[CAP + 1];
-    for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_buffer_write(q, b, 4 * (size_t)i, 4, &v[i], &ev[i]));
+    for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_buffer_write_async(q, b, 4 * (size_t)i, &v[i], 4, &ev[i]));
     for (int i = 0; i < CAP; i++) poll_done(ev[i]); /* completed, still held */
     ev[CAP].id = 77;
-    KA_EXPECT(KA_ERR_EVENT_POOL_EXHAUSTED, ka_buffer_write(q, b, 0, 4, &v[0], &ev[CAP]));
+    KA_EXPECT(KA_ERR_EVENT_POOL_EXHAUSTED, ka_buffer_write_async(q, b, 0, &v[0], 4, &ev[CAP]));
     EXPECT_DETAIL("event_capacity");
     assert_int_equal(ev[CAP].id, 0);
     ka_kernel k = get_kernel("noargs");
@@ -115,15 +115,15 @@ static void test_event_pool_exhaustion(void **state) {
     KA_EXPECT(KA_ERR_EVENT_POOL_EXHAUSTED, ka_launch(q, k, &(ka_range){.dims = 1, .size = {0}}, NULL, 0, &ev[CAP]));
     /* Without an event the queue still works. */
     KA_OK_OR_FAIL(ka_launch(q, k, &(ka_range){.dims = 1, .size = {1}}, NULL, 0, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, 4, &v[0], NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, &v[0], 4));
     /* Releasing one frees one slot, exactly. */
     KA_OK_OR_FAIL(ka_event_release(ev[1]));
     KA_OK_OR_FAIL(ka_launch(q, k, &(ka_range){.dims = 1, .size = {1}}, NULL, 0, &ev[1]));
-    KA_EXPECT(KA_ERR_EVENT_POOL_EXHAUSTED, ka_buffer_write(q, b, 0, 4, &v[0], &ev[CAP]));
+    KA_EXPECT(KA_ERR_EVENT_POOL_EXHAUSTED, ka_buffer_write_async(q, b, 0, &v[0], 4, &ev[CAP]));
     for (int i = 0; i < CAP; i++) poll_done(ev[i]);
     for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_event_release(ev[i]));
     /* All free again: CAP events at once work. */
-    for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, 4, &v[0], &ev[i]));
+    for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_buffer_write_async(q, b, 0, &v[0], 4, &ev[i]));
     KA_OK_OR_FAIL(ka_wait_all(ev, CAP, KA_WAIT_FOREVER));
     for (int i = 0; i < CAP; i++) KA_OK_OR_FAIL(ka_event_release(ev[i]));
     KA_OK_OR_FAIL(ka_buffer_release(b));
@@ -143,7 +143,7 @@ static void test_event_pool_slots_back_after_wait(void **state) {
     ka_event ev[CAP];
     for (int round = 0; round < ROUNDS; round++) {
         for (int i = 0; i < CAP; i++) {
-            ka_status st = ka_buffer_write(q, b, 4 * (size_t)i, 4, &v, &ev[i]);
+            ka_status st = ka_buffer_write_async(q, b, 4 * (size_t)i, &v, 4, &ev[i]);
             if (st != KA_OK)
                 fail_msg("round %d, event %d of %d: %s after all %d events of the previous round were waited for and "
                          "released\n%s", round, i, CAP, ka_status_name(st), CAP, ka_last_error());
@@ -174,7 +174,7 @@ static void test_event_pool_slots_back_after_poll(void **state) {
     int round = 0;
     for (; round < ROUNDS && (round % 256 || now_ns() < until); round++) {
         ka_event ev;
-        ka_status st = ka_buffer_write(q, b, 0, 4, &v, &ev);
+        ka_status st = ka_buffer_write_async(q, b, 0, &v, 4, &ev);
         if (st != KA_OK) {
             failed_round = round, fst = st;
             snprintf(detail, sizeof detail, "%s", ka_last_error());
@@ -226,7 +226,7 @@ static void test_wait_all(void **state) {
     ka_event ev[5];
     ev[0] = launch_long(g_qlong, b);
     uint32_t vals[4] = {1, 2, 3, 4};
-    for (int i = 0; i < 4; i++) KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 64 + 4 * (size_t)i, 4, &vals[i], &ev[i + 1]));
+    for (int i = 0; i < 4; i++) KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, 64 + 4 * (size_t)i, &vals[i], 4, &ev[i + 1]));
     KA_EXPECT(KA_ERR_TIMEOUT, ka_wait_all(ev, 5, 0));
     KA_OK_OR_FAIL(ka_wait_all(ev, 5, KA_WAIT_FOREVER));
     for (int i = 0; i < 5; i++) KA_OK_OR_FAIL(ka_event_wait(ev[i], 0));
@@ -256,7 +256,7 @@ static void test_wait_any(void **state) {
     ka_queue q2;
     KA_OK_OR_FAIL(ka_queue_create(g_dev, NULL, &q2));
     uint32_t v = 3;
-    KA_OK_OR_FAIL(ka_buffer_write(q2, b, 32, 4, &v, &ev[1]));
+    KA_OK_OR_FAIL(ka_buffer_write_async(q2, b, 32, &v, 4, &ev[1]));
     idx = 99;
     KA_OK_OR_FAIL(ka_wait_any(ev, 2, KA_WAIT_FOREVER, &idx));
     assert_true(idx < 2);
@@ -284,7 +284,7 @@ static void test_on_complete_already_done(void **state) {
     ka_buffer b = make_buffer(g_dev, 16);
     uint32_t v = 1;
     ka_event ev;
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, 4, &v, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, 0, &v, 4, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     cb_rec r = {0, -100};
     KA_OK_OR_FAIL(ka_event_on_complete(ev, on_done, &r));
@@ -351,7 +351,7 @@ static void test_on_complete_then_release(void **state) {
     /* The slot is free again and works. */
     ka_event e2;
     uint32_t v = 1;
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, 4, &v, &e2));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, 0, &v, 4, &e2));
     KA_OK_OR_FAIL(ka_event_wait(e2, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(e2));
     sleep_ms(20);
@@ -405,7 +405,7 @@ static void test_event_notify_fd(void **state) {
     KA_OK_OR_FAIL(ka_event_release(ev));
     /* Notify on a completed event: readable at once. */
     uint32_t v = 1;
-    KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, 4, &v, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(q, b, 0, &v, 4, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_notify(ev));
     assert_int_equal(poll(&p, 1, 1000), 1);
@@ -434,7 +434,7 @@ static void test_wait_spin_settings(void **state) {
     for (size_t i = 0; i < sizeof spins / sizeof spins[0]; i++) {
         ka_set_wait_spin(spins[i]);
         ka_event ev;
-        KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, 4, &v, &ev));
+        KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, 0, &v, 4, &ev));
         KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
         KA_OK_OR_FAIL(ka_event_release(ev));
     }

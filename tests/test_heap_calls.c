@@ -231,7 +231,7 @@ static void ka_loop(ka_queue q, ka_context_t *c, ka_kernel k, ka_buffer b, int m
 #undef KA_CHECK
     KA_OK_OR_FAIL(bad);
     float last = -1;
-    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, sizeof last, &last, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, &last, b, 0, sizeof last));
     assert_true(last == (float)(ITERS - 1)); /* every launch ran, the last one last */
 }
 

@@ -39,11 +39,11 @@ static void zeroed_and_with(void **state) {
     ka_buffer b;
     KA_OK_OR_FAIL(ka_buffer_create(g_dev, N, &b));
     uint8_t ab = 0xab;
-    KA_OK_OR_FAIL(ka_buffer_fill(g_q, b, &ab, 1, 0, N, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(g_q, b, 0, &ab, 1, N, NULL));
     KA_OK_OR_FAIL(ka_buffer_release(b));
     KA_OK_OR_FAIL(ka_buffer_create_zeroed(g_dev, N, &b));
     memset(h, 0x5a, N);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, N, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, h, b, 0, N));
     for (size_t i = 0; i < N; i++)
         if (h[i]) fail_msg("zeroed buffer: byte %zu is 0x%02x", i, h[i]);
     KA_OK_OR_FAIL(ka_buffer_release(b));
@@ -51,7 +51,7 @@ static void zeroed_and_with(void **state) {
     fill_bytes(src, N, 15);
     KA_OK_OR_FAIL(ka_buffer_create_with(g_dev, N, src, &b));
     memset(src + 7, 0, 9); /* the buffer holds a copy, not the pointer */
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, N, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, h, b, 0, N));
     fill_bytes(src, N, 15);
     assert_memory_equal(h, src, N);
     KA_OK_OR_FAIL(ka_buffer_release(b));
@@ -99,7 +99,7 @@ static void wrap_in_place(void **state) {
         ka_arg c[] = {ka_arg_buffer(b), ka_arg_buffer(out)};
         KA_OK_OR_FAIL(ka_launch(g_q, own_kernel("copy0"), &(ka_range){.dims = 1, .size = {1}}, c, 2, NULL));
         uint32_t v = 0;
-        KA_OK_OR_FAIL(ka_buffer_read(g_q, out, 0, sizeof v, &v, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(g_q, &v, out, 0, sizeof v));
         assert_int_equal(v, 777);
     }
     /* Later maps (on PoCL only a wait for the queue) see a kernel still
@@ -226,7 +226,7 @@ static void host_memory(void **state) {
     KA_OK_OR_FAIL(ka_buffer_create_with(g_dev, N * sizeof(uint32_t), mine, &b));
     ka_arg a[] = {ka_arg_buffer(b)};
     KA_OK_OR_FAIL(ka_launch(g_q, own_kernel("add1"), &(ka_range){.dims = 1, .size = {N}}, a, 1, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, N * sizeof(uint32_t), mine, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, mine, b, 0, N * sizeof(uint32_t)));
     for (uint32_t i = 0; i < N; i++) assert_int_equal(mine[i], i + 1);
     KA_OK_OR_FAIL(ka_buffer_release(b));
     KA_OK_OR_FAIL(ka_buffer_wrap(g_dev, mine, N * sizeof(uint32_t), &b));
@@ -283,7 +283,7 @@ static void wait_event_orders_queues(void **state) {
     KA_OK_OR_FAIL(ka_buffer_create_zeroed(g_dev, 4, &y));
     for (int async = 0; async < 2; async++) {
         uint32_t zero = 0;
-        KA_OK_OR_FAIL(ka_buffer_write(g_qlong, x, 0, 4, &zero, NULL));
+        KA_OK_OR_FAIL(ka_buffer_write(g_qlong, x, 0, &zero, 4));
         ka_event ea = launch_long(g_qlong, x);
         KA_OK_OR_FAIL(ka_queue_wait_event(qb, ea));
         KA_OK_OR_FAIL(ka_event_release(ea)); /* the wait holds on without the handle */
@@ -293,8 +293,8 @@ static void wait_event_orders_queues(void **state) {
         ka_range r = {.dims = 1, .size = {1}, .flags = async ? KA_LAUNCH_ASYNC : 0};
         KA_OK_OR_FAIL(ka_launch(qb, own_kernel("copy0"), &r, c, 2, NULL));
         uint32_t got = 0, want = 0;
-        KA_OK_OR_FAIL(ka_buffer_read(qb, y, 0, 4, &got, NULL));
-        KA_OK_OR_FAIL(ka_buffer_read(g_qlong, x, 0, 4, &want, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(qb, &got, y, 0, 4));
+        KA_OK_OR_FAIL(ka_buffer_read(g_qlong, &want, x, 0, 4));
         assert_int_not_equal(want, 0);
         if (got != want) fail_msg("async=%d: the copy ran before the kernel it waited for (got %u, want %u)", async, got, want);
     }
@@ -328,7 +328,7 @@ static void copy_and_compute_queues(void **state) {
         }
         for (uint32_t i = 0; i < N; i++) in[k][i] = (float)(i % 1000) + (float)s;
         ka_event up;
-        KA_OK_OR_FAIL(ka_buffer_write(copyq, bx[k], 0, N * sizeof(float), in[k], &up));
+        KA_OK_OR_FAIL(ka_buffer_write_async(copyq, bx[k], 0, in[k], N * sizeof(float), &up));
         KA_OK_OR_FAIL(ka_queue_wait_event(compq, up));
         ka_arg a[] = {ka_arg_buffer(bx[k]), ka_arg_buffer(by), ka_arg_f32(2.0f)};
         KA_OK_OR_FAIL(ka_launch(compq, own_kernel("scale_add"), &(ka_range){.dims = 1, .size = {N}}, a, 3, &done[k]));
@@ -336,7 +336,7 @@ static void copy_and_compute_queues(void **state) {
         KA_OK_OR_FAIL(ka_event_release(up));
         ka_event rd;
         KA_OK_OR_FAIL(ka_queue_wait_event(copyq, done[k]));
-        KA_OK_OR_FAIL(ka_buffer_read(copyq, by, 0, N * sizeof(float), out, &rd));
+        KA_OK_OR_FAIL(ka_buffer_read_async(copyq, out, by, 0, N * sizeof(float), &rd));
         KA_OK_OR_FAIL(ka_event_wait(rd, KA_WAIT_FOREVER));
         KA_OK_OR_FAIL(ka_event_release(rd));
         for (uint32_t i = 0; i < N; i++)
@@ -360,7 +360,7 @@ static void wait_event_bad(void **state) {
     ka_buffer b;
     KA_OK_OR_FAIL(ka_buffer_create(g_dev, 64, &b));
     uint32_t v = 1;
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, 4, &v, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, 0, &v, 4, &ev));
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_queue_wait_event(BAD_QUEUE, ev));
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_queue_wait_event(g_q, KA_NULL_EVENT));
     KA_OK_OR_FAIL(ka_queue_wait_event(g_q, ev)); /* its own queue: in order already */
@@ -369,7 +369,7 @@ static void wait_event_bad(void **state) {
     KA_OK_OR_FAIL(ka_event_release(ev));
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_queue_wait_event(g_q, ev)); /* released */
     /* Not while recording a graph. */
-    KA_OK_OR_FAIL(ka_buffer_write(g_qlong, b, 0, 4, &v, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_qlong, b, 0, &v, 4, &ev));
     KA_OK_OR_FAIL(ka_graph_begin(g_q));
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_queue_wait_event(g_q, ev));
     EXPECT_DETAIL("recording a graph");
@@ -382,7 +382,7 @@ static void wait_event_bad(void **state) {
     ka_queue nq;
     KA_OK_OR_FAIL(ka_device_open("null", &nd));
     KA_OK_OR_FAIL(ka_queue_create(nd, NULL, &nq));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, 4, &v, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(g_q, b, 0, &v, 4, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_queue_wait_event(nq, ev));
     KA_OK_OR_FAIL(ka_event_release(ev));
@@ -442,7 +442,7 @@ static void launch_async_flag(void **state) {
         KA_OK_OR_FAIL(ka_graph_release(g));
     }
     uint32_t h[64];
-    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, sizeof h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, h, b, 0, sizeof h));
     for (int i = 0; i < 64; i++) assert_int_equal(h[i], 2 + 5 + 3 + 3);
     /* Unknown flags are refused. */
     ka_range bad = {.dims = 1, .size = {64}, .flags = 0x80};
@@ -464,21 +464,21 @@ static void null_device(void **state) {
     ka_buffer z, w, u;
     KA_OK_OR_FAIL(ka_buffer_create_zeroed(nd, sizeof h, &z));
     KA_OK_OR_FAIL(ka_buffer_create_with(nd, sizeof src, src, &w));
-    KA_OK_OR_FAIL(ka_buffer_read(nq, z, 0, sizeof h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(nq, h, z, 0, sizeof h));
     for (size_t i = 0; i < sizeof h; i++) assert_int_equal(h[i], 0);
-    KA_OK_OR_FAIL(ka_buffer_read(nq, w, 0, sizeof h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(nq, h, w, 0, sizeof h));
     assert_memory_equal(h, src, sizeof h);
     void *mem;
     KA_OK_OR_FAIL(ka_host_alloc(nd, 4096, &mem));
     KA_OK_OR_FAIL(ka_buffer_wrap(nd, mem, 4096, &u));
-    KA_OK_OR_FAIL(ka_buffer_copy(nq, w, 0, u, 100, sizeof src, NULL)); /* lands in the user's memory */
+    KA_OK_OR_FAIL(ka_buffer_copy(nq, u, 100, w, 0, sizeof src, NULL)); /* lands in the user's memory */
     assert_memory_equal((uint8_t *)mem + 100, src, sizeof src);
     uint8_t *m;
     KA_OK_OR_FAIL(ka_buffer_map(nq, u, 100, 16, KA_MAP_READ, (void **)&m));
     assert_ptr_equal(m, (uint8_t *)mem + 100);
     KA_OK_OR_FAIL(ka_buffer_unmap(nq, u, m));
     ka_event ev;
-    KA_OK_OR_FAIL(ka_buffer_write(nq, z, 0, 4, src, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(nq, z, 0, src, 4, &ev));
     KA_OK_OR_FAIL(ka_queue_wait_event(nq, ev));
     KA_OK_OR_FAIL(ka_event_release(ev));
     KA_OK_OR_FAIL(ka_buffer_release(u)); /* the user's memory stays */

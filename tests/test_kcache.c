@@ -100,7 +100,7 @@ static void runs_ok(ka_queue q, ka_kernel k, uint32_t n, uint32_t seed) {
     KA_OK_OR_FAIL(ka_launch(q, k, &r, args, 2, NULL));
     uint32_t *out = malloc(n * sizeof *out);
     assert_non_null(out);
-    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, n * sizeof *out, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, out, b, 0, n * sizeof *out));
     uint32_t bad = 0;
     for (uint32_t i = 0; i < n; i++) bad += out[i] != i * 3u + seed;
     free(out);
@@ -501,7 +501,7 @@ static void *race(void *arg) {
     }
     ka_arg args[] = {ka_arg_buffer(b), ka_arg_u32(11)};
     ka_range rg = {.dims = 1, .size = {256}};
-    if (ka_launch(q, k, &rg, args, 2, NULL) == KA_OK && ka_buffer_read(q, b, 0, sizeof out, out, NULL) == KA_OK) {
+    if (ka_launch(q, k, &rg, args, 2, NULL) == KA_OK && ka_buffer_read(q, out, b, 0, sizeof out) == KA_OK) {
         r->ok = 1;
         for (uint32_t i = 0; i < 256; i++) r->ok &= out[i] == i * 3u + 11u;
     }
@@ -626,7 +626,7 @@ static int build_k(ka_queue q, uint32_t k, char *err, size_t elen) {
         ka_buffer_create(g_dev, sizeof out, &b) == KA_OK) {
         ka_arg args[] = {ka_arg_buffer(b), ka_arg_u32(5)};
         ka_range rg = {.dims = 1, .size = {64}};
-        if (ka_launch(q, kk, &rg, args, 2, NULL) == KA_OK && ka_buffer_read(q, b, 0, sizeof out, out, NULL) == KA_OK) {
+        if (ka_launch(q, kk, &rg, args, 2, NULL) == KA_OK && ka_buffer_read(q, out, b, 0, sizeof out) == KA_OK) {
             r = (int)hits;
             for (uint32_t i = 0; i < 64; i++)
                 if (out[i] != i * 3u + 5u + k) {

@@ -198,8 +198,8 @@ static void test_layout(void **state) {
     for (uint32_t i = 0; i < CAP * 12; i++) out[i] = POISON;
     for (int i = 0; i < 12; i++) meta[i] = POISON;
     ka_buffer bo = buffer(CAP * 12 * sizeof(uint32_t)), bm = buffer(sizeof meta);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bo, 0, CAP * 12 * sizeof(uint32_t), out, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bm, 0, sizeof meta, meta, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bo, 0, out, CAP * 12 * sizeof(uint32_t)));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bm, 0, meta, sizeof meta));
     ka_range r = {.dims = c->dims};
     for (uint32_t d = 0; d < 3; d++) {
         r.size[d] = c->n[d];
@@ -209,8 +209,8 @@ static void test_layout(void **state) {
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(g_q, k, &r, a, 3, &ev));
     WAIT_DONE(ev);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bo, 0, CAP * 12 * sizeof(uint32_t), out, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bm, 0, sizeof meta, meta, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, bo, 0, CAP * 12 * sizeof(uint32_t)));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, meta, bm, 0, sizeof meta));
 
     /* The geometry. */
     uint64_t n[3], L[3], G[3], P[3];
@@ -285,12 +285,12 @@ static void run_reverse(ka_kernel k, size_t n, uint32_t wg, size_t local_bytes) 
     assert_non_null(out);
     for (size_t i = 0; i < n; i++) in[i] = (float)i, out[i] = -1.0f;
     ka_buffer bi = buffer(n * sizeof(float)), bo = buffer(n * sizeof(float));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bi, 0, n * sizeof(float), in, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bi, 0, in, n * sizeof(float)));
     ka_arg a[] = {ka_arg_buffer(bi), ka_arg_buffer(bo), ka_arg_local(local_bytes)};
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {n}, .workgroup = {wg}}, a, local_bytes ? 3 : 2, &ev));
     WAIT_DONE(ev);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bo, 0, n * sizeof(float), out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, bo, 0, n * sizeof(float)));
     check_reversed(out, n, wg ? wg : 16);
     KA_OK_OR_FAIL(ka_buffer_release(bi));
     KA_OK_OR_FAIL(ka_buffer_release(bo));
@@ -338,14 +338,14 @@ static void run_group_sum(size_t n, uint32_t wg) {
     assert_non_null(out);
     for (size_t i = 0; i < n; i++) in[i] = (float)(i % 7), out[i] = -1.0f;
     ka_buffer bi = buffer(n * sizeof(float)), bo = buffer(n * sizeof(float));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bi, 0, n * sizeof(float), in, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bo, 0, n * sizeof(float), out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bi, 0, in, n * sizeof(float)));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bo, 0, out, n * sizeof(float)));
     ka_arg a[] = {ka_arg_buffer(bi), ka_arg_buffer(bo), ka_arg_local(wg * sizeof(float))};
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(g_q, kernel("group_sum_padded", NULL), &(ka_range){.dims = 1, .size = {n}, .workgroup = {wg}},
                             a, 3, &ev));
     WAIT_DONE(ev);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bo, 0, n * sizeof(float), out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, bo, 0, n * sizeof(float)));
     for (size_t g0 = 0; g0 < n; g0 += wg) {
         float s = 0;
         for (size_t i = g0; i < g0 + wg && i < n; i++) s += in[i];
@@ -373,13 +373,13 @@ static void test_barrier_with_padded_lanes_2d(void **state) {
     uint32_t in[NX * NY], out[NX * NY];
     for (uint32_t i = 0; i < NX * NY; i++) in[i] = i * 3 + 1, out[i] = POISON;
     ka_buffer bi = buffer(sizeof in), bo = buffer(sizeof out);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bi, 0, sizeof in, in, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bo, 0, sizeof out, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bi, 0, in, sizeof in));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bo, 0, out, sizeof out));
     ka_arg a[] = {ka_arg_buffer(bi), ka_arg_buffer(bo)};
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(g_q, kernel("row_sum_2d", NULL), &(ka_range){.dims = 2, .size = {NX, NY}, .workgroup = {8, 8}}, a, 2, &ev));
     WAIT_DONE(ev);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bo, 0, sizeof out, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, bo, 0, sizeof out));
     for (uint32_t y = 0; y < NY; y++)
         for (uint32_t x = 0; x < NX; x++) {
             uint32_t gx = x / 8 * 8, s = 0;
@@ -401,10 +401,10 @@ static void test_atomics_global(void **state) {
     int32_t mm[2] = {INT32_MIN, INT32_MAX};
     ka_buffer bci = buffer(sizeof ci), bcu = buffer(sizeof cu), bcf = buffer(sizeof cf), bmm = buffer(sizeof mm),
               bold = buffer(N * sizeof(uint32_t));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bci, 0, sizeof ci, ci, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bcu, 0, sizeof cu, cu, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bcf, 0, sizeof cf, cf, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bmm, 0, sizeof mm, mm, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bci, 0, ci, sizeof ci));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bcu, 0, cu, sizeof cu));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bcf, 0, cf, sizeof cf));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bmm, 0, mm, sizeof mm));
     ka_arg a[] = {ka_arg_buffer(bci), ka_arg_buffer(bcu), ka_arg_buffer(bcf), ka_arg_buffer(bold), ka_arg_buffer(bmm)};
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(g_q, kernel("atomics", NULL), &(ka_range){.dims = 1, .size = {N}}, a, 5, &ev));
@@ -413,11 +413,11 @@ static void test_atomics_global(void **state) {
     uint8_t *seen = calloc(N, 1);
     assert_non_null(olds);
     assert_non_null(seen);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bci, 0, sizeof ci, ci, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bcu, 0, sizeof cu, cu, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bcf, 0, sizeof cf, cf, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bmm, 0, sizeof mm, mm, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bold, 0, N * sizeof(uint32_t), olds, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, ci, bci, 0, sizeof ci));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, cu, bcu, 0, sizeof cu));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, cf, bcf, 0, sizeof cf));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, mm, bmm, 0, sizeof mm));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, olds, bold, 0, N * sizeof(uint32_t)));
     assert_int_equal(ci[0], N);
     assert_int_equal(ci[1], -2 * N);
     assert_int_equal(ci[2], 5 * N); /* compare-exchange loop */
@@ -444,13 +444,13 @@ static void test_atomics_local(void **state) {
     enum { N = 1000, WG = 64, GROUPS = (N + WG - 1) / WG };
     uint32_t counts[GROUPS], total = 0;
     ka_buffer bc = buffer(sizeof counts), bt = buffer(sizeof total);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, bt, 0, sizeof total, &total, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, bt, 0, &total, sizeof total));
     ka_arg a[] = {ka_arg_buffer(bc), ka_arg_buffer(bt)};
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(g_q, kernel("local_atomics", NULL), &(ka_range){.dims = 1, .size = {N}, .workgroup = {WG}}, a, 2, &ev));
     WAIT_DONE(ev);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bc, 0, sizeof counts, counts, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, bt, 0, sizeof total, &total, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, counts, bc, 0, sizeof counts));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, &total, bt, 0, sizeof total));
     for (int g = 0; g < GROUPS; g++) assert_int_equal(counts[g], g < GROUPS - 1 ? WG : N - WG * (GROUPS - 1));
     assert_int_equal(total, N);
     KA_OK_OR_FAIL(ka_buffer_release(bc));
@@ -463,12 +463,12 @@ static void test_atomics_64(void **state) {
     enum { N = 5000 };
     uint64_t c[2] = {7, 0};
     ka_buffer b = buffer(sizeof c);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, sizeof c, c, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, c, sizeof c));
     ka_arg a[] = {ka_arg_buffer(b)};
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(g_q, kernel("atomics64", NULL), &(ka_range){.dims = 1, .size = {N}}, a, 1, &ev));
     WAIT_DONE(ev);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, sizeof c, c, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, c, b, 0, sizeof c));
     assert_int_equal(c[0], 7 + ((uint64_t)N << 33));
     assert_int_equal(c[1], (uint64_t)(N - 1) << 32);
     KA_OK_OR_FAIL(ka_buffer_release(b));
@@ -500,7 +500,7 @@ static void test_scalar_arguments(void **state) {
     int64_t out[12];
     memset(out, 0x55, sizeof out);
     ka_buffer b = buffer(sizeof out);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, sizeof out, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, b, 0, out, sizeof out));
     pod p = {-123456, 2.25f, -300};
     ka_arg a[] = {ka_arg_buffer(b), ka_arg_i8(-5), ka_arg_u8(250), ka_arg_i16(-30000), ka_arg_u16(65000),
                   ka_arg_i32(-2000000000), ka_arg_u32(4000000000u), ka_arg_i64(-((int64_t)1 << 40)),
@@ -508,7 +508,7 @@ static void test_scalar_arguments(void **state) {
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(g_q, kernel("scalars", NULL), &(ka_range){.dims = 1, .size = {1}}, a, 11, &ev));
     WAIT_DONE(ev);
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, sizeof out, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, sizeof out));
     const int64_t want[12] = {-5, 250, -30000, 65000, -2000000000, 4000000000LL, -((int64_t)1 << 40),
                               (int64_t)((UINT64_MAX - 1) >> 1), -7, -123456, 9, -300};
     for (int i = 0; i < 12; i++)
@@ -525,7 +525,7 @@ static void test_scalar_double(void **state) {
     KA_OK_OR_FAIL(ka_launch(g_q, kernel("scalar_f64", NULL), &(ka_range){.dims = 1, .size = {1}}, a, 2, &ev));
     WAIT_DONE(ev);
     double d = 0;
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, sizeof d, &d, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, &d, b, 0, sizeof d));
     assert_true(d == 2.0 / 3.0);
     KA_OK_OR_FAIL(ka_buffer_release(b));
 }
@@ -541,17 +541,17 @@ static void test_buffer_round_trips(void **state) {
         fill_bytes(in, n, (uint32_t)n);
         ka_buffer a = buffer(n), b = buffer(n);
         /* host -> a -> b -> host */
-        KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 0, n, in, NULL));
-        KA_OK_OR_FAIL(ka_buffer_copy(g_q, a, 0, b, 0, n, NULL));
+        KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 0, in, n));
+        KA_OK_OR_FAIL(ka_buffer_copy(g_q, b, 0, a, 0, n, NULL));
         memset(out, 0, n);
-        KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, n, out, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, n));
         if (memcmp(in, out, n)) fail_msg("round trip of %zu bytes differs", n);
         /* A kernel adds one to every byte of a; padded lanes must not touch past the end. */
         ka_arg arg[] = {ka_arg_buffer(a)};
         ka_event ev;
         KA_OK_OR_FAIL(ka_launch(g_q, kernel("inc_bytes", NULL), &(ka_range){.dims = 1, .size = {n}}, arg, 1, &ev));
         WAIT_DONE(ev);
-        KA_OK_OR_FAIL(ka_buffer_read(g_q, a, 0, n, out, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(g_q, out, a, 0, n));
         for (size_t i = 0; i < n; i++)
             if (out[i] != (uint8_t)(in[i] + 1)) fail_msg("%zu bytes: byte %zu = %u, expected %u", n, i, out[i], (uint8_t)(in[i] + 1));
         KA_OK_OR_FAIL(ka_buffer_release(a));
@@ -569,7 +569,7 @@ static void test_repeated_launches_same_range(void **state) {
     ka_buffer a = buffer(N);
     uint8_t zero[N], out[N];
     memset(zero, 0, N);
-    KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 0, N, zero, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(g_q, a, 0, zero, N));
     ka_kernel k = kernel("inc_bytes", NULL);
     ka_arg arg[] = {ka_arg_buffer(a)};
     for (int i = 0; i < 50; i++) KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {N}}, arg, 1, NULL));
@@ -578,7 +578,7 @@ static void test_repeated_launches_same_range(void **state) {
         KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {10}, .workgroup = {4}}, arg, 1, NULL));
     for (int i = 0; i < 5; i++) KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {N}}, arg, 1, NULL));
     KA_OK_OR_FAIL(ka_queue_finish(g_q));
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, a, 0, N, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, a, 0, N));
     for (int i = 0; i < N; i++) {
         int want = 55 + (i < 100 ? 10 : 0) + (i < 10 ? 5 : 0);
         if (out[i] != want) fail_msg("byte %d = %u, expected %d", i, out[i], want);
@@ -606,7 +606,7 @@ static void *work(void *arg) {
     if (w->st != KA_OK) goto out;
     if ((w->st = ka_buffer_create(g_dev, TN * sizeof(uint32_t), &b)) != KA_OK) goto out_q;
     memset(w->out, 0, TN * sizeof(uint32_t));
-    if ((w->st = ka_buffer_write(q, b, 0, TN * sizeof(uint32_t), w->out, NULL)) != KA_OK) goto out_b;
+    if ((w->st = ka_buffer_write(q, b, 0, w->out, TN * sizeof(uint32_t))) != KA_OK) goto out_b;
     ka_arg a[] = {ka_arg_buffer(b), ka_arg_u32(w->tag)};
     for (int i = 0; i < ITERS && w->st == KA_OK; i++) {
         /* Alternate two ranges: the hidden range argument changes every time. */
@@ -618,7 +618,7 @@ static void *work(void *arg) {
             ka_event_release(ev);
         }
     }
-    if (w->st == KA_OK) w->st = ka_buffer_read(q, b, 0, TN * sizeof(uint32_t), w->out, NULL);
+    if (w->st == KA_OK) w->st = ka_buffer_read(q, w->out, b, 0, TN * sizeof(uint32_t));
 out_b:
     ka_buffer_release(b);
 out_q:

@@ -277,7 +277,7 @@ static ka_status c_graph(ctx *c, uint64_t *id) {
     if (st == KA_OK) st = ka_launch(q, c->kern, &empty, args, 3, NULL);
     if (st == KA_OK) st = ka_launch(q, c->kern, &r, args, 3, NULL);
     const float zero = 0;
-    if (st == KA_OK) st = ka_buffer_fill(q, b, &zero, sizeof zero, 0, 4096, NULL);
+    if (st == KA_OK) st = ka_buffer_fill(q, b, 0, &zero, sizeof zero, 4096, NULL);
     if (st == KA_OK) st = ka_graph_end(q, &g);
     if (b.id) KA_OK_OR_FAIL(ka_buffer_release(b));
     if (q.id) KA_OK_OR_FAIL(ka_queue_release(q)); /* discards a recording left open */
@@ -520,7 +520,7 @@ static void test_first_launch(void **state) {
         KA_OK_OR_FAIL(ka_buffer_create(c.dev, 16 * sizeof(float), &b));
         float in[16], out[16];
         for (int i = 0; i < 16; i++) in[i] = (float)i;
-        KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, sizeof in, in, NULL));
+        KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, in, sizeof in));
         ka_arg a[] = {ka_arg_buffer(b), ka_arg_f32(1.0f), ka_arg_u32(16)};
         const ka_range r = {.dims = 1, .size = {16}};
         snap before = now();
@@ -544,7 +544,7 @@ static void test_first_launch(void **state) {
         }
         KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
         KA_OK_OR_FAIL(ka_event_release(ev));
-        KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, sizeof out, out, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(q, out, b, 0, sizeof out));
         for (int i = 0; i < 16; i++) /* a[i] *= s + VALUE (2): times 3 per launch */
             if (out[i] != in[i] * 3.0f * (float)launches) fail_msg("step %ld: item %d = %g", n, i, (double)out[i]);
         ka_queue_stats qs;

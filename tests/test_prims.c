@@ -85,7 +85,7 @@ static void host_reduce(ka_dtype t, const void *in, size_t n, ka_reduce_op op, v
 
 static ka_buffer upload(const void *h, size_t bytes) {
     ka_buffer b = make_buffer(dev, bytes ? bytes : 8);
-    if (bytes) KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, bytes, h, NULL));
+    if (bytes) KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, h, bytes));
     return b;
 }
 
@@ -96,11 +96,11 @@ static void check_reduce(ka_prims_plan *p, ka_dtype t, size_t n, uint32_t seed) 
     ka_buffer in = upload(h, n * es), out = make_buffer(dev, 3 * 8);
     for (int op = 0; op < 3; op++) {
         ka_event ev;
-        KA_OK_OR_FAIL(ka_reduce(q, p, in, n, (ka_reduce_op)op, out, (size_t)op * es, &ev));
+        KA_OK_OR_FAIL(ka_reduce(q, p, out, (size_t)op * es, in, 0, n, (ka_reduce_op)op, &ev));
         KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
         KA_OK_OR_FAIL(ka_event_release(ev));
         uint64_t got = 0, want = 0;
-        KA_OK_OR_FAIL(ka_buffer_read(q, out, (size_t)op * es, es, &got, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(q, &got, out, (size_t)op * es, es));
         host_reduce(t, h, n, (ka_reduce_op)op, &want);
         if (memcmp(&got, &want, es)) fail_msg("reduce %s op %d n %zu: got 0x%llx, want 0x%llx", tname(t), op, n,
                                               (unsigned long long)got, (unsigned long long)want);
@@ -137,10 +137,10 @@ static void reduce_float_tolerance(void **state) {
     ka_prims_plan *p;
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_F32, n, 0, &p));
     ka_buffer in = upload(h, n * 4), out = make_buffer(dev, 8);
-    KA_OK_OR_FAIL(ka_reduce(q, p, in, n, KA_REDUCE_SUM, out, 0, NULL));
+    KA_OK_OR_FAIL(ka_reduce(q, p, out, 0, in, 0, n, KA_REDUCE_SUM, NULL));
     KA_OK_OR_FAIL(ka_queue_finish(q));
     float got;
-    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 4, &got, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, &got, out, 0, 4));
     if (fabs(got - want) > 1e-5 * want) fail_msg("f32 sum %.9g, double sum %.9g", (double)got, want);
     ka_buffer_release(in), ka_buffer_release(out), ka_prims_plan_release(p);
     free(h);
@@ -156,19 +156,19 @@ static void reduce_nan(void **state) {
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_F32, 1001, 0, &p));
     ka_buffer in = upload(h, sizeof h), out = make_buffer(dev, 16);
     float r[3];
-    for (int op = 0; op < 3; op++) KA_OK_OR_FAIL(ka_reduce(q, p, in, 1001, (ka_reduce_op)op, out, (size_t)op * 4, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 12, r, NULL));
+    for (int op = 0; op < 3; op++) KA_OK_OR_FAIL(ka_reduce(q, p, out, (size_t)op * 4, in, 0, 1001, (ka_reduce_op)op, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, r, out, 0, 12));
     for (int op = 0; op < 3; op++)
         if (!isnan(r[op])) fail_msg("op %d with a NaN: %g, want NaN", op, (double)r[op]);
     /* Without the NaN: -8 and 8 exactly. */
-    KA_OK_OR_FAIL(ka_reduce(q, p, in, 777, KA_REDUCE_MIN, out, 0, NULL));
-    KA_OK_OR_FAIL(ka_reduce(q, p, in, 777, KA_REDUCE_MAX, out, 4, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 8, r, NULL));
+    KA_OK_OR_FAIL(ka_reduce(q, p, out, 0, in, 0, 777, KA_REDUCE_MIN, NULL));
+    KA_OK_OR_FAIL(ka_reduce(q, p, out, 4, in, 0, 777, KA_REDUCE_MAX, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, r, out, 0, 8));
     assert_true(r[0] == -8.0f && r[1] == 8.0f);
     for (int i = 0; i < 1001; i++) h[i] = NAN;
-    KA_OK_OR_FAIL(ka_buffer_write(q, in, 0, sizeof h, h, NULL));
-    KA_OK_OR_FAIL(ka_reduce(q, p, in, 1001, KA_REDUCE_MIN, out, 0, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 4, r, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(q, in, 0, h, sizeof h));
+    KA_OK_OR_FAIL(ka_reduce(q, p, out, 0, in, 0, 1001, KA_REDUCE_MIN, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, r, out, 0, 4));
     assert_true(isnan(r[0]));
     ka_buffer_release(in), ka_buffer_release(out), ka_prims_plan_release(p);
 }
@@ -202,10 +202,10 @@ static void check_scan(ka_prims_plan *p, ka_dtype t, size_t n, int excl, int in_
     host_scan(t, h, want, n, excl);
     ka_buffer in = upload(h, n * es), out = in_place ? in : make_buffer(dev, n * es + 8);
     ka_event ev;
-    KA_OK_OR_FAIL(ka_scan(q, p, in, out, n, excl, &ev));
+    KA_OK_OR_FAIL(ka_scan(q, p, out, 0, in, 0, n, excl, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
-    if (n) KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, n * es, got, NULL));
+    if (n) KA_OK_OR_FAIL(ka_buffer_read(q, got, out, 0, n * es));
     for (size_t i = 0; i < n; i++)
         if (memcmp(got + i * es, want + i * es, es))
             fail_msg("scan %s %s n %zu: element %zu differs", tname(t), excl ? "exclusive" : "inclusive", n, i);
@@ -284,11 +284,11 @@ static void check_sort(ka_prims_plan *p, ka_dtype t, size_t n, int with_vals, ui
     qsort(rec, n, rs, cmp_rec);
     ka_buffer kb = upload(k, n * es), vb = with_vals ? upload(v, n * 4) : (ka_buffer){0};
     ka_event ev;
-    KA_OK_OR_FAIL(ka_sort(q, p, kb, vb, n, &ev));
+    KA_OK_OR_FAIL(ka_sort(q, p, kb, 0, vb, 0, n, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
-    if (n) KA_OK_OR_FAIL(ka_buffer_read(q, kb, 0, n * es, got, NULL));
-    if (n && with_vals) KA_OK_OR_FAIL(ka_buffer_read(q, vb, 0, n * 4, gv, NULL));
+    if (n) KA_OK_OR_FAIL(ka_buffer_read(q, got, kb, 0, n * es));
+    if (n && with_vals) KA_OK_OR_FAIL(ka_buffer_read(q, gv, vb, 0, n * 4));
     for (size_t i = 0; i < n; i++) {
         if (memcmp(got + i * es, rec + i * rs, es)) fail_msg("sort %s n %zu: key %zu differs", tname(t), n, i);
         if (with_vals && memcmp(&gv[i], rec + i * rs + es, 4))
@@ -376,21 +376,21 @@ static void bad_input(void **state) {
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_U32, 100, 0, &p));
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, 100, 0, &sp));
     ka_buffer b = make_buffer(dev, 400), small = make_buffer(dev, 40);
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 101, KA_REDUCE_SUM, b, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 0, b, 0, 101, KA_REDUCE_SUM, NULL));
     EXPECT_DETAIL("n = 101", "max_n 100");
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, small, 100, KA_REDUCE_SUM, b, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 0, small, 0, 100, KA_REDUCE_SUM, NULL));
     EXPECT_DETAIL("in holds 40 bytes");
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 100, KA_REDUCE_SUM, small, 40, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 100, KA_REDUCE_SUM, small, 2, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 100, (ka_reduce_op)7, small, 0, NULL));
-    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_reduce(q, p, BAD_BUFFER, 100, KA_REDUCE_SUM, small, 0, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_scan(q, p, b, b, 10, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, small, 40, b, 0, 100, KA_REDUCE_SUM, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, small, 2, b, 0, 100, KA_REDUCE_SUM, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, small, 0, b, 0, 100, (ka_reduce_op)7, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_reduce(q, p, small, 0, BAD_BUFFER, 0, 100, KA_REDUCE_SUM, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_scan(q, p, b, 0, b, 0, 10, 0, NULL));
     EXPECT_DETAIL("made for reduce, not scan");
-    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_scan(q, NULL, b, b, 10, 0, NULL));
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_sort(q, sp, b, small, 10, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_scan(q, NULL, b, 0, b, 0, 10, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_sort(q, sp, b, 0, small, 0, 10, NULL));
     EXPECT_DETAIL("KA_PRIM_SORT_VALUES");
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_sort(q, sp, small, (ka_buffer){0}, 100, NULL));
-    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_reduce(BAD_QUEUE, p, b, 100, KA_REDUCE_SUM, small, 0, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_sort(q, sp, small, 0, (ka_buffer){0}, 0, 100, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_reduce(BAD_QUEUE, p, small, 0, b, 0, 100, KA_REDUCE_SUM, NULL));
     KA_OK_OR_FAIL(ka_prims_plan_release(p));
     KA_OK_OR_FAIL(ka_prims_plan_release(sp));
     KA_OK_OR_FAIL(ka_prims_plan_release(NULL));
@@ -407,13 +407,13 @@ static void zero_alloc(void **state) {
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, 5000, KA_PRIM_SORT_VALUES, &o));
     ka_buffer a = make_buffer(dev, 5000 * 4), b = make_buffer(dev, 5000 * 4), c = make_buffer(dev, 5000 * 4);
     int zero = 0;
-    KA_OK_OR_FAIL(ka_buffer_fill(qr, a, &zero, 4, 0, 5000 * 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(qr, a, 0, &zero, 4, 5000 * 4, NULL));
     for (int it = -1; it < 50; it++) {
         if (it == 0) heap_start();
         ka_event ev;
         size_t n = it < 0 ? 5000 : (size_t)(4000 + it * 17);
-        if (ka_reduce(qr, r, a, n, KA_REDUCE_MAX, b, 4, NULL) || ka_scan(qr, s, a, b, n, it & 1, NULL) ||
-            ka_sort(qr, o, a, c, n, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
+        if (ka_reduce(qr, r, b, 4, a, 0, n, KA_REDUCE_MAX, NULL) || ka_scan(qr, s, b, 0, a, 0, n, it & 1, NULL) ||
+            ka_sort(qr, o, a, 0, c, 0, n, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("iteration %d: %s", it, ka_last_error());
     }
     uint64_t calls = heap_stop();
@@ -440,22 +440,22 @@ static void big_inputs(void **state) {
     ka_buffer in = upload(h, n * 4), out = make_buffer(dev, 8);
     ka_prims_plan *p;
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_U32, n, 0, &p));
-    KA_OK_OR_FAIL(ka_reduce(q, p, in, n, KA_REDUCE_SUM, out, 0, NULL));
+    KA_OK_OR_FAIL(ka_reduce(q, p, out, 0, in, 0, n, KA_REDUCE_SUM, NULL));
     uint32_t r;
-    KA_OK_OR_FAIL(ka_buffer_read(q, out, 0, 4, &r, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, &r, out, 0, 4));
     assert_int_equal(r, (uint32_t)sum);
     ka_prims_plan_release(p);
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SCAN, KA_DTYPE_U32, n, 0, &p));
-    KA_OK_OR_FAIL(ka_scan(q, p, in, in, n, 0, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(q, in, 0, n * 4, g, NULL));
+    KA_OK_OR_FAIL(ka_scan(q, p, in, 0, in, 0, n, 0, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, g, in, 0, n * 4));
     uint32_t c = 0;
     for (size_t i = 0; i < n; i++)
         if (g[i] != (c += h[i])) fail_msg("big scan: element %zu", i);
     ka_prims_plan_release(p);
-    KA_OK_OR_FAIL(ka_buffer_write(q, in, 0, n * 4, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(q, in, 0, h, n * 4));
     KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, n, 0, &p));
-    KA_OK_OR_FAIL(ka_sort(q, p, in, (ka_buffer){0}, n, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(q, in, 0, n * 4, g, NULL));
+    KA_OK_OR_FAIL(ka_sort(q, p, in, 0, (ka_buffer){0}, 0, n, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, g, in, 0, n * 4));
     size_t cnt[8] = {0};
     for (size_t i = 0; i < n; i++) cnt[h[i]]++;
     size_t i = 0;

@@ -26,7 +26,7 @@ static void test_program_build_with_options_and_defines(void **state) {
     ka_arg a[] = {ka_arg_buffer(b)};
     KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {64}}, a, 1, NULL));
     int out[64];
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, sizeof out, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, sizeof out));
     for (int i = 0; i < 64; i++) assert_int_equal(out[i], i * 3 + 100 + 1); /* ADD_ONE defaults to 1 */
     KA_OK_OR_FAIL(ka_buffer_release(b));
     KA_OK_OR_FAIL(ka_program_release(p));
@@ -157,7 +157,7 @@ static void test_kernel_get_static_config_builds_variant(void **state) {
     ka_arg a[] = {ka_arg_buffer(b), ka_arg_u32(1000)};
     KA_OK_OR_FAIL(ka_launch(g_q, st1, &(ka_range){.dims = 1, .size = {10}}, a, 2, NULL));
     uint32_t out[10];
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, b, 0, sizeof out, out, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, sizeof out));
     for (uint32_t i = 0; i < 10; i++) assert_int_equal(out[i], 1000 + i);
     KA_OK_OR_FAIL(ka_buffer_release(b));
     KA_OK_OR_FAIL(ka_program_release(p));

@@ -14,7 +14,7 @@ static void test_queue_lifecycle(void **state) {
     uint8_t data[256];
     memset(data, 7, sizeof data);
     ka_event ev;
-    KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, sizeof data, data, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(q, b, 0, data, sizeof data, &ev));
     KA_OK_OR_FAIL(ka_queue_flush(q));
     KA_OK_OR_FAIL(ka_queue_finish(q));
     KA_OK_OR_FAIL(ka_event_wait(ev, 0)); /* finish completes everything enqueued */
@@ -26,7 +26,7 @@ static void test_queue_lifecycle(void **state) {
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_queue_finish(q));
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_queue_release(q));
     EXPECT_DETAIL("ka_queue_release");
-    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_write(q, b, 0, 4, data, NULL));
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_write(q, b, 0, data, 4));
     KA_OK_OR_FAIL(ka_buffer_release(b));
 }
 
@@ -38,10 +38,10 @@ static void test_queue_with_config(void **state) {
     ka_buffer b = make_buffer(g_dev, 16);
     uint32_t v = 5, r = 0;
     ka_event ev;
-    KA_OK_OR_FAIL(ka_buffer_write(q, b, 0, 4, &v, &ev));
+    KA_OK_OR_FAIL(ka_buffer_write_async(q, b, 0, &v, 4, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER)); /* spin off: sleeps */
     KA_OK_OR_FAIL(ka_event_release(ev));
-    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, 4, &r, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, &r, b, 0, 4));
     assert_int_equal(r, 5);
     KA_OK_OR_FAIL(ka_buffer_release(b));
     KA_OK_OR_FAIL(ka_queue_release(q));

@@ -57,7 +57,7 @@ static void *user(void *arg) {
             }
             break;
         }
-        case 2: tally(r, ka_buffer_read(r->q, r->b, 0, sizeof v, v, NULL)); break;
+        case 2: tally(r, ka_buffer_read(r->q, v, r->b, 0, sizeof v)); break;
         case 3: {
             ka_kernel k;
             tally(r, ka_kernel_get(r->prog, "inc", NULL, &k));
@@ -147,7 +147,7 @@ static void double_release(void **state) {
         KA_OK_OR_FAIL(ka_queue_create(dev, NULL, &w.q));
         KA_OK_OR_FAIL(ka_buffer_create(dev, 64, &w.b));
         const uint32_t zero = 0;
-        KA_OK_OR_FAIL(ka_buffer_fill(w.q, w.b, &zero, sizeof zero, 0, 64, &w.ev));
+        KA_OK_OR_FAIL(ka_buffer_fill(w.q, w.b, 0, &zero, sizeof zero, 64, &w.ev));
         pthread_t t[2];
         for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, release_both, &w), 0);
         for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);

@@ -269,7 +269,7 @@ static void threads_share_a_kernel(void **state) {
         w[i] = (worker){.k = k, .st = KA_OK};
         KA_OK_OR_FAIL(ka_queue_create(F.dev, NULL, &w[i].q));
         KA_OK_OR_FAIL(ka_buffer_create(F.dev, MAXN * sizeof(int), &w[i].buf));
-        KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].buf, &zero, sizeof zero, 0, MAXN * sizeof(int), NULL));
+        KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].buf, 0, &zero, sizeof zero, MAXN * sizeof(int), NULL));
         KA_OK_OR_FAIL(ka_queue_finish(w[i].q));
     }
     for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
@@ -277,7 +277,7 @@ static void threads_share_a_kernel(void **state) {
     int *got = malloc(MAXN * sizeof(int));
     for (int i = 0; i < THREADS; i++) {
         KA_OK_OR_FAIL(w[i].st);
-        KA_OK_OR_FAIL(ka_buffer_read(w[i].q, w[i].buf, 0, MAXN * sizeof(int), got, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(w[i].q, got, w[i].buf, 0, MAXN * sizeof(int)));
         for (uint32_t j = 0; j < MAXN; j++) {
             int want = j < 64 ? PER_THREAD : PER_THREAD / 3;
             if (got[j] != want) fail_msg("thread %d, element %u: %d, expected %d", i, j, got[j], want);

@@ -99,8 +99,8 @@ static void run_step(ka_queue q, ka_buffer dst, ka_buffer srcb, uint32_t n, int 
 static void sequence(ka_queue q) {
     int *host = malloc(BIG * sizeof(int)), *got = malloc(BIG * sizeof(int));
     for (uint32_t i = 0; i < BIG; i++) host[i] = (int)(i % 1000);
-    KA_OK_OR_FAIL(ka_buffer_write(q, F.a, 0, BIG * sizeof(int), host, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(q, F.b, 0, BIG * sizeof(int), host, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(q, F.a, 0, host, BIG * sizeof(int)));
+    KA_OK_OR_FAIL(ka_buffer_write(q, F.b, 0, host, BIG * sizeof(int)));
     ka_buffer cur = F.a, other = F.b;
     static const uint32_t sizes[] = {SMALL, BIG, SMALL, SMALL, BIG, BIG, SMALL, 1000, BIG, 7, SMALL, BIG};
     /* model: element i of the buffer that holds the latest values */
@@ -119,10 +119,10 @@ static void sequence(ka_queue q) {
         model_cur = model_other;
         model_other = m;
     }
-    KA_OK_OR_FAIL(ka_buffer_read(q, cur, 0, BIG * sizeof(int), got, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, got, cur, 0, BIG * sizeof(int)));
     for (uint32_t i = 0; i < BIG; i++)
         if (got[i] != model_cur[i]) fail_msg("element %u: %d, expected %d", i, got[i], model_cur[i]);
-    KA_OK_OR_FAIL(ka_buffer_read(q, other, 0, BIG * sizeof(int), got, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, got, other, 0, BIG * sizeof(int)));
     for (uint32_t i = 0; i < BIG; i++)
         if (got[i] != model_other[i]) fail_msg("other buffer, element %u: %d, expected %d", i, got[i], model_other[i]);
     free(host);
@@ -154,14 +154,14 @@ static void small_reads_large(void **state) {
     (void)state;
     need_routing();
     int zero = 0;
-    KA_OK_OR_FAIL(ka_buffer_fill(F.routed, F.a, &zero, sizeof zero, 0, BIG * sizeof(int), NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.routed, F.a, 0, &zero, sizeof zero, BIG * sizeof(int), NULL));
     for (int round = 1; round <= 5; round++) {
         run_step(F.routed, F.b, F.a, BIG, round); /* b = a*3 + round, threaded */
         ka_arg args[] = {ka_arg_buffer(F.g), ka_arg_buffer(F.b), ka_arg_u32(BIG / SMALL)};
         KA_OK_OR_FAIL(ka_launch(F.routed, F.gather, &(ka_range){.dims = 1, .size = {SMALL}}, args, 3, NULL)); /* inline */
         run_step(F.routed, F.a, F.b, BIG, 0); /* a = b*3, threaded */
         int g[SMALL];
-        KA_OK_OR_FAIL(ka_buffer_read(F.routed, F.g, 0, sizeof g, g, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(F.routed, g, F.g, 0, sizeof g));
         /* a is uniform, so every gathered element is the same */
         int a_prev = 0;
         for (int r = 1; r < round; r++) a_prev = (a_prev * 3 + r) * 3;

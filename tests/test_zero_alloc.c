@@ -86,12 +86,12 @@ static int teardown(void **state) {
 
 static void zero(ka_queue q, ka_buffer b) {
     int z = 0;
-    KA_OK_OR_FAIL(ka_buffer_fill(q, b, &z, sizeof z, 0, 1 << 20, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(q, b, 0, &z, sizeof z, 1 << 20, NULL));
 }
 
 static void expect_all(ka_queue q, ka_buffer b, size_t n, int want) {
     int *h = malloc(n * sizeof *h);
-    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, n * sizeof *h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, h, b, 0, n * sizeof *h));
     for (size_t i = 0; i < n; i++)
         if (h[i] != want) fail_msg("element %zu is %d, expected %d", i, h[i], want);
     free(h);
@@ -184,7 +184,7 @@ static void zero_alloc_graph(void **state) {
     heap_start();
     for (int i = 0; i < N; i++) {
         ka_event ev;
-        if (ka_graph_set_arg(g, (uint32_t)i & 1, 0, ka_arg_buffer(F.buf)) || ka_graph_launch(Q, g, NULL) ||
+        if (ka_graph_set_arg(g, (ka_graph_node){(uint32_t)i & 1}, 0, ka_arg_buffer(F.buf)) || ka_graph_launch(Q, g, NULL) ||
             ka_graph_launch(Q, g, &ev) || ka_event_wait(ev, KA_WAIT_FOREVER) || ka_event_release(ev))
             fail_msg("graph iteration %d: %s", i, ka_last_error());
     }
@@ -468,7 +468,7 @@ static void zero_alloc_4_threads(void **state) {
         else KA_OK_OR_FAIL(ka_queue_create(F.dev, &cfg, &w[i].q));
         KA_OK_OR_FAIL(ka_buffer_create(F.dev, 64 * sizeof(int), &w[i].b));
         int z = 0;
-        KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].b, &z, sizeof z, 0, 64 * sizeof(int), NULL));
+        KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].b, 0, &z, sizeof z, 64 * sizeof(int), NULL));
     }
     heap_start();
     for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, &w[i]);

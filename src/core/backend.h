@@ -116,12 +116,13 @@ struct ka__backend {
     /* May be NULL: then out->mem is b->native and out->address NULL (the
      * core sets out->bytes). Fills what other libraries (MPI) use. */
     void (*buffer_native)(ka__buffer *b, ka_native_buffer *out);
-    /* Transfers: *ev gets a native event when ev != NULL, else the command
-     * may complete before return (blocking) or later (the queue orders it). */
-    ka_status (*buffer_write)(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
-    ka_status (*buffer_read)(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
-    ka_status (*buffer_copy)(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
-    ka_status (*buffer_fill)(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+    /* Transfers. block: return once the command is complete (ev is then
+     * NULL). Otherwise enqueue, and may complete before return or later (the
+     * queue orders it); *ev gets a native event when ev != NULL. */
+    ka_status (*buffer_write)(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block);
+    ka_status (*buffer_read)(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block);
+    ka_status (*buffer_copy)(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev, bool block);
+    ka_status (*buffer_fill)(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev, bool block);
     /* b->bytes > 0, b->host set: sets b->native to a buffer over the host
      * memory, used in place where the device can. */
     ka_status (*buffer_wrap)(ka__buffer *b);
@@ -291,19 +292,19 @@ static inline ka_status ka__be_queue_finish(ka__queue *q) { return q->dev->ops->
 static inline ka_status ka__be_queue_flush(ka__queue *q) { return q->dev->ops->queue_flush(q); }
 static inline ka_status ka__be_buffer_create(ka__buffer *b) { return b->dev->ops->buffer_create(b); }
 static inline void ka__be_buffer_release(ka__buffer *b) { b->dev->ops->buffer_release(b); }
-static inline ka_status ka__be_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
-    return q->dev->ops->buffer_write(q, b, off, n, src, ev);
+static inline ka_status ka__be_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block) {
+    return q->dev->ops->buffer_write(q, b, off, n, src, ev, block);
 }
-static inline ka_status ka__be_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
-    return q->dev->ops->buffer_read(q, b, off, n, dst, ev);
+static inline ka_status ka__be_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block) {
+    return q->dev->ops->buffer_read(q, b, off, n, dst, ev, block);
 }
 static inline ka_status ka__be_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n,
-                                           void **ev) {
-    return q->dev->ops->buffer_copy(q, s, so, d, dof, n, ev);
+                                           void **ev, bool block) {
+    return q->dev->ops->buffer_copy(q, s, so, d, dof, n, ev, block);
 }
 static inline ka_status ka__be_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
-                                           void **ev) {
-    return q->dev->ops->buffer_fill(q, b, pat, psz, off, n, ev);
+                                           void **ev, bool block) {
+    return q->dev->ops->buffer_fill(q, b, pat, psz, off, n, ev, block);
 }
 static inline ka_status ka__be_buffer_wrap(ka__buffer *b) { return b->dev->ops->buffer_wrap(b); }
 static inline ka_status ka__be_buffer_init(ka__buffer *b, const void *src) { return b->dev->ops->buffer_init(b, src); }

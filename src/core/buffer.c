@@ -182,45 +182,65 @@ static ka_status end(ka_status st, ka_event *ev, pending *p) { return ka__event_
         return done(pn, st_);                                      \
     } while (0)
 
-ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t offset, size_t n, const void *src, ka_event *ev) {
+/* The blocking call and its _async twin share one body; block implies no ev. */
+static ka_status write_(const char *fn, ka_queue queue, ka_buffer dst, size_t offset, const void *src, size_t n,
+                        ka_event *ev, bool block) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q = NULL;
     ka__buffer *b = NULL;
     pins pn = {{NULL}, 0};
-    ka_status st = prep("ka_buffer_write", queue, dst, offset, n, &q, &b, &pn);
-    if (st == KA_OK && !src && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_write: src is NULL");
-    if (st == KA_OK && q->rec) st = not_recordable("ka_buffer_write");
+    ka_status st = prep(fn, queue, dst, offset, n, &q, &b, &pn);
+    if (st == KA_OK && !src && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: src is NULL", fn);
+    if (st == KA_OK && q->rec) st = not_recordable(fn);
     if (st != KA_OK) return done(&pn, st);
-    KA__TRANSFER(&pn, q, ev, ka__be_buffer_write(q, b, offset, n, src, ev ? &p.native : NULL));
+    KA__TRANSFER(&pn, q, ev, ka__be_buffer_write(q, b, offset, n, src, ev ? &p.native : NULL, block));
 }
 
-ka_status ka_buffer_read(ka_queue queue, ka_buffer src, size_t offset, size_t n, void *dst, ka_event *ev) {
-    if (ev) ev->id = 0; /* a failed call leaves no event to release */
+static ka_status read_(const char *fn, ka_queue queue, void *dst, ka_buffer src, size_t offset, size_t n, ka_event *ev,
+                       bool block) {
+    if (ev) ev->id = 0;
     ka__queue *q = NULL;
     ka__buffer *b = NULL;
     pins pn = {{NULL}, 0};
-    ka_status st = prep("ka_buffer_read", queue, src, offset, n, &q, &b, &pn);
-    if (st == KA_OK && !dst && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_read: dst is NULL");
-    if (st == KA_OK && q->rec) st = not_recordable("ka_buffer_read");
+    ka_status st = prep(fn, queue, src, offset, n, &q, &b, &pn);
+    if (st == KA_OK && !dst && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: dst is NULL", fn);
+    if (st == KA_OK && q->rec) st = not_recordable(fn);
     if (st != KA_OK) return done(&pn, st);
-    KA__TRANSFER(&pn, q, ev, ka__be_buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL));
+    KA__TRANSFER(&pn, q, ev, ka__be_buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL, block));
 }
 
-ka_status ka_buffer_copy(ka_queue queue, ka_buffer src, size_t so, ka_buffer dst, size_t dof, size_t n, ka_event *ev) {
+ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t dst_offset, const void *src, size_t bytes) {
+    return write_("ka_buffer_write", queue, dst, dst_offset, src, bytes, NULL, true);
+}
+
+ka_status ka_buffer_write_async(ka_queue queue, ka_buffer dst, size_t dst_offset, const void *src, size_t bytes,
+                                ka_event *ev) {
+    return write_("ka_buffer_write_async", queue, dst, dst_offset, src, bytes, ev, false);
+}
+
+ka_status ka_buffer_read(ka_queue queue, void *dst, ka_buffer src, size_t src_offset, size_t bytes) {
+    return read_("ka_buffer_read", queue, dst, src, src_offset, bytes, NULL, true);
+}
+
+ka_status ka_buffer_read_async(ka_queue queue, void *dst, ka_buffer src, size_t src_offset, size_t bytes, ka_event *ev) {
+    return read_("ka_buffer_read_async", queue, dst, src, src_offset, bytes, ev, false);
+}
+
+ka_status ka_buffer_copy(ka_queue queue, ka_buffer dst, size_t dof, ka_buffer src, size_t so, size_t n, ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q = NULL;
     ka__buffer *s = NULL, *d = NULL;
     pins pn = {{NULL}, 0};
-    ka_status st = prep("ka_buffer_copy", queue, src, so, n, &q, &s, &pn);
-    if (st == KA_OK) st = prep("ka_buffer_copy", queue, dst, dof, n, &q, &d, &pn);
+    ka_status st = prep("ka_buffer_copy", queue, dst, dof, n, &q, &d, &pn);
+    if (st == KA_OK) st = prep("ka_buffer_copy", queue, src, so, n, &q, &s, &pn);
     if (st == KA_OK && s == d && so < dof + n && dof < so + n)
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_copy: source and destination ranges overlap");
     if (st != KA_OK) return done(&pn, st);
     if (q->rec) return done(&pn, ka__graph_add_copy(q, s, so, d, dof, n, ev));
-    KA__TRANSFER(&pn, q, ev, ka__be_buffer_copy(q, s, so, d, dof, n, ev ? &p.native : NULL));
+    KA__TRANSFER(&pn, q, ev, ka__be_buffer_copy(q, s, so, d, dof, n, ev ? &p.native : NULL, false));
 }
 
-ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, size_t psz, size_t offset, size_t n,
+ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, size_t offset, const void *pattern, size_t psz, size_t n,
                          ka_event *ev) {
     if (ev) ev->id = 0; /* a failed call leaves no event to release */
     ka__queue *q = NULL;
@@ -234,7 +254,7 @@ ka_status ka_buffer_fill(ka_queue queue, ka_buffer dst, const void *pattern, siz
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_buffer_fill: offset and size must be multiples of the pattern size");
     if (st != KA_OK) return done(&pn, st);
     if (q->rec) return done(&pn, ka__graph_add_fill(q, b, pattern, psz, offset, n, ev));
-    KA__TRANSFER(&pn, q, ev, ka__be_buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL));
+    KA__TRANSFER(&pn, q, ev, ka__be_buffer_fill(q, b, pattern, psz, offset, n, ev ? &p.native : NULL, false));
 }
 
 /* Maps: a record per live map in the buffer (no allocation), so an unmap of a

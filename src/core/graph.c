@@ -149,6 +149,20 @@ ka_status ka_graph_begin(ka_queue queue) {
     return st;
 }
 
+ka_status ka_graph_last_node(ka_queue queue, ka_graph_node *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_last_node: out is NULL");
+    out->index = UINT32_MAX;
+    ka__slot *qs;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
+    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_last_node: invalid or released queue");
+    ka_status st = KA_OK;
+    if (!q->rec) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_last_node: the queue is not recording (ka_graph_begin)");
+    else if (!q->rec->n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_last_node: nothing recorded yet");
+    else out->index = q->rec->n - 1;
+    ka__unpin(qs);
+    return st;
+}
+
 ka_status ka_graph_end(ka_queue queue, ka_graph *out) {
     if (out) out->id = 0;
     ka__slot *qs;
@@ -208,15 +222,12 @@ ka_status ka__graph_check_live(const ka__graph *g, const char *call) {
 }
 
 /* Node by node through the ordinary hooks; the last node that enqueues
- * anything gets the event. A transfer asked for no event may block until it
- * is done (backend.h): a copy or fill node asks for one, released at once,
- * so the replay only enqueues. */
+ * anything gets the event. Copies and fills are enqueued without blocking. */
 static ka_status replay(ka__queue *q, const ka__graph *g, void **ev) {
     ka_status st = KA_OK;
     for (uint32_t i = 0; i < g->n && st == KA_OK; i++) {
         const ka__gnode *nd = &g->nodes[i];
-        void *own = NULL;
-        void **evp = i == g->last && ev ? ev : nd->type != KA__GN_LAUNCH ? &own : NULL;
+        void **evp = i == g->last && ev ? ev : NULL;
         switch (nd->type) {
         case KA__GN_LAUNCH:
             if (nd->l.items) st = ka__be_launch(q, nd->k, &nd->l, nd->args, nd->nargs, evp);
@@ -224,14 +235,13 @@ static ka_status replay(ka__queue *q, const ka__graph *g, void **ev) {
         case KA__GN_COPY:
             if (nd->n)
                 st = ka__be_buffer_copy(q, ka__resolve(nd->buf[0], KA__T_BUFFER), nd->off[0],
-                                        ka__resolve(nd->buf[1], KA__T_BUFFER), nd->off[1], nd->n, evp);
+                                        ka__resolve(nd->buf[1], KA__T_BUFFER), nd->off[1], nd->n, evp, false);
             break;
         default:
             if (nd->n)
                 st = ka__be_buffer_fill(q, ka__resolve(nd->buf[0], KA__T_BUFFER), nd->pattern, nd->psz, nd->off[0],
-                                        nd->n, evp);
+                                        nd->n, evp, false);
         }
-        if (own) ka__be_event_release(q, own);
     }
     return st;
 }
@@ -329,13 +339,13 @@ static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg
     return st;
 }
 
-ka_status ka_graph_set_arg(ka_graph graph, uint32_t node, uint32_t index, ka_arg arg) {
+ka_status ka_graph_set_arg(ka_graph graph, ka_graph_node node, uint32_t index, ka_arg arg) {
     ka__slot *gs;
     ka__graph *g = graph_pin(graph, &gs);
     if (!g) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_set_arg: invalid or released graph");
     ka_status st;
     if (graph_enter(g, "ka_graph_set_arg", &st)) {
-        st = set_arg(g, node, index, arg);
+        st = set_arg(g, node.index, index, arg);
         graph_leave(g);
     }
     ka__unpin(gs);

@@ -367,24 +367,24 @@ static ka_status t_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
     SPAN(q, te, under(q)->launch(q, k, l, args, nargs, ev));
 }
 
-static ka_status t_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
+static ka_status t_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block) {
     ka_trace_event te = {.kind = KA_TRACE_WRITE, .name = "ka_buffer_write", .bytes = n};
-    SPAN(q, te, under(q)->buffer_write(q, b, off, n, src, ev));
+    SPAN(q, te, under(q)->buffer_write(q, b, off, n, src, ev, block));
 }
 
-static ka_status t_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
+static ka_status t_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block) {
     ka_trace_event te = {.kind = KA_TRACE_READ, .name = "ka_buffer_read", .bytes = n};
-    SPAN(q, te, under(q)->buffer_read(q, b, off, n, dst, ev));
+    SPAN(q, te, under(q)->buffer_read(q, b, off, n, dst, ev, block));
 }
 
-static ka_status t_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
+static ka_status t_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev, bool block) {
     ka_trace_event te = {.kind = KA_TRACE_COPY, .name = "ka_buffer_copy", .bytes = n};
-    SPAN(q, te, under(q)->buffer_copy(q, s, so, d, dof, n, ev));
+    SPAN(q, te, under(q)->buffer_copy(q, s, so, d, dof, n, ev, block));
 }
 
-static ka_status t_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev) {
+static ka_status t_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev, bool block) {
     ka_trace_event te = {.kind = KA_TRACE_FILL, .name = "ka_buffer_fill", .bytes = n};
-    SPAN(q, te, under(q)->buffer_fill(q, b, pat, psz, off, n, ev));
+    SPAN(q, te, under(q)->buffer_fill(q, b, pat, psz, off, n, ev, block));
 }
 
 static ka_status t_finish(ka__queue *q) {

@@ -92,7 +92,8 @@ static const char ka__prims_src[] =
 "}\n"
 "#if KIND == 1\n"
 /* Pass 1: group g's partial over a share of [0, n), into part[g]. */
-"KA_KERNEL(kaprims_red1, KA_CONST(T) in, KA_GLOBAL T *part, ulong n, uint op) {\n"
+"KA_KERNEL(kaprims_red1, KA_CONST(T) in, ulong io, KA_GLOBAL T *part, ulong n, uint op) {\n"
+"    in += io;\n"
 "    KA_LOCAL T s[WG];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), G = ka_num_groups(0);\n"
@@ -218,12 +219,16 @@ static const char ka__prims_src[] =
  * a plain one). Each work-item owns a contiguous run of its group's chunk:
  * phase 1 sums it into part[g*WG + lid], phase 2 scans the G*WG sums, phase 3
  * scans the run serially from its carry, as an OpenMP scan does per thread. */
-"KA_KERNEL(kaprims_scan1, KA_CONST(T) in, KA_GLOBAL T *part, ulong n, ulong C) {\n"
+"KA_KERNEL(kaprims_scan1, KA_CONST(T) in, ulong io, KA_GLOBAL T *part, ulong n, ulong C) {\n"
+"    in += io;\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
 "    part[g * WG + lid] = prims_reduce_items(in, lo, hi, lid, WG, 0u);\n"
 "}\n"
-"KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, KA_GLOBAL T *out, KA_CONST(T) part, ulong n, ulong C, uint excl) {\n"
+"KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, ulong io, KA_GLOBAL T *out, ulong oo, KA_CONST(T) part, ulong n, ulong C,\n"
+"          uint excl) {\n"
+"    in += io;\n"
+"    out += oo;\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
 "    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
@@ -233,7 +238,8 @@ static const char ka__prims_src[] =
 "}\n"
 "#else\n"
 /* Phase 1: the sum of group g's chunk [g*C, (g+1)*C) into part[g]. */
-"KA_KERNEL(kaprims_scan1, KA_CONST(T) in, KA_GLOBAL T *part, ulong n, ulong C) {\n"
+"KA_KERNEL(kaprims_scan1, KA_CONST(T) in, ulong io, KA_GLOBAL T *part, ulong n, ulong C) {\n"
+"    in += io;\n"
 "    KA_LOCAL T s[WG];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
@@ -241,7 +247,10 @@ static const char ka__prims_src[] =
 "    if (lid == 0u) part[g] = v;\n"
 "}\n"
 /* Phase 3: group g scans its chunk from its carry, a tile at a time. in may be out. */
-"KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, KA_GLOBAL T *out, KA_CONST(T) part, ulong n, ulong C, uint excl) {\n"
+"KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, ulong io, KA_GLOBAL T *out, ulong oo, KA_CONST(T) part, ulong n, ulong C,\n"
+"          uint excl) {\n"
+"    in += io;\n"
+"    out += oo;\n"
 "    KA_LOCAL T buf[TILE_LOCAL];\n"
 "    KA_LOCAL T tot[2 * WG];\n"
 "    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
@@ -264,7 +273,8 @@ static const char ka__prims_src[] =
  * counts[d*W + w] (W = G*WG work-items, w its index): their digit-major
  * scan is every (digit, work-item)'s first place, and each work-item then
  * moves its run in order, which keeps the sort stable. */
-"KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
+"KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
+"    keys += ko;\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), W = ka_num_groups(0) * WG, w = g * WG + lid;\n"
 "    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
@@ -275,7 +285,8 @@ static const char ka__prims_src[] =
 "    for (uint d = 0; d < 256u; d++) counts[(ulong)d * W + w] = h[d];\n"
 "}\n"
 "KA_KERNEL(kaprims_scatter, KA_CONST(KT) ksrc, KA_GLOBAL KT *kdst, KA_CONST(uint) vsrc, KA_GLOBAL uint *vdst,\n"
-"          KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vals) {\n"
+"          KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vals, ulong kso, ulong kdo, ulong vso, ulong vdo) {\n"
+"    ksrc += kso; kdst += kdo; vsrc += vso; vdst += vdo;\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), W = ka_num_groups(0) * WG, w = g * WG + lid;\n"
 "    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
@@ -292,7 +303,8 @@ static const char ka__prims_src[] =
 "#else\n"
 /* Group g's digit counts over its chunk, into counts[d*G + g] (digit-major:
  * their exclusive scan is every (digit, group)'s first output position). */
-"KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
+"KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
+"    keys += ko;\n"
 "    KA_LOCAL uint h[256];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), G = ka_num_groups(0);\n"
@@ -318,7 +330,8 @@ static const char ka__prims_src[] =
  * then its digit's running position plus its rank in the tile's run of that
  * digit. Lanes past n carry digit 255 and sort after every real key. */
 "KA_KERNEL(kaprims_scatter, KA_CONST(KT) ksrc, KA_GLOBAL KT *kdst, KA_CONST(uint) vsrc, KA_GLOBAL uint *vdst,\n"
-"          KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vals) {\n"
+"          KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vals, ulong kso, ulong kdo, ulong vso, ulong vdo) {\n"
+"    ksrc += kso; kdst += kdo; vsrc += vso; vdst += vdo;\n"
 "    KA_LOCAL ulong run[256];\n"
 "    KA_LOCAL uint start[256];\n"
 "    KA_LOCAL ulong sc[2 * WG];\n"

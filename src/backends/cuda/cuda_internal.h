@@ -167,10 +167,10 @@ size_t ka__cuda_fill_period(const unsigned char *p, size_t psz);
 unsigned int ka__cuda_fill_value(const unsigned char *p, size_t per);
 ka_status ka__cuda_buffer_create(ka__buffer *b);
 void ka__cuda_buffer_release(ka__buffer *b);
-ka_status ka__cuda_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
-ka_status ka__cuda_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
-ka_status ka__cuda_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
-ka_status ka__cuda_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+ka_status ka__cuda_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block);
+ka_status ka__cuda_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block);
+ka_status ka__cuda_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev, bool block);
+ka_status ka__cuda_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev, bool block);
 
 /* cuda_program.c */
 ka_status ka__cuda_build_target(ka__build *b);

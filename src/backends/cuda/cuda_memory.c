@@ -43,36 +43,37 @@ void ka__cuda_buffer_release(ka__buffer *b) {
     if ((ev) && !(e = ka__cuda_event_pop(q))) return KA_ERR_EVENT_POOL_EXHAUSTED
 
 /* After a command is enqueued: event out, or wait. */
-static ka_status finish(ka__cuq *q, ka__cuev *e, CUresult r, const char *call, void **ev) {
+static ka_status finish(ka__cuq *q, ka__cuev *e, CUresult r, const char *call, void **ev, bool block) {
     if (ev) return ka__cuda_event_after(e, r, call, ev);
     if (r != CUDA_SUCCESS) return ka__cu_fail(r, call);
+    if (!block) return KA_OK;
     r = ka__cu.cuStreamSynchronize(q->stream);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuStreamSynchronize");
 }
 
-ka_status ka__cuda_buffer_write(ka__queue *kq, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
+ka_status ka__cuda_buffer_write(ka__queue *kq, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block) {
     ka__cuq *q = kq->native;
     ka_status st = ka__cuda_bind(q->d);
     if (st != KA_OK) return st;
     BEGIN(q, ev, e);
-    return finish(q, e, ka__cu.cuMemcpyHtoDAsync(DPTR(b, off), src, n, q->stream), "cuMemcpyHtoDAsync", ev);
+    return finish(q, e, ka__cu.cuMemcpyHtoDAsync(DPTR(b, off), src, n, q->stream), "cuMemcpyHtoDAsync", ev, block);
 }
 
-ka_status ka__cuda_buffer_read(ka__queue *kq, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
+ka_status ka__cuda_buffer_read(ka__queue *kq, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block) {
     ka__cuq *q = kq->native;
     ka_status st = ka__cuda_bind(q->d);
     if (st != KA_OK) return st;
     BEGIN(q, ev, e);
-    return finish(q, e, ka__cu.cuMemcpyDtoHAsync(dst, DPTR(b, off), n, q->stream), "cuMemcpyDtoHAsync", ev);
+    return finish(q, e, ka__cu.cuMemcpyDtoHAsync(dst, DPTR(b, off), n, q->stream), "cuMemcpyDtoHAsync", ev, block);
 }
 
 ka_status ka__cuda_buffer_copy(ka__queue *kq, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n,
-                               void **ev) {
+                               void **ev, bool block) {
     ka__cuq *q = kq->native;
     ka_status st = ka__cuda_bind(q->d);
     if (st != KA_OK) return st;
     BEGIN(q, ev, e);
-    return finish(q, e, ka__cu.cuMemcpyDtoDAsync(DPTR(d, dof), DPTR(s, so), n, q->stream), "cuMemcpyDtoDAsync", ev);
+    return finish(q, e, ka__cu.cuMemcpyDtoDAsync(DPTR(d, dof), DPTR(s, so), n, q->stream), "cuMemcpyDtoDAsync", ev, block);
 }
 
 size_t ka__cuda_fill_period(const unsigned char *p, size_t psz) {
@@ -97,7 +98,7 @@ unsigned int ka__cuda_fill_value(const unsigned char *p, size_t per) {
 }
 
 ka_status ka__cuda_buffer_fill(ka__queue *kq, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
-                               void **ev) {
+                               void **ev, bool block) {
     ka__cuq *q = kq->native;
     ka_status st = ka__cuda_bind(q->d);
     if (st != KA_OK) return st;
@@ -107,20 +108,20 @@ ka_status ka__cuda_buffer_fill(ka__queue *kq, ka__buffer *b, const void *pat, si
     size_t per = ka__cuda_fill_period(p, psz);
     CUresult r;
     unsigned int v = per <= 4 ? ka__cuda_fill_value(p, per) : 0;
-    if (per == 1) return finish(q, e, ka__cu.cuMemsetD8Async(dst, (unsigned char)v, n, q->stream), "cuMemsetD8Async", ev);
-    if (per == 2) return finish(q, e, ka__cu.cuMemsetD16Async(dst, (unsigned short)v, n / 2, q->stream), "cuMemsetD16Async", ev);
-    if (per == 4) return finish(q, e, ka__cu.cuMemsetD32Async(dst, v, n / 4, q->stream), "cuMemsetD32Async", ev);
+    if (per == 1) return finish(q, e, ka__cu.cuMemsetD8Async(dst, (unsigned char)v, n, q->stream), "cuMemsetD8Async", ev, block);
+    if (per == 2) return finish(q, e, ka__cu.cuMemsetD16Async(dst, (unsigned short)v, n / 2, q->stream), "cuMemsetD16Async", ev, block);
+    if (per == 4) return finish(q, e, ka__cu.cuMemsetD32Async(dst, v, n / 4, q->stream), "cuMemsetD32Async", ev, block);
     /* psz is 8..128 and a power of two: 4096 is a whole number of patterns. */
     size_t tile = n < 4096 ? n : 4096;
     for (size_t w = 0; w < psz / 4; w++) {
         r = ka__cu.cuMemsetD2D32Async(dst + 4 * w, psz, ka__cuda_fill_value(p + 4 * w, 4), 1, tile / psz, q->stream);
-        if (r != CUDA_SUCCESS) return finish(q, e, r, "cuMemsetD2D32Async", ev);
+        if (r != CUDA_SUCCESS) return finish(q, e, r, "cuMemsetD2D32Async", ev, block);
     }
     for (size_t done = tile; done < n;) {
         size_t c = n - done < done ? n - done : done;
         r = ka__cu.cuMemcpyDtoDAsync(dst + done, dst, c, q->stream);
-        if (r != CUDA_SUCCESS) return finish(q, e, r, "cuMemcpyDtoDAsync", ev);
+        if (r != CUDA_SUCCESS) return finish(q, e, r, "cuMemcpyDtoDAsync", ev, block);
         done += c;
     }
-    return finish(q, e, CUDA_SUCCESS, "", ev);
+    return finish(q, e, CUDA_SUCCESS, "", ev, block);
 }

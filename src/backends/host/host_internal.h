@@ -176,10 +176,10 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
 ka_status ka__host_buffer_create(ka__buffer *b);
 void ka__host_buffer_release(ka__buffer *b);
 void ka__host_buffer_native(ka__buffer *b, ka_native_buffer *out);
-ka_status ka__host_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev);
-ka_status ka__host_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev);
-ka_status ka__host_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev);
-ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev);
+ka_status ka__host_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block);
+ka_status ka__host_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block);
+ka_status ka__host_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev, bool block);
+ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev, bool block);
 ka_status ka__host_buffer_wrap(ka__buffer *b);
 ka_status ka__host_buffer_init(ka__buffer *b, const void *src);
 ka_status ka__host_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token);

@@ -39,24 +39,26 @@ ka_status ka__host_buffer_init(ka__buffer *b, const void *src) {
     return KA_OK;
 }
 
-/* A transfer: after the queue's earlier commands, in this thread. */
+/* A transfer: after the queue's earlier commands, in this thread, so it is
+ * complete on return whether or not the caller asked to block. */
 #define TRANSFER(q, ev, body)                            \
     do {                                                 \
+        (void)block;                                     \
         ka__host_drain((q)->native);                     \
         int64_t t0_ = (q)->profiling ? ka__now_ns() : 0; \
         body;                                            \
         return ka__host_done_event(q, t0_, KA_OK, ev);   \
     } while (0)
 
-ka_status ka__host_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
+ka_status ka__host_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block) {
     TRANSFER(q, ev, memcpy((char *)b->native + off, src, n));
 }
 
-ka_status ka__host_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
+ka_status ka__host_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block) {
     TRANSFER(q, ev, memcpy(dst, (char *)b->native + off, n));
 }
 
-ka_status ka__host_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
+ka_status ka__host_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev, bool block) {
     TRANSFER(q, ev, memmove((char *)d->native + dof, (char *)s->native + so, n));
 }
 
@@ -75,7 +77,7 @@ static void fill(char *p, const void *pat, size_t psz, size_t n) {
     }
 }
 
-ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev) {
+ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev, bool block) {
     TRANSFER(q, ev, fill((char *)b->native + off, pat, psz, n));
 }
 

@@ -74,27 +74,31 @@ static ka_status n_queue_wait(ka__queue *q, void *ev) {
     return KA_OK;
 }
 
-static ka_status n_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
+static ka_status n_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block) {
     (void)q;
     memcpy((char *)b->native + off, src, n);
+    (void)block; /* complete on return */
     if (ev) *ev = NULL;
     return KA_OK;
 }
-static ka_status n_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
+static ka_status n_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block) {
     (void)q;
     memcpy(dst, (char *)b->native + off, n);
+    (void)block; /* complete on return */
     if (ev) *ev = NULL;
     return KA_OK;
 }
-static ka_status n_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
+static ka_status n_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev, bool block) {
     (void)q;
     memcpy((char *)d->native + dof, (char *)s->native + so, n);
+    (void)block; /* complete on return */
     if (ev) *ev = NULL;
     return KA_OK;
 }
-static ka_status n_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev) {
+static ka_status n_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev, bool block) {
     (void)q;
     for (size_t i = 0; i < n; i += psz) memcpy((char *)b->native + off + i, pat, psz);
+    (void)block; /* complete on return */
     if (ev) *ev = NULL;
     return KA_OK;
 }

@@ -12,27 +12,31 @@ ka_status ka__cl_buffer_create(ka__buffer *b) {
 
 void ka__cl_buffer_release(ka__buffer *b) { clReleaseMemObject(b->native); }
 
-ka_status ka__cl_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev) {
+ka_status ka__cl_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block) {
     KA__CL_CHECK("clEnqueueWriteBuffer",
-                 ka__cl_counted(q, ev != NULL,
-                                clEnqueueWriteBuffer(ka__cl_main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, src, 0,
+                 ka__cl_counted(q, !block,
+                                clEnqueueWriteBuffer(ka__cl_main_q(q), b->native, block ? CL_TRUE : CL_FALSE, off, n, src, 0,
                                                      NULL, (cl_event *)ev)));
     return KA_OK;
 }
 
-ka_status ka__cl_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev) {
+ka_status ka__cl_buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block) {
     KA__CL_CHECK("clEnqueueReadBuffer",
-                 ka__cl_counted(q, ev != NULL,
-                                clEnqueueReadBuffer(ka__cl_main_q(q), b->native, ev ? CL_FALSE : CL_TRUE, off, n, dst, 0,
+                 ka__cl_counted(q, !block,
+                                clEnqueueReadBuffer(ka__cl_main_q(q), b->native, block ? CL_TRUE : CL_FALSE, off, n, dst, 0,
                                                     NULL, (cl_event *)ev)));
     return KA_OK;
 }
 
-/* Copies and fills have no blocking form: without ev, the command's own
+/* Copies and fills have no blocking form: when blocking, the command's own
  * event is waited for here. */
-static ka_status event_or_wait(cl_event e, void **ev) {
+static ka_status event_or_wait(cl_event e, void **ev, bool block) {
     if (ev) {
         *ev = e;
+        return KA_OK;
+    }
+    if (!block) {
+        clReleaseEvent(e);
         return KA_OK;
     }
     cl_int err = clWaitForEvents(1, &e);
@@ -41,19 +45,19 @@ static ka_status event_or_wait(cl_event e, void **ev) {
     return KA_OK;
 }
 
-ka_status ka__cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev) {
+ka_status ka__cl_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev, bool block) {
     cl_event e;
     KA__CL_CHECK("clEnqueueCopyBuffer",
-                 ka__cl_counted(q, ev != NULL,
+                 ka__cl_counted(q, !block,
                                 clEnqueueCopyBuffer(ka__cl_main_q(q), s->native, d->native, so, dof, n, 0, NULL, &e)));
-    return event_or_wait(e, ev);
+    return event_or_wait(e, ev, block);
 }
 
 ka_status ka__cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
-                             void **ev) {
+                             void **ev, bool block) {
     cl_event e;
     KA__CL_CHECK("clEnqueueFillBuffer",
-                 ka__cl_counted(q, ev != NULL,
+                 ka__cl_counted(q, !block,
                                 clEnqueueFillBuffer(ka__cl_main_q(q), b->native, pat, psz, off, n, 0, NULL, &e)));
-    return event_or_wait(e, ev);
+    return event_or_wait(e, ev, block);
 }
