@@ -22,9 +22,9 @@ extern "C" {
 #endif
 
 #define KA_VERSION_MAJOR 0
-#define KA_VERSION_MINOR 1
+#define KA_VERSION_MINOR 2
 #define KA_VERSION_PATCH 0
-#define KA_VERSION_STRING "0.1.0"
+#define KA_VERSION_STRING "0.2.0"
 
 #if defined(__GNUC__)
 #define KA_API __attribute__((visibility("default")))
@@ -280,6 +280,9 @@ typedef struct ka_build_options {
     const char *options;            /* extra compiler options, e.g. "-cl-fast-relaxed-math" */
     const char *const *defines;     /* "NAME" or "NAME=VALUE" each */
     uint32_t num_defines;
+    const char *name;               /* names the source in build logs; NULL: "program" (a file: its path) */
+    const char *const *include_dirs; /* searched by #include, in order; no blanks or quotes in a path */
+    uint32_t num_include_dirs;
 } ka_build_options;
 
 /* Builds the source (the dialect's prelude is prepended) for the device. On a
@@ -287,6 +290,13 @@ typedef struct ka_build_options {
  * opts may be NULL. */
 KA_API ka_status ka_program_build(ka_device dev, const char *source, const ka_build_options *opts,
                                   ka_program *out);
+/* ka_program_build of the file at path (1 byte to 16 MiB of text): its
+ * directory is searched first by #include "...", then opts->include_dirs;
+ * build logs name path unless opts->name is set. KA_ERR_IO when the file
+ * cannot be read. A program whose source has an #include directive is not
+ * kept in the persistent kernel cache (the cache cannot see the headers). */
+KA_API ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_options *opts,
+                                       ka_program *out);
 /* Releases the program and every kernel got from it. */
 KA_API ka_status ka_program_release(ka_program p);
 /* Number of native builds made for this program so far (variants included). */

@@ -17,7 +17,7 @@
 static const char usage_ka[] =
     "usage: ka COMMAND [OPTIONS]   (ka COMMAND --help, or ka help COMMAND, for its options)\n"
     "  ka info [--json]                 platforms, devices and their limits\n"
-    "  ka build FILE [-DNAME[=V]...] [--device SEL] [--options OPTS]\n"
+    "  ka build FILE [-DNAME[=V]...] [-I DIR...] [--device SEL] [--options OPTS]\n"
     "                                   compile check; prints the build log, exit 1 on failure\n"
     "  ka run [--device SEL] [--n N]    runs saxpy on the device and checks the result\n"
     "  ka cache info [--json]           the persistent kernel cache: directory, state, use, bound\n"
@@ -33,9 +33,10 @@ static const char usage_info[] =
     "  --json   one JSON object on stdout instead of text\n";
 
 static const char usage_build[] =
-    "usage: ka build FILE [-DNAME[=V]...] [--device SEL] [--options OPTS]\n"
+    "usage: ka build FILE [-DNAME[=V]...] [-I DIR...] [--device SEL] [--options OPTS]\n"
     "  Compiles the kernel source in FILE for the device and prints the build log on failure.\n"
     "  -D NAME[=V]      a define, as the build option -D (up to 64)\n"
+    "  -I DIR           searched by #include after FILE's own directory (up to 64)\n"
     "  --device SEL     the device (default: $KA_DEVICE, else PoCL's CPU device)\n"
     "  --options OPTS   extra native build options\n"
     "  FILE must be a readable regular file of 1 byte to 16 MiB of text (no NUL byte).\n"
@@ -292,10 +293,10 @@ static int cmd_build(int argc, char **argv) {
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     cli c;
-    cli_init(&c, "ka build", usage_build, argc, argv, "hD:", lo);
+    cli_init(&c, "ka build", usage_build, argc, argv, "hD:I:", lo);
     const char *file = NULL, *sel = NULL, *options = NULL;
-    const char *defines[64];
-    uint32_t nd = 0;
+    const char *defines[64], *incs[65]; /* incs[0]: FILE's directory */
+    uint32_t nd = 0, ni = 1;
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
         switch (r) {
@@ -305,6 +306,11 @@ static int cmd_build(int argc, char **argv) {
             if (!*arg) return cli_error(&c, "%s: empty define", c.name);
             if (nd == 64) return cli_error(&c, "%s %s: more than 64 defines", c.name, arg);
             defines[nd++] = arg;
+            break;
+        case 'I':
+            if (!*arg) return cli_error(&c, "%s: empty include directory", c.name);
+            if (ni == 65) return cli_error(&c, "%s %s: more than 64 include directories", c.name, arg);
+            incs[ni++] = arg;
             break;
         case CLI_ARG:
             if (file) return cli_error(&c, "unexpected argument '%s' (FILE is '%s')", arg, file);
@@ -324,7 +330,13 @@ static int cmd_build(int argc, char **argv) {
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
     ka_program p;
-    ka_build_options o = {options, defines, nd};
+    /* As ka_program_build_file does: #include "..." finds files beside FILE; the log names FILE. */
+    char dir[4096];
+    const char *slash = strrchr(file, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - file) + (slash == file) : 1, slash ? file : ".");
+    incs[0] = dir;
+    ka_build_options o = {.options = options, .defines = defines, .num_defines = nd, .name = file,
+                          .include_dirs = incs, .num_include_dirs = ni};
     ka_status st = ka_program_build(dev, src, &o, &p);
     free(src);
     if (st != KA_OK) {

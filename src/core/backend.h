@@ -28,7 +28,7 @@
 #include "ka_internal.h"
 
 /* Raised whenever a hook's signature or meaning changes. */
-#define KA__BACKEND_VERSION 5u
+#define KA__BACKEND_VERSION 6u
 
 enum {
     /* Not enumerated (ka_device_count does not see it); opened by its bare

@@ -58,7 +58,7 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
     b.var = v;
     b.target = target;
     b.options = v->options;
-    b.cache = true;
+    b.cache = !p->includes; /* the key cannot see the included files */
     *module = NULL;
     *appended = false;
     ka_status st = be->build_target(&b);

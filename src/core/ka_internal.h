@@ -180,6 +180,7 @@ struct ka__program {
     uint32_t builds;
     _Atomic uint32_t cache_hits; /* native builds loaded from the persistent cache */
     bool asserts;              /* the source calls ka_assert: kernels take the assertion record last */
+    bool includes;             /* the source has an #include: its builds skip the persistent cache */
     pthread_mutex_t lock;      /* kernel table and variants */
     ka__kernel **table;        /* open addressing, power-of-two capacity */
     uint32_t cap, count;

@@ -8,27 +8,52 @@
 #include "backend.h"
 #include "kdecl.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 uint64_t ka__hash(const void *p, size_t n, uint64_t seed) { return XXH3_64bits_withSeed(p, n, seed); }
 
-/* Options for the default variant: user options plus -D defines, and
- * -DKA__ASSERT when the source calls ka_assert (the kernels then take the
- * assertion record: include/ka_kernel_cl.h). */
-static char *compose_options(const ka_build_options *o, bool asserts) {
+/* Whether a word of an option list would split or need quotes. */
+static bool bad_path(const char *d) {
+    for (; *d; d++)
+        if (*d == ' ' || *d == '\t' || *d == '\n' || *d == '"' || *d == '\'') return true;
+    return false;
+}
+
+/* Options for the default variant: user options, -D defines, -I include
+ * directories (extra_dir first, when not NULL), and -DKA__ASSERT when the
+ * source calls ka_assert (the kernels then take the assertion record:
+ * include/ka_kernel_cl.h). */
+static char *compose_options(const ka_build_options *o, bool asserts, const char *extra_dir) {
     static const char assert_opt[] = "-DKA__ASSERT ";
-    size_t len = 1 + (asserts ? sizeof assert_opt : 0);
+    size_t len = 1 + (asserts ? sizeof assert_opt : 0) + (extra_dir ? strlen(extra_dir) + 4 : 0);
     if (o && o->options) len += strlen(o->options) + 1;
     for (uint32_t i = 0; o && i < o->num_defines; i++) len += strlen(o->defines[i]) + 3; /* "-D" NAME " " */
+    for (uint32_t i = 0; o && i < o->num_include_dirs; i++) len += strlen(o->include_dirs[i]) + 4; /* "-I " DIR " " */
     char *s = ka__alloc(len);
     if (!s) return NULL;
     s[0] = 0;
     if (asserts) strcat(s, assert_opt);
     if (o && o->options) strcat(strcat(s, o->options), " ");
     for (uint32_t i = 0; o && i < o->num_defines; i++) strcat(strcat(strcat(s, "-D"), o->defines[i]), " ");
+    if (extra_dir) strcat(strcat(strcat(s, "-I "), extra_dir), " ");
+    for (uint32_t i = 0; o && i < o->num_include_dirs; i++) strcat(strcat(strcat(s, "-I "), o->include_dirs[i]), " ");
     return s;
+}
+
+/* A preprocessor #include line anywhere in the source. */
+static bool has_include(const char *s) {
+    for (const char *l = s; l; l = strchr(l, '\n')) {
+        if (*l == '\n') l++;
+        while (*l == ' ' || *l == '\t') l++;
+        if (*l++ != '#') continue;
+        while (*l == ' ' || *l == '\t') l++;
+        if (!strncmp(l, "include", 7)) return true;
+    }
+    return false;
 }
 
 static void variant_free(ka__program *p, ka__variant *v) {
@@ -125,22 +150,31 @@ static ka_status normalize(const ka__device *d, const ka_kernel_config *cfg, ka_
     return KA_OK;
 }
 
-ka_status ka_program_build(ka_device dev, const char *source, const ka_build_options *opts, ka_program *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: out is NULL");
+static ka_status program_build(const char *fn, ka_device dev, const char *source, const ka_build_options *opts,
+                               const char *extra_dir, ka_program *out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     out->id = 0;
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_build: invalid or released device");
-    if (!source) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: source is NULL");
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released device", fn);
+    if (!source) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: source is NULL", fn);
     for (uint32_t i = 0; opts && i < opts->num_defines; i++)
         if (!opts->defines || !opts->defines[i] || !*opts->defines[i])
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: define %u is NULL or empty", i);
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: define %u is NULL or empty", fn, i);
+    for (uint32_t i = 0; opts && i < opts->num_include_dirs; i++) {
+        if (!opts->include_dirs || !opts->include_dirs[i] || !*opts->include_dirs[i])
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: include directory %u is NULL or empty", fn, i);
+        if (bad_path(opts->include_dirs[i]))
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: include directory '%s' has a blank or a quote", fn,
+                            opts->include_dirs[i]);
+    }
     ka__program *p = ka__calloc(1, sizeof *p);
-    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     p->dev = d;
     ka_status st = KA_ERR_OUT_OF_MEMORY;
     p->asserts = ka__src_has_word(source, "ka_assert");
-    if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts, p->asserts))) {
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    p->includes = has_include(source);
+    if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts, p->asserts, extra_dir))) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto fail;
     }
     ka__config_key key;
@@ -151,7 +185,7 @@ ka_status ka_program_build(ka_device dev, const char *source, const ka_build_opt
     p->id = ka__handle_new(KA__T_PROGRAM, p);
     if (!p->id) {
         pthread_mutex_destroy(&p->lock);
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory for a handle");
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory for a handle", fn);
         goto fail;
     }
     atomic_fetch_add(&d->live, 1);
@@ -166,6 +200,64 @@ fail:
     ka__strfree(p->source);
     ka__strfree(p->options);
     ka__free(p, sizeof *p);
+    return st;
+}
+
+ka_status ka_program_build(ka_device dev, const char *source, const ka_build_options *opts, ka_program *out) {
+    return program_build("ka_program_build", dev, source, opts, NULL, out);
+}
+
+/* Kernel sources past this are refused (as `ka build` refuses them). */
+#define KA__SOURCE_MAX ((size_t)16 << 20)
+
+ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_options *opts, ka_program *out) {
+    static const char fn[] = "ka_program_build_file";
+    if (out) out->id = 0;
+    if (!path || !*path) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: path is NULL or empty", fn);
+    /* The file's directory, for #include "..." beside it, as absolute as path. */
+    const char *slash = strrchr(path, '/');
+    size_t dlen = slash ? (size_t)(slash - path) : 1;
+    char *dir = ka__alloc(dlen + 2);
+    if (!dir) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (slash) memcpy(dir, path, dlen), dir[dlen] = 0;
+    else strcpy(dir, ".");
+    if (slash && dlen == 0) strcpy(dir, "/");
+    ka_status st = KA_OK;
+    char *text = NULL;
+    size_t cap = 0;
+    FILE *f = NULL;
+    if (bad_path(dir)) {
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the directory of '%s' has a blank or a quote", fn, path);
+        goto out;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !(f = fopen(path, "rb"))) {
+        st = ka__fail(KA_ERR_IO, "%s: cannot read '%s': %s", fn, path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode) || sb.st_size <= 0 || (uint64_t)sb.st_size > KA__SOURCE_MAX) {
+        st = ka__fail(KA_ERR_IO, "%s: '%s' is %s", fn, path,
+                      !S_ISREG(sb.st_mode) ? "not a regular file" : sb.st_size <= 0 ? "empty" : "over 16 MiB");
+        goto out;
+    }
+    cap = (size_t)sb.st_size + 1;
+    if (!(text = ka__alloc(cap))) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of '%s'", fn, cap - 1, path);
+        goto out;
+    }
+    size_t got = fread(text, 1, cap - 1, f);
+    if (got != cap - 1 || memchr(text, 0, got)) {
+        st = ka__fail(KA_ERR_IO, "%s: '%s': %s", fn, path, ferror(f) ? strerror(errno) : got != cap - 1 ? "changed while read" : "holds a NUL byte, not text");
+        goto out;
+    }
+    text[got] = 0;
+    ka_build_options o = opts ? *opts : (ka_build_options){0};
+    if (!o.name) o.name = path;
+    st = program_build(fn, dev, text, &o, dir, out);
+out:
+    if (f) fclose(f);
+    if (text) ka__free(text, cap);
+    ka__free(dir, dlen + 2);
     return st;
 }
 

@@ -89,12 +89,16 @@ static ka_status read_file(const char *path, void **out, size_t *n) {
  * a program written for every device may carry, and the C build leaves out. */
 static int split_opts(char *opts, char **argv, int cap) {
     int n = 0;
+    bool value = false; /* this word is the value of a lone -D, -U or -I */
     for (char *s = opts; *s;) {
         while (*s == ' ' || *s == '\t' || *s == '\n') *s++ = 0;
         if (!*s) break;
         char *w = s;
         while (*s && *s != ' ' && *s != '\t' && *s != '\n') s++;
-        if (w[0] != '-' || (w[1] != 'D' && w[1] != 'U' && w[1] != 'I')) continue;
+        if (*s) *s++ = 0; /* the word ends here, so w[2] below is inside it */
+        bool keep = value || (w[0] == '-' && (w[1] == 'D' || w[1] == 'U' || w[1] == 'I'));
+        value = !value && keep && w[2] == 0 && (w[1] == 'D' || w[1] == 'U' || w[1] == 'I');
+        if (!keep) continue;
         if (n == cap) return -1;
         argv[n++] = w;
     }
