@@ -122,6 +122,10 @@ struct ka__device {
     _Atomic uint32_t live;     /* queues, buffers, programs alive */
 };
 
+/* What the dialect headers paste before a KA_KERNEL's name (ka_k_##name): a
+ * kernel may be named like a built-in of OpenCL C, CUDA or C (step, min). */
+#define KA__KERNEL_PREFIX "ka_k_"
+
 /* Argument signature entry, read once per kernel. */
 enum ka__sig { KA__SIG_UNKNOWN = 0, KA__SIG_BUFFER, KA__SIG_SCALAR, KA__SIG_LOCAL };
 typedef struct ka__argsig {
@@ -156,7 +160,8 @@ struct ka__kernel {
     uint64_t id;
     ka__program *prog;
     ka__variant *var;
-    char *name;
+    char *name;                /* the user's: errors, traces */
+    char *native_name;         /* the compiled entry's (KA__KERNEL_PREFIX name): driver lookups */
     uint64_t hash;
     ka__config_key key;
     void *native;              /* cl_kernel / CUfunction */

@@ -175,6 +175,7 @@ static void kernel_free(ka__kernel *k) {
     ka__free(k->sig, sizeof(ka__argsig) * (k->nargs ? k->nargs : 1));
     ka__free(k->fast_tag, sizeof(uint64_t) * (k->nargs ? k->nargs : 1));
     ka__strfree(k->name);
+    ka__strfree(k->native_name);
     ka__free(k, sizeof *k);
 }
 
@@ -292,10 +293,12 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     k->var = v;
     k->hash = h;
     k->key = *key;
-    if (!(k->name = ka__strdup(name))) {
+    size_t nl = strlen(name) + sizeof KA__KERNEL_PREFIX;
+    if (!(k->name = ka__strdup(name)) || !(k->native_name = ka__alloc(nl))) {
         kernel_free(k);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     }
+    snprintf(k->native_name, nl, "%s%s", KA__KERNEL_PREFIX, name);
     if ((st = ka__be_kernel_create(k)) != KA_OK) {
         kernel_free(k);
         return st;
