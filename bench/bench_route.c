@@ -168,7 +168,7 @@ int bench_route_main(int argc, char **argv) {
         char defs[64];
         snprintf(defs, sizeof defs, "KA_BENCH_UNIQUE=%lld", (long long)bench_now_ns());
         const char *dl[] = {defs};
-        ka_build_options bo = {NULL, dl, 1};
+        ka_build_options bo = {.defines = dl, .num_defines = 1};
         for (int warm = 0; warm < 2; warm++) {
             ka_program p2;
             ka_kernel k2;

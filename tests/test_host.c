@@ -72,7 +72,7 @@ static int teardown(void **state) {
 
 static ka_program build(const char *s, const char *define) {
     ka_program p;
-    ka_build_options o = {NULL, &define, 1};
+    ka_build_options o = {.defines = &define, .num_defines = 1};
     ka_status st = ka_program_build(g_dev, s, define ? &o : NULL, &p);
     if (st != KA_OK) fail_msg("ka_program_build: %s", ka_last_error());
     return p;

@@ -29,7 +29,7 @@ static void traits(void **state) {
 static void signature(void **state) {
     (void)state;
     /* Sizes as CUDA reports them: pointers and local-memory offsets 8 bytes. */
-    ka__argsig sig[6] = {{0, 8, ""}, {0, 8, ""}, {0, 8, ""}, {0, 4, ""}, {0, 8, ""}, {0, 8, ""}};
+    ka__argsig sig[6] = {{.size = 8}, {.size = 8}, {.size = 8}, {.size = 4}, {.size = 8}, {.size = 8}};
     ka__kdecl_signature(src, "k", sig, 6);
     const char *names[] = {"a", "l", "c", "n", "p", "big"};
     const uint8_t kinds[] = {KA__SIG_BUFFER, KA__SIG_LOCAL, KA__SIG_BUFFER, KA__SIG_SCALAR, KA__SIG_UNKNOWN, KA__SIG_SCALAR};
@@ -38,11 +38,11 @@ static void signature(void **state) {
         assert_int_equal(sig[i].kind, kinds[i]);
     }
     /* A pointer the driver does not report as 8 bytes stays unknown. */
-    ka__argsig odd[6] = {{0, 4, ""}, {0, 8, ""}, {0, 8, ""}, {0, 4, ""}, {0, 8, ""}, {0, 8, ""}};
+    ka__argsig odd[6] = {{.size = 4}, {.size = 8}, {.size = 8}, {.size = 4}, {.size = 8}, {.size = 8}};
     ka__kdecl_signature(src, "k", odd, 6);
     assert_int_equal(odd[0].kind, KA__SIG_UNKNOWN);
     /* Another count than the declaration's, or no declaration: nothing set. */
-    ka__argsig two[1] = {{0, 4, "#0"}};
+    ka__argsig two[1] = {{.size = 4, .name = "#0"}};
     ka__kdecl_signature(src, "two", two, 1);
     assert_string_equal(two[0].name, "#0");
     assert_int_equal(two[0].kind, KA__SIG_UNKNOWN);

@@ -324,7 +324,7 @@ static int cmd_build(int argc, char **argv) {
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
     ka_program p;
-    ka_build_options o = {options, defines, nd};
+    ka_build_options o = {.options = options, .defines = defines, .num_defines = nd};
     ka_status st = ka_program_build(dev, src, &o, &p);
     free(src);
     if (st != KA_OK) {
