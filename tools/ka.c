@@ -324,7 +324,7 @@ static int cmd_build(int argc, char **argv) {
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
     ka_program p;
-    ka_build_options o = {.options = options, .defines = defines, .num_defines = nd};
+    ka_build_options o = {.options = options, .defines = defines, .num_defines = nd, .name = file};
     ka_status st = ka_program_build(dev, src, &o, &p);
     free(src);
     if (st != KA_OK) {
@@ -332,6 +332,8 @@ static int cmd_build(int argc, char **argv) {
         ka_device_close(dev);
         return KA_EXIT_FAIL;
     }
+    const char *warnings = "";
+    if (ka_program_build_log(p, &warnings) == KA_OK && *warnings) fputs(warnings, stderr);
     printf("%s: built for %s (%s)\n", file, di->name, di->selector);
     ka_program_release(p);
     ka_device_close(dev);
