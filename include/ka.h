@@ -304,7 +304,8 @@ KA_API ka_status ka_program_cache_hits(ka_program p, uint32_t *hits);
 /* A kernel configuration. Zero means "not fixed": defaults are settled when a
  * configuration is first seen by ka_kernel_get and become part of its key. */
 typedef struct ka_kernel_config {
-    uint32_t workgroup[3];    /* static work-group size (compiled in); 0 = dynamic */
+    uint32_t workgroup[3];    /* static work-group size (compiled in); all 0 = the kernel's KA_WORKGROUP if it
+                                 declares one (another size: KA_ERR_INVALID_WORKGROUP), else dynamic */
     uint64_t ndrange[3];      /* static ndrange (compiled in); 0 = dynamic */
     uint32_t subgroup_size;   /* required sub-group size; 0 = the device's width */
     const char *defines;      /* extra "-D..." options for this variant only */
