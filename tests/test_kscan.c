@@ -58,6 +58,34 @@ static void test_builtin_kernel_names(void **state) {
     KA_OK_OR_FAIL(ka_program_release(p));
 }
 
+/* Traces name the kernel as the user wrote it. */
+static char g_traced[64];
+static void tracer(const ka_trace_event *ev, void *user) {
+    (void)user;
+    if (ev->kind == KA_TRACE_LAUNCH && ev->name) snprintf(g_traced, sizeof g_traced, "%s", ev->name);
+}
+
+static void test_builtin_kernel_name_traced(void **state) {
+    (void)state;
+    ka_set_tracer(tracer, NULL);
+    ka_device d;
+    ka_queue q;
+    ka_program p;
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_device_open(g_info->selector, &d)); /* traced: opened with the tracer installed */
+    KA_OK_OR_FAIL(ka_queue_create(d, NULL, &q));
+    KA_OK_OR_FAIL(ka_program_build(d, builtin_names_src, NULL, &p));
+    KA_OK_OR_FAIL(ka_kernel_get(p, "sin", NULL, &k));
+    g_traced[0] = 0;
+    KA_OK_OR_FAIL(ka_launch(q, k, &(ka_range){.dims = 1, .size = {4}}, NULL, 0, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    ka_set_tracer(NULL, NULL);
+    assert_string_equal(g_traced, "sin");
+    KA_OK_OR_FAIL(ka_program_release(p));
+    KA_OK_OR_FAIL(ka_queue_release(q));
+    KA_OK_OR_FAIL(ka_device_close(d));
+}
+
 /* ---- scalar arguments by type class --------------------------------------- */
 static const char *classes_src =
     "KA_KERNEL(axpb, KA_GLOBAL float *out, float a, int b, uint c, double d) {\n"
@@ -294,6 +322,7 @@ static void test_geometry_warning(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtin_kernel_names),
+        cmocka_unit_test(test_builtin_kernel_name_traced),
         cmocka_unit_test(test_scalar_type_class),
         cmocka_unit_test(test_build_log_names_program),
         cmocka_unit_test(test_workgroup_declaration),
