@@ -137,8 +137,8 @@ int bench_route_main(int argc, char **argv) {
         return 1;
     }
     float zero = 0;
-    ka_buffer_fill(routed, x, &zero, 4, 0, maxn * 4, NULL);
-    ka_buffer_fill(routed, y, &zero, 4, 0, maxn * 4, NULL);
+    ka_buffer_fill(routed, x, 0, &zero, 4, maxn * 4, NULL);
+    ka_buffer_fill(routed, y, 0, &zero, 4, maxn * 4, NULL);
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
     ka_native_device nat = {0};

@@ -97,15 +97,15 @@ static void transfers(void **state) {
     ka_buffer x, y;
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, N, &x));
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, N, &y));
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, x, 0, N, a, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, x, 0, N, b, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(F.q, x, 0, a, N));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, b, x, 0, N));
     assert_memory_equal(a, b, N);
     /* offsets, async with events */
     ka_event e1, e2, e3;
-    KA_OK_OR_FAIL(ka_buffer_write(F.q, x, 101, 5000, a + 7, &e1));
-    KA_OK_OR_FAIL(ka_buffer_copy(F.q, x, 100, y, 3, 6000, &e2));
+    KA_OK_OR_FAIL(ka_buffer_write_async(F.q, x, 101, a + 7, 5000, &e1));
+    KA_OK_OR_FAIL(ka_buffer_copy(F.q, y, 3, x, 100, 6000, &e2));
     memset(b, 0, N);
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, y, 3, 6000, b, &e3));
+    KA_OK_OR_FAIL(ka_buffer_read_async(F.q, b, y, 3, 6000, &e3));
     KA_OK_OR_FAIL(ka_event_wait(e3, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_wait(e1, 0));
     KA_OK_OR_FAIL(ka_event_wait(e2, 0));
@@ -140,14 +140,14 @@ static void fills(void **state) {
                 size_t off = psz * 3, n = psz * counts[c];
                 if (off + n > N) n = (N - off) / psz * psz;
                 unsigned char bg = 0x5c;
-                KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, &bg, 1, 0, N, NULL));
+                KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, 0, &bg, 1, N, NULL));
                 ka_event ev;
-                KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, pat, psz, off, n, c == 2 ? &ev : NULL));
+                KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, off, pat, psz, n, c == 2 ? &ev : NULL));
                 if (c == 2) {
                     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
                     ka_event_release(ev);
                 }
-                KA_OK_OR_FAIL(ka_buffer_read(F.q, b, 0, N, h, NULL));
+                KA_OK_OR_FAIL(ka_buffer_read(F.q, h, b, 0, N));
                 memset(want, bg, N);
                 for (size_t i = 0; i < n; i++) want[off + i] = pat[i % psz];
                 if (memcmp(h, want, N)) {
@@ -191,7 +191,7 @@ static void build_errors(void **state) {
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, 4, &b));
     ka_arg a = ka_arg_buffer(b);
     KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {1}}, &a, 1, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, b, 0, 4, &v, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, &v, b, 0, 4));
     assert_int_equal(v, 42);
     ka_buffer_release(b);
     ka_program_release(p);
@@ -233,7 +233,7 @@ static void arguments(void **state) {
                      ka_arg_i64(-5000000000000LL), ka_arg_f32(1.5f), ka_arg_f64(-2.25)};
     uint64_t o[6];
     KA_OK_OR_FAIL(ka_launch(F.q, kv, &(ka_range){.dims = 1, .size = {1}}, vals, 7, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, b, 0, sizeof o, o, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, o, b, 0, sizeof o));
     float f = 1.5f;
     double d = -2.25;
     uint32_t fb;
@@ -259,7 +259,7 @@ static void big_local_memory(void **state) {
         ka_arg args[] = {ka_arg_buffer(o), ka_arg_local((size_t)n * 4), ka_arg_u32(n)};
         KA_OK_OR_FAIL(ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {4 * 128}, .workgroup = {128}}, args, 3, NULL));
         int64_t h[4];
-        KA_OK_OR_FAIL(ka_buffer_read(F.q, o, 0, sizeof h, h, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(F.q, h, o, 0, sizeof h));
         for (int g = 0; g < 4; g++) assert_true(h[g] == (int64_t)n * (n - 1) / 2);
     }
     ka_arg too_big[] = {ka_arg_buffer(o), ka_arg_local(F.info->local_mem_size + 16), ka_arg_u32(1)};
@@ -270,7 +270,7 @@ static void big_local_memory(void **state) {
 /* Every int of b[first, first + n) is want. */
 static void expect_ints(ka_buffer b, size_t first, size_t n, int32_t want) {
     int32_t *h = malloc(n * sizeof *h);
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, b, first * 4, n * 4, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, h, b, first * 4, n * 4));
     for (size_t i = 0; i < n; i++)
         if (h[i] != want) fail_msg("int %zu: %d, want %d", first + i, h[i], want);
     free(h);
@@ -300,15 +300,15 @@ static void graphs(void **state) {
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "bigsmem", NULL, &big));
     ka_buffer a = make_buffer(F.dev, N * 4), b = make_buffer(F.dev, N * 4), c = make_buffer(F.dev, N * 4);
     const int32_t zero = 0, five = 5;
-    KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, &zero, 4, 0, N * 4, NULL));
-    KA_OK_OR_FAIL(ka_buffer_fill(F.q, c, &zero, 4, 0, N * 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, 0, &zero, 4, N * 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, c, 0, &zero, 4, N * 4, NULL));
     const ka_range r = {.dims = 1, .size = {N}};
 
     KA_OK_OR_FAIL(ka_graph_begin(F.q));
-    KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, &five, 4, 0, N * 4, NULL)); /* node 0: a = 5 */
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, 0, &five, 4, N * 4, NULL)); /* node 0: a = 5 */
     ka_arg ia[] = {ka_arg_buffer(a), ka_arg_i32(1)};
     KA_OK_OR_FAIL(ka_launch(F.q, inc, &r, ia, 2, NULL));               /* node 1: a += 1 */
-    KA_OK_OR_FAIL(ka_buffer_copy(F.q, a, 0, b, 0, N * 4, NULL));      /* node 2: b = a */
+    KA_OK_OR_FAIL(ka_buffer_copy(F.q, b, 0, a, 0, N * 4, NULL));      /* node 2: b = a */
     ka_arg ib[] = {ka_arg_buffer(b), ka_arg_i32(10)};
     KA_OK_OR_FAIL(ka_launch(F.q, inc, &r, ib, 2, NULL));               /* node 3: b += 10 */
     ka_graph g = graph_end(4, 2, 1);
@@ -316,7 +316,7 @@ static void graphs(void **state) {
     KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
     expect_ints(a, 0, N, 6);
     expect_ints(b, 0, N, 16);
-    KA_OK_OR_FAIL(ka_graph_set_arg(g, 1, 1, ka_arg_i32(2)));
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, (ka_graph_node){1}, 1, ka_arg_i32(2)));
     ka_event ev;
     KA_OK_OR_FAIL(ka_graph_launch(F.q, g, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
@@ -325,13 +325,13 @@ static void graphs(void **state) {
     expect_ints(b, 0, N, 17);
     /* node 3 now adds to c; two replays, then two more with the amount
      * changed between them, none waited for */
-    KA_OK_OR_FAIL(ka_graph_set_arg(g, 3, 0, ka_arg_buffer(c)));
-    KA_OK_OR_FAIL(ka_graph_set_arg(g, 3, 1, ka_arg_i32(-3)));
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, (ka_graph_node){3}, 0, ka_arg_buffer(c)));
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, (ka_graph_node){3}, 1, ka_arg_i32(-3)));
     KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
     KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
-    KA_OK_OR_FAIL(ka_graph_set_arg(g, 3, 1, ka_arg_i32(100)));
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, (ka_graph_node){3}, 1, ka_arg_i32(100)));
     KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
-    KA_OK_OR_FAIL(ka_graph_set_arg(g, 3, 1, ka_arg_i32(1000)));
+    KA_OK_OR_FAIL(ka_graph_set_arg(g, (ka_graph_node){3}, 1, ka_arg_i32(1000)));
     KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
     expect_ints(a, 0, N, 7);
     expect_ints(b, 0, N, 7);
@@ -343,14 +343,14 @@ static void graphs(void **state) {
     const uint32_t same[2] = {0x11223344u, 0x11223344u}, two[2] = {7, 9};
     for (int t = 0; t < 2; t++) {
         const uint32_t *pat = t ? two : same;
-        KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, &zero, 4, 0, N * 4, NULL));
+        KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, 0, &zero, 4, N * 4, NULL));
         KA_OK_OR_FAIL(ka_graph_begin(F.q));
-        KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, pat, 8, 8, N * 4 - 16, NULL));
+        KA_OK_OR_FAIL(ka_buffer_fill(F.q, a, 8, pat, 8, N * 4 - 16, NULL));
         KA_OK_OR_FAIL(ka_launch(F.q, inc, &r, ia, 2, NULL));
         g = graph_end(2, 1, t ? 0 : 1);
         for (int rep = 0; rep < 2; rep++) KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
         int32_t h[N];
-        KA_OK_OR_FAIL(ka_buffer_read(F.q, a, 0, sizeof h, h, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(F.q, h, a, 0, sizeof h));
         for (int i = 0; i < N; i++) {
             int32_t want = i < 2 || i >= N - 2 ? 2 : (int32_t)(pat[i & 1] + 1);
             if (h[i] != want) fail_msg("pattern %d, int %d: %d, want %d", t, i, h[i], want);
@@ -369,18 +369,18 @@ static void graphs(void **state) {
     uint32_t sizes[] = {1000, (uint32_t)(F.info->local_mem_size / 4) - 64};
     for (int t = 0; t < 2; t++) {
         uint32_t n = sizes[t];
-        KA_OK_OR_FAIL(ka_graph_set_arg(g, 0, 1, ka_arg_local((size_t)n * 4)));
-        KA_OK_OR_FAIL(ka_graph_set_arg(g, 0, 2, ka_arg_u32(n)));
+        KA_OK_OR_FAIL(ka_graph_set_arg(g, (ka_graph_node){0}, 1, ka_arg_local((size_t)n * 4)));
+        KA_OK_OR_FAIL(ka_graph_set_arg(g, (ka_graph_node){0}, 2, ka_arg_u32(n)));
         KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
         int64_t h[4];
-        KA_OK_OR_FAIL(ka_buffer_read(F.q, o, 0, sizeof h, h, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(F.q, h, o, 0, sizeof h));
         for (int i = 0; i < 4; i++) assert_true(h[i] == (int64_t)n * (n - 1) / 2);
     }
-    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_graph_set_arg(g, 0, 1, ka_arg_local(F.info->local_mem_size + 16)));
-    KA_OK_OR_FAIL(ka_buffer_fill(F.q, o, &zero, 4, 0, 4 * 8, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_graph_set_arg(g, (ka_graph_node){0}, 1, ka_arg_local(F.info->local_mem_size + 16)));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, o, 0, &zero, 4, 4 * 8, NULL));
     KA_OK_OR_FAIL(ka_graph_launch(F.q, g, NULL));
     int64_t h[4];
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, o, 0, sizeof h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, h, o, 0, sizeof h));
     uint32_t n = sizes[1];
     for (int i = 0; i < 4; i++) assert_true(h[i] == (int64_t)n * (n - 1) / 2);
     KA_OK_OR_FAIL(ka_graph_release(g));
@@ -401,7 +401,7 @@ static void many_events(void **state) {
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "inc", NULL, &k));
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, 256 * 4, &b));
     int z = 0;
-    KA_OK_OR_FAIL(ka_buffer_fill(q, b, &z, 4, 0, 256 * 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(q, b, 0, &z, 4, 256 * 4, NULL));
     ka_event *ev = malloc(N * sizeof *ev);
     ka_arg args[] = {ka_arg_buffer(b), ka_arg_i32(1)};
     for (int i = 0; i < N; i++)
@@ -410,7 +410,7 @@ static void many_events(void **state) {
     KA_OK_OR_FAIL(ka_wait_all(ev, N, KA_WAIT_FOREVER));
     for (int i = 0; i < N; i++) KA_OK_OR_FAIL(ka_event_release(ev[i]));
     int h[256];
-    KA_OK_OR_FAIL(ka_buffer_read(q, b, 0, sizeof h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, h, b, 0, sizeof h));
     for (int i = 0; i < 256; i++) assert_int_equal(h[i], N);
     print_message("queue with %d event slots made in %.2f ms\n", N + 10, (t1 - t0) * 1e3);
     free(ev);
@@ -436,7 +436,7 @@ static void callbacks(void **state) {
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "spin", NULL, &k));
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, 1024 * 4, &b));
     float zero = 0;
-    KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, &zero, 4, 0, 1024 * 4, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, 0, &zero, 4, 1024 * 4, NULL));
     uint32_t iters = 1u << 12;
     ka_range r = {.dims = 1, .size = {1024}};
     double dt = 0;
@@ -482,7 +482,7 @@ static void callbacks(void **state) {
     ka_event ev;
     double fired = 0;
     atomic_store(&cb_count, 0);
-    KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, &zero, 4, 0, 16, &ev));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, b, 0, &zero, 4, 16, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_on_complete(ev, on_done, &fired));
     assert_int_equal(atomic_load(&cb_count), 1);
@@ -621,7 +621,7 @@ static void threads(void **state) {
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "inc", NULL, &thr_k));
     KA_OK_OR_FAIL(ka_buffer_create(F.dev, 64 * 4, &thr_b));
     int z = 0;
-    KA_OK_OR_FAIL(ka_buffer_fill(F.q, thr_b, &z, 4, 0, 256, NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(F.q, thr_b, 0, &z, 4, 256, NULL));
     pthread_t t[4];
     for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, thr_main, (void *)(intptr_t)i);
     for (int i = 0; i < 4; i++) {
@@ -631,7 +631,7 @@ static void threads(void **state) {
     }
     KA_OK_OR_FAIL(ka_queue_finish(F.q));
     int h[64];
-    KA_OK_OR_FAIL(ka_buffer_read(F.q, thr_b, 0, sizeof h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(F.q, h, thr_b, 0, sizeof h));
     for (int i = 0; i < 64; i++) assert_int_equal(h[i], 2000 * (1 + 2 + 3 + 4));
     ka_buffer_release(thr_b);
 }

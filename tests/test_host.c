@@ -141,11 +141,11 @@ static void test_num_threads(void **state) {
     ka_buffer x, y;
     KA_OK_OR_FAIL(ka_buffer_create(d, N * sizeof *h, &x));
     KA_OK_OR_FAIL(ka_buffer_create(d, N * sizeof *h, &y));
-    KA_OK_OR_FAIL(ka_buffer_write(q, x, 0, N * sizeof *h, h, NULL));
-    KA_OK_OR_FAIL(ka_buffer_write(q, y, 0, N * sizeof *h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_write(q, x, 0, h, N * sizeof *h));
+    KA_OK_OR_FAIL(ka_buffer_write(q, y, 0, h, N * sizeof *h));
     ka_arg a[] = {ka_arg_buffer(y), ka_arg_buffer(x), ka_arg_f32(2.0f)};
     KA_OK_OR_FAIL(ka_launch(q, k, &(ka_range){.dims = 1, .size = {N}}, a, 3, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(q, y, 0, N * sizeof *h, h, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, h, y, 0, N * sizeof *h));
     for (int i = 0; i < N; i++)
         if (h[i] != 3.0f * (float)i) fail_msg("saxpy on 3 threads: y[%d] = %g, want %g", i, h[i], 3.0 * i);
     free(h);
@@ -177,7 +177,7 @@ static void test_saxpy_sizes(void **state) {
             KA_OK_OR_FAIL(ka_buffer_create_with(g_dev, n * sizeof *y, y, &by));
             ka_arg a[] = {ka_arg_buffer(by), ka_arg_buffer(bx), ka_arg_f32(2.0f)};
             KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {n}, .workgroup = {wgs[w]}}, a, 3, NULL));
-            KA_OK_OR_FAIL(ka_buffer_read(g_q, by, 0, n * sizeof *y, y, NULL));
+            KA_OK_OR_FAIL(ka_buffer_read(g_q, y, by, 0, n * sizeof *y));
             for (uint32_t i = 0; i < n; i++)
                 if (y[i] != 2.0f * (float)i + (float)(i % 13)) fail_msg("n %u wg %u: y[%u] = %g", n, wgs[w], i, y[i]);
             ka_buffer_release(bx);
@@ -213,7 +213,7 @@ static void test_block_reduction(void **state) {
                 ka_arg a[] = {ka_arg_buffer(bo), ka_arg_buffer(bi), ka_arg_local(wg * sizeof(long))};
                 KA_OK_OR_FAIL(ka_launch(g_q, dyn ? kd : k, &(ka_range){.dims = 1, .size = {n}, .workgroup = {wg}}, a,
                                         dyn ? 3 : 2, NULL));
-                KA_OK_OR_FAIL(ka_buffer_read(g_q, bo, 0, ng * sizeof *out, out, NULL));
+                KA_OK_OR_FAIL(ka_buffer_read(g_q, out, bo, 0, ng * sizeof *out));
                 for (uint32_t g = 0; g < ng; g++) {
                     long want = 0;
                     for (uint32_t i = g * wg; i < n && i < (g + 1) * wg; i++) want += in[i];
@@ -246,7 +246,7 @@ static void test_group_local(void **state) {
         ka_arg a[] = {ka_arg_buffer(bo)};
         KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 2, .size = {sh[0], sh[1]}, .workgroup = {sh[2], sh[3]}}, a, 1, NULL));
         uint32_t *out = malloc(ng * 4);
-        KA_OK_OR_FAIL(ka_buffer_read(g_q, bo, 0, ng * 4, out, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(g_q, out, bo, 0, ng * 4));
         for (uint32_t g = 0; g < ng; g++)
             if (out[g] != sh[2] * sh[3]) fail_msg("shape %zu: group %u counted %u, want %u", s, g, out[g], sh[2] * sh[3]);
         free(out);
@@ -281,9 +281,9 @@ static void *conc_run(void *arg) {
     for (int round = 0; round < 40; round++) {
         for (int i = 0; i < N; i++) in[i] = (int)((i * 2654435761u + c->seed + (unsigned)round) % 1000);
         ka_arg a[] = {ka_arg_buffer(bo), ka_arg_buffer(bi)};
-        if (ka_buffer_write(q, bi, 0, N * sizeof *in, in, NULL) != KA_OK ||
+        if (ka_buffer_write(q, bi, 0, in, N * sizeof *in) != KA_OK ||
             ka_launch(q, c->k, &(ka_range){.dims = 1, .size = {N}, .workgroup = {WGS}}, a, 2, NULL) != KA_OK ||
-            ka_buffer_read(q, bo, 0, NG * sizeof *out, out, NULL) != KA_OK) {
+            ka_buffer_read(q, out, bo, 0, NG * sizeof *out) != KA_OK) {
             c->bad = -1;
             break;
         }
@@ -345,7 +345,7 @@ static void test_async(void **state) {
     __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     uint32_t done = 0;
-    KA_OK_OR_FAIL(ka_buffer_read(g_q, db, 0, 4, &done, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, &done, db, 0, 4));
     pthread_join(dog, NULL);
     assert_int_equal(before, KA_ERR_TIMEOUT);
     assert_int_equal(done, 1);
