@@ -280,7 +280,8 @@ typedef struct ka_build_options {
     const char *options;            /* extra compiler options, e.g. "-cl-fast-relaxed-math" */
     const char *const *defines;     /* "NAME" or "NAME=VALUE" each */
     uint32_t num_defines;
-    const char *name;               /* names the source in build logs; NULL: "program" (a file: its path) */
+    const char *name;               /* the program's name in build logs, e.g. its file path ("name:3:5:
+                                       error"); lines are the source's own. NULL = "program" (a file: its path) */
     const char *const *include_dirs; /* searched by #include, in order; no blanks or quotes in a path */
     uint32_t num_include_dirs;
 } ka_build_options;
@@ -299,6 +300,11 @@ KA_API ka_status ka_program_build_file(ka_device dev, const char *path, const ka
                                        ka_program *out);
 /* Releases the program and every kernel got from it. */
 KA_API ka_status ka_program_release(ka_program p);
+/* The warnings libka's reading of the source gave at the build ("" if none),
+ * one a line, "name:line: warning: ...": e.g. a `return` that can skip a
+ * ka_barrier(). Each is also logged (KA_LOG_WARN); with KA_DEBUG=1 it fails
+ * the build instead. Valid until the program's release. */
+KA_API ka_status ka_program_build_log(ka_program p, const char **log);
 /* Number of native builds made for this program so far (variants included). */
 KA_API ka_status ka_program_build_count(ka_program p, uint32_t *count);
 /* How many of the program's native builds were loaded from the persistent
@@ -312,7 +318,8 @@ KA_API ka_status ka_program_cache_hits(ka_program p, uint32_t *hits);
 /* A kernel configuration. Zero means "not fixed": defaults are settled when a
  * configuration is first seen by ka_kernel_get and become part of its key. */
 typedef struct ka_kernel_config {
-    uint32_t workgroup[3];    /* static work-group size (compiled in); 0 = dynamic */
+    uint32_t workgroup[3];    /* static work-group size (compiled in); all 0 = the kernel's KA_WORKGROUP if it
+                                 declares one (another size: KA_ERR_INVALID_WORKGROUP), else dynamic */
     uint64_t ndrange[3];      /* static ndrange (compiled in); 0 = dynamic */
     uint32_t subgroup_size;   /* required sub-group size; 0 = the device's width */
     const char *defines;      /* extra "-D..." options for this variant only */
@@ -329,7 +336,7 @@ typedef struct ka_kernel_info {
     uint32_t num_args;               /* user arguments (the hidden range excluded) */
     uint32_t max_workgroup_size;     /* for this kernel on its device */
     uint32_t preferred_workgroup_multiple;
-    uint32_t static_workgroup[3];
+    uint32_t static_workgroup[3];    /* the configuration's or the kernel's KA_WORKGROUP; 0 = none */
     uint64_t static_ndrange[3];
     uint32_t subgroup_size;          /* settled default; 0 = no sub-groups */
     uint64_t local_mem_bytes;        /* statically declared local memory */
@@ -361,11 +368,19 @@ KA_API ka_status ka_cache_get_info(ka_cache_info *out);
 KA_API ka_status ka_cache_clear(uint64_t *removed);
 
 /* ---- launch ------------------------------------------------------------- */
+/* Values by value carry a type class: KA_ARG_INT (ka_arg_i8..u64) is taken
+ * only by a parameter of an integer type, KA_ARG_FLOAT (ka_arg_f32/f64) by
+ * float or double, each of the value's size; signedness is not checked (an
+ * int parameter takes ka_arg_u32 too). KA_ARG_SCALAR, untyped, is matched
+ * by size alone. A kind of its own per class keeps the launch's check one
+ * compare of (kind, size). */
 typedef enum ka_arg_kind {
     KA_ARG_BUFFER = 1,
-    KA_ARG_SCALAR,   /* by value: value bytes in .u, size in .size (1, 2, 4 or 8) */
+    KA_ARG_SCALAR,   /* untyped by value: value bytes in .u, size in .size (1, 2, 4 or 8) */
     KA_ARG_LOCAL,    /* dynamic local memory of .size bytes */
-    KA_ARG_BYTES     /* raw bytes (a struct by value): .size bytes at .ptr */
+    KA_ARG_BYTES,    /* raw bytes (a struct by value): .size bytes at .ptr */
+    KA_ARG_INT,      /* an integer by value, as KA_ARG_SCALAR: for a parameter of an integer type */
+    KA_ARG_FLOAT     /* a float or double by value, as KA_ARG_SCALAR: for a float or double parameter */
 } ka_arg_kind;
 
 typedef struct ka_arg {
@@ -381,16 +396,16 @@ typedef struct ka_arg {
 } ka_arg;
 
 static inline ka_arg ka_arg_buffer(ka_buffer b) { ka_arg a = {KA_ARG_BUFFER, 8, {0}}; a.u.buffer = b.id; return a; }
-static inline ka_arg ka_arg_i8(int8_t v) { ka_arg a = {KA_ARG_SCALAR, 1, {0}}; a.u.i8 = v; return a; }
-static inline ka_arg ka_arg_u8(uint8_t v) { ka_arg a = {KA_ARG_SCALAR, 1, {0}}; a.u.u8 = v; return a; }
-static inline ka_arg ka_arg_i16(int16_t v) { ka_arg a = {KA_ARG_SCALAR, 2, {0}}; a.u.i16 = v; return a; }
-static inline ka_arg ka_arg_u16(uint16_t v) { ka_arg a = {KA_ARG_SCALAR, 2, {0}}; a.u.u16 = v; return a; }
-static inline ka_arg ka_arg_i32(int32_t v) { ka_arg a = {KA_ARG_SCALAR, 4, {0}}; a.u.i32 = v; return a; }
-static inline ka_arg ka_arg_u32(uint32_t v) { ka_arg a = {KA_ARG_SCALAR, 4, {0}}; a.u.u32 = v; return a; }
-static inline ka_arg ka_arg_i64(int64_t v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; a.u.i64 = v; return a; }
-static inline ka_arg ka_arg_u64(uint64_t v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; a.u.u64 = v; return a; }
-static inline ka_arg ka_arg_f32(float v) { ka_arg a = {KA_ARG_SCALAR, 4, {0}}; a.u.f32 = v; return a; }
-static inline ka_arg ka_arg_f64(double v) { ka_arg a = {KA_ARG_SCALAR, 8, {0}}; a.u.f64 = v; return a; }
+static inline ka_arg ka_arg_i8(int8_t v) { ka_arg a = {KA_ARG_INT, 1, {0}}; a.u.i8 = v; return a; }
+static inline ka_arg ka_arg_u8(uint8_t v) { ka_arg a = {KA_ARG_INT, 1, {0}}; a.u.u8 = v; return a; }
+static inline ka_arg ka_arg_i16(int16_t v) { ka_arg a = {KA_ARG_INT, 2, {0}}; a.u.i16 = v; return a; }
+static inline ka_arg ka_arg_u16(uint16_t v) { ka_arg a = {KA_ARG_INT, 2, {0}}; a.u.u16 = v; return a; }
+static inline ka_arg ka_arg_i32(int32_t v) { ka_arg a = {KA_ARG_INT, 4, {0}}; a.u.i32 = v; return a; }
+static inline ka_arg ka_arg_u32(uint32_t v) { ka_arg a = {KA_ARG_INT, 4, {0}}; a.u.u32 = v; return a; }
+static inline ka_arg ka_arg_i64(int64_t v) { ka_arg a = {KA_ARG_INT, 8, {0}}; a.u.i64 = v; return a; }
+static inline ka_arg ka_arg_u64(uint64_t v) { ka_arg a = {KA_ARG_INT, 8, {0}}; a.u.u64 = v; return a; }
+static inline ka_arg ka_arg_f32(float v) { ka_arg a = {KA_ARG_FLOAT, 4, {0}}; a.u.f32 = v; return a; }
+static inline ka_arg ka_arg_f64(double v) { ka_arg a = {KA_ARG_FLOAT, 8, {0}}; a.u.f64 = v; return a; }
 /* Sizes past 4 GiB saturate (never wrap to a small size): the launch then fails with an error. */
 #define KA__ARG_SIZE(n) ((n) > 0xffffffffu ? 0xffffffffu : (uint32_t)(n))
 static inline ka_arg ka_arg_local(size_t bytes) { ka_arg a = {KA_ARG_LOCAL, KA__ARG_SIZE(bytes), {0}}; return a; }
@@ -402,7 +417,9 @@ static inline ka_arg ka_arg_bytes(const void *p, size_t n) { ka_arg a = {KA_ARG_
 typedef struct ka_range {
     uint32_t dims;          /* 1, 2 or 3; anything else is KA_ERR_INVALID_RANGE */
     uint64_t size[3];       /* logical ndrange; unused dimensions may be 0 (taken as 1) */
-    uint32_t workgroup[3];  /* 0 = the static size, else chosen by libka */
+    uint32_t workgroup[3];  /* all 0 = the kernel's static size (KA_WORKGROUP or its configuration's), else
+                               chosen by libka; nonzero = that size (KA_ERR_INVALID_WORKGROUP where it differs
+                               from a static size) */
     uint32_t flags;         /* KA_LAUNCH_*; 0 = the queue's behaviour */
 } ka_range;
 /* Never run in the calling thread: on PoCL the launch skips routing and goes

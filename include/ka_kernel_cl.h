@@ -69,9 +69,12 @@ typedef ulong4 ka_nd_t;
  * the text are unchanged. A KA_KERNEL that libka could not rewrite (no
  * comma after the name, or the word reached through another macro) is a
  * build error naming an unknown type, libka_could_not_rewrite_this_KA_KERNEL. */
-#define KA__KERNEL_OPEN(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd
+/* The compiled name is ka_k_<name>, which libka looks up, so a kernel may be
+ * named like a built-in (step, min); pasted, never macro-expanded: PoCL's
+ * header defines step as _cl_step. */
+#define KA__KERNEL_OPEN(name) __kernel KA__WG_ATTR KA__SG_ATTR void ka_k_##name(const ulong4 ka__nd
 #define KA_KERNEL libka_could_not_rewrite_this_KA_KERNEL KA__KERNEL_UNKNOWN_TYPE
-#define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR KA__SG_ATTR void name(const ulong4 ka__nd KA__ASSERT_PARAMS)
+#define KA_KERNEL_NOARGS(name) __kernel KA__WG_ATTR KA__SG_ATTR void ka_k_##name(const ulong4 ka__nd KA__ASSERT_PARAMS)
 /* A program that calls ka_assert is built with KA__ASSERT: its kernels take
  * the queue's assertion record and their own handle last (libka's rewrite
  * puts KA__ASSERT_PARAMS before each KA_KERNEL's closing parenthesis). */

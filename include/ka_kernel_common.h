@@ -15,6 +15,12 @@
  * f(KA_CTX_PARAM, ...) and call it as f(KA_CTX, ...). */
 #define KA_CTX_PARAM const ka_nd_t ka__nd
 #define KA_CTX ka__nd
+/* KA_KERNEL(name, params...) KA_WORKGROUP(x, y, z) { ... }: the work-group
+ * size the kernel is written for (local arrays sized for it). libka reads it
+ * from the source: a launch without range.workgroup gets it, compiled in as a
+ * static size (KA_STATIC_WG0..2, reqd_work_group_size, __launch_bounds__);
+ * another size is refused. Three integer literals. */
+#define KA_WORKGROUP(x, y, z)
 /* Loop unrolling hints, before a for loop. */
 #define KA__PRAGMA(x) _Pragma(#x)
 #define KA_UNROLL KA__PRAGMA(unroll)

@@ -70,9 +70,12 @@ struct ka_nd_t {
 #define __constant const
 #define __private
 
-/* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first. */
-#define KA_KERNEL(name, ...) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS)
-#define KA_KERNEL_NOARGS(name) extern "C" __global__ void KA__WG_ATTR name(const ka_nd_t ka__nd KA__ASSERT_PARAMS)
+/* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first.
+ * The compiled name is ka_k_<name>, which libka looks up, so a kernel may be
+ * named like a built-in (min, max); pasted, never macro-expanded. */
+#define KA_KERNEL(name, ...) \
+    extern "C" __global__ void KA__WG_ATTR ka_k_##name(const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS)
+#define KA_KERNEL_NOARGS(name) extern "C" __global__ void KA__WG_ATTR ka_k_##name(const ka_nd_t ka__nd KA__ASSERT_PARAMS)
 /* A program that calls ka_assert is built with KA__ASSERT: its kernels take
  * the queue's assertion record and their own handle last. */
 #ifdef KA__ASSERT

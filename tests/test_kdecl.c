@@ -1,10 +1,13 @@
 /* The KA_KERNEL declaration scanner's shared readings (src/core/kdecl.c),
  * linked against libka's objects: each parameter's traits (what OpenCL's
- * size probes and the signatures rest on) and the signature a back-end whose
- * driver reports only sizes (CUDA) takes from the declaration. */
+ * size probes and the signatures rest on), the signature a back-end whose
+ * driver reports only sizes (CUDA) takes from the declaration, scalar type
+ * classes, KA_WORKGROUP and the return-before-barrier finding. */
 #include "test_util.h"
 
 #include "kdecl.h"
+
+#include <string.h>
 
 static const char *src =
     "/* KA_KERNEL(k, int commented_out) */\n"
@@ -29,7 +32,7 @@ static void traits(void **state) {
 static void signature(void **state) {
     (void)state;
     /* Sizes as CUDA reports them: pointers and local-memory offsets 8 bytes. */
-    ka__argsig sig[6] = {{0, 8, ""}, {0, 8, ""}, {0, 8, ""}, {0, 4, ""}, {0, 8, ""}, {0, 8, ""}};
+    ka__argsig sig[6] = {{.size = 8}, {.size = 8}, {.size = 8}, {.size = 4}, {.size = 8}, {.size = 8}};
     ka__kdecl_signature(src, "k", sig, 6);
     const char *names[] = {"a", "l", "c", "n", "p", "big"};
     const uint8_t kinds[] = {KA__SIG_BUFFER, KA__SIG_LOCAL, KA__SIG_BUFFER, KA__SIG_SCALAR, KA__SIG_UNKNOWN, KA__SIG_SCALAR};
@@ -38,11 +41,11 @@ static void signature(void **state) {
         assert_int_equal(sig[i].kind, kinds[i]);
     }
     /* A pointer the driver does not report as 8 bytes stays unknown. */
-    ka__argsig odd[6] = {{0, 4, ""}, {0, 8, ""}, {0, 8, ""}, {0, 4, ""}, {0, 8, ""}, {0, 8, ""}};
+    ka__argsig odd[6] = {{.size = 4}, {.size = 8}, {.size = 8}, {.size = 4}, {.size = 8}, {.size = 8}};
     ka__kdecl_signature(src, "k", odd, 6);
     assert_int_equal(odd[0].kind, KA__SIG_UNKNOWN);
     /* Another count than the declaration's, or no declaration: nothing set. */
-    ka__argsig two[1] = {{0, 4, "#0"}};
+    ka__argsig two[1] = {{.size = 4, .name = "#0"}};
     ka__kdecl_signature(src, "two", two, 1);
     assert_string_equal(two[0].name, "#0");
     assert_int_equal(two[0].kind, KA__SIG_UNKNOWN);
@@ -50,10 +53,78 @@ static void signature(void **state) {
     assert_string_equal(two[0].name, "#0");
 }
 
+static void classes(void **state) {
+    (void)state;
+    static const char cs[] = "KA_KERNEL(c, KA_GLOBAL float *a, float f, const double d, ka_f32 g, int i, unsigned long u,\n"
+                             "          bool b, pair p, half h, KA_LOCAL_ARG(float) l) { }\n";
+    ka__argsig sig[10];
+    memset(sig, 0, sizeof sig);
+    ka__kdecl_classes(cs, "c", sig, 10);
+    static const uint8_t want[10] = {KA__CLS_UNKNOWN, KA__CLS_FLOAT, KA__CLS_FLOAT, KA__CLS_FLOAT, KA__CLS_INT,
+                                     KA__CLS_INT,     KA__CLS_INT,   KA__CLS_UNKNOWN, KA__CLS_UNKNOWN, KA__CLS_UNKNOWN};
+    for (int i = 0; i < 10; i++) assert_int_equal(sig[i].cls, want[i]);
+    assert_string_equal(sig[2].type, "const double");
+    assert_string_equal(sig[5].type, "unsigned long");
+    /* Another parameter count: nothing set. */
+    memset(sig, 0, sizeof sig);
+    ka__kdecl_classes(cs, "c", sig, 9);
+    assert_int_equal(sig[1].cls, KA__CLS_UNKNOWN);
+}
+
+static void workgroup(void **state) {
+    (void)state;
+    uint32_t wg[3] = {0, 0, 0};
+    const char *after;
+    assert_int_equal(ka__kdecl_workgroup(" /* c */ KA_WORKGROUP( 64 , 2u,1 ) {", wg, &after), 1);
+    assert_int_equal(wg[0], 64);
+    assert_int_equal(wg[1], 2);
+    assert_int_equal(wg[2], 1);
+    assert_int_equal(*after, ' ');
+    assert_int_equal(ka__kdecl_workgroup(" {", wg, &after), 0);
+    assert_int_equal(*after, '{');
+    assert_int_equal(ka__kdecl_workgroup(" KA_WORKGROUPS(1, 1, 1) {", wg, &after), 0);
+    assert_int_equal(ka__kdecl_workgroup(" KA_WORKGROUP(WG, 1, 1) {", wg, &after), -1);
+    assert_int_equal(ka__kdecl_workgroup(" KA_WORKGROUP(0, 1, 1) {", wg, &after), -1);
+    assert_int_equal(ka__kdecl_workgroup(" KA_WORKGROUP(64, 1) {", wg, &after), -1);
+    assert_int_equal(ka__kdecl_workgroup(" KA_WORKGROUP(99999999999, 1, 1) {", wg, &after), -1);
+}
+
+static void return_before_barrier(void **state) {
+    (void)state;
+    const char *b, *e;
+    static const char bad[] = "  { if (!ka_in_range()) return; t[l] = 1; ka_barrier(); } tail";
+    assert_true(ka__kdecl_body(bad, &b, &e));
+    assert_int_equal(*b, '{');
+    assert_int_equal(e[-1], '}');
+    const char *r = ka__kdecl_return_before_barrier(b, e);
+    assert_non_null(r);
+    assert_int_equal(strncmp(r, "return", 6), 0);
+    /* A return after the last barrier, or none before one, is fine; comments,
+     * literals and longer words do not count; ka_barrier_local does. */
+    static const char *const ok[] = {
+        "{ ka_barrier(); if (x) return; }",
+        "{ /* return */ const char *s = \"return\"; ka_barrier(); }",
+        "{ int returned = 0; ka_barrier_localx(); }",
+        "{ if (!ka_in_range()) return; y[i] = 1; }",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        assert_true(ka__kdecl_body(ok[i], &b, &e));
+        assert_null(ka__kdecl_return_before_barrier(b, e));
+    }
+    static const char loop[] = "{ for (;;) { if (d) return; ka_barrier_local(); } }";
+    assert_true(ka__kdecl_body(loop, &b, &e));
+    assert_non_null(ka__kdecl_return_before_barrier(b, e));
+    assert_false(ka__kdecl_body("; {}", &b, &e));
+    assert_false(ka__kdecl_body("{ unclosed", &b, &e));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(traits),
         cmocka_unit_test(signature),
+        cmocka_unit_test(classes),
+        cmocka_unit_test(workgroup),
+        cmocka_unit_test(return_before_barrier),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -344,6 +344,8 @@ static int cmd_build(int argc, char **argv) {
         ka_device_close(dev);
         return KA_EXIT_FAIL;
     }
+    const char *warnings = "";
+    if (ka_program_build_log(p, &warnings) == KA_OK && *warnings) fputs(warnings, stderr);
     printf("%s: built for %s (%s)\n", file, di->name, di->selector);
     ka_program_release(p);
     ka_device_close(dev);

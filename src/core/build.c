@@ -13,27 +13,38 @@
 
 /* Prelude, "\n#line 1[ \"file\"]\n", the user's source (rewritten), and when
  * append the appendix under its own #line, NUL-terminated, one allocation
- * of *len bytes. *appended: the appendix was not empty. */
+ * of *len bytes. *appended: the appendix was not empty. The file is the
+ * program's name (ka_build_options.name), so logs name it and not a
+ * driver's temporary file; else the back-end's source_file. */
 static ka_status compose(const ka__program *p, bool append, char **out, size_t *len, bool *appended) {
     const ka__backend *be = p->dev->ops;
-    char line[160], aline[160];
-    int ll = be->source_file ? snprintf(line, sizeof line, "\n#line 1 \"%s\"\n", be->source_file)
-                             : snprintf(line, sizeof line, "\n#line 1\n");
+    char aline[160];
+    const char *file = p->name ? p->name : be->source_file;
+    static const char l0[] = "\n#line 1 \"", l1[] = "\"\n", bare[] = "\n#line 1\n";
+    size_t fl = file ? strlen(file) : 0, ll = file ? sizeof l0 - 1 + fl + sizeof l1 - 1 : sizeof bare - 1;
     size_t plen = strlen(be->prelude);
     size_t ulen = be->source_rewrite ? be->source_rewrite(p, NULL) : strlen(p->source);
     size_t alen = append && be->source_append ? be->source_append(p, NULL) : 0;
     int al = alen ? snprintf(aline, sizeof aline, "\n#line 1 \"%s\"\n", be->append_file) : 0;
-    if (ll < 0 || (size_t)ll >= sizeof line || al < 0 || (size_t)al >= sizeof aline)
+    if (al < 0 || (size_t)al >= sizeof aline)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: the %s back-end's file names are too long", be->name);
-    size_t total = plen + (size_t)ll + ulen + (size_t)al + alen + 1;
+    size_t total = plen + ll + ulen + (size_t)al + alen + 1;
     char *w = ka__alloc(total);
     if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     *out = w;
     *len = total;
     *appended = alen != 0;
     memcpy(w, be->prelude, plen);
-    memcpy(w += plen, line, (size_t)ll);
-    w += ll;
+    w += plen;
+    if (file) {
+        memcpy(w, l0, sizeof l0 - 1);
+        memcpy(w += sizeof l0 - 1, file, fl);
+        memcpy(w += fl, l1, sizeof l1 - 1);
+        w += sizeof l1 - 1;
+    } else {
+        memcpy(w, bare, sizeof bare - 1);
+        w += sizeof bare - 1;
+    }
     if (be->source_rewrite) be->source_rewrite(p, w);
     else memcpy(w, p->source, ulen);
     w += ulen;

@@ -27,6 +27,12 @@ ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
 /* Appends text (e.g. a build log) to the current detail, truncating. */
 void ka__append_detail(const char *text);
 void ka__log(ka_log_level lvl, const char *fmt, ...) KA_PRINTF(2, 3);
+/* KA_DEBUG=1 (read once): the checking mode; a build-time warning about a
+ * kernel (a return before a barrier) then fails the build. */
+int ka__debug_enabled(void);
+/* A warning about the user's kernels or launches (warn.c): to the logger at
+ * KA_LOG_WARN; the one place such warnings pass, for the checking mode. */
+void ka__warn(const char *fmt, ...) KA_PRINTF(1, 2);
 /* Case-insensitive substring test (device selectors); false for an empty needle. */
 bool ka__icontains(const char *hay, const char *needle);
 
@@ -122,12 +128,20 @@ struct ka__device {
     _Atomic uint32_t live;     /* queues, buffers, programs alive */
 };
 
+/* What the dialect headers paste before a KA_KERNEL's name (ka_k_##name): a
+ * kernel may be named like a built-in of OpenCL C, CUDA or C (step, min). */
+#define KA__KERNEL_PREFIX "ka_k_"
+
 /* Argument signature entry, read once per kernel. */
 enum ka__sig { KA__SIG_UNKNOWN = 0, KA__SIG_BUFFER, KA__SIG_SCALAR, KA__SIG_LOCAL };
+/* A by-value parameter's type class, from its KA_KERNEL declaration. */
+enum ka__cls { KA__CLS_UNKNOWN = 0, KA__CLS_INT, KA__CLS_FLOAT };
 typedef struct ka__argsig {
     uint8_t kind;      /* enum ka__sig */
+    uint8_t cls;       /* enum ka__cls: KA_ARG_INT / KA_ARG_FLOAT must match it when known */
     uint32_t size;     /* expected value size, 0 = not known */
     char name[32];
+    char type[24];     /* the declared type as written (messages), "" if not read */
 } ka__argsig;
 
 /* Normalized configuration: the compiled-kernel table's key (with the name). */
@@ -156,7 +170,8 @@ struct ka__kernel {
     uint64_t id;
     ka__program *prog;
     ka__variant *var;
-    char *name;
+    char *name;                /* the user's: errors, traces */
+    char *native_name;         /* the compiled entry's (KA__KERNEL_PREFIX name): driver lookups */
     uint64_t hash;
     ka__config_key key;
     void *native;              /* cl_kernel / CUfunction */
@@ -168,6 +183,8 @@ struct ka__kernel {
     uint64_t local_mem;
     uint32_t auto_wg[3][3];    /* default work-group by dims-1 */
     bool auto_rows;            /* CPU: a default work-group fills dimension 0 first (rows) */
+    bool wg_declared;          /* key.wg is the kernel's KA_WORKGROUP */
+    _Atomic uint32_t warned;   /* the geometry warning was given (once per kernel) */
     void *bk;                  /* the back-end's own state */
 };
 
@@ -175,6 +192,15 @@ struct ka__program {
     uint64_t id;
     ka__device *dev;
     char *source;              /* user source, without prelude */
+    char *name;                /* ka_build_options.name as a #line file name (escaped), "program" by default */
+    char *log;                 /* the scan's warnings (ka_program_build_log), NULL if none */
+    size_t log_len;
+    struct ka__wgdecl {        /* the KA_WORKGROUP declarations, by kernel */
+        const char *kname;     /* in source */
+        size_t len;
+        uint32_t wg[3];
+    } *wgdecl;
+    uint32_t nwgdecl;
     char *options;             /* base compiler options (with defines) */
     ka__variant *variants;
     uint32_t builds;

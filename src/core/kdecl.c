@@ -172,3 +172,96 @@ void ka__kdecl_signature(const char *src, const char *kname, ka__argsig *sig, ui
         return;
     }
 }
+
+void ka__kdecl_classes(const char *src, const char *kname, ka__argsig *sig, uint32_t nargs) {
+    ka__kparam par[KA_MAX_ARGS];
+    uint32_t n;
+    if (!ka__kdecl_find(src, kname, par, KA_MAX_ARGS, &n) || n != nargs) return;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *b = par[i].type, *e = par[i].type_end;
+        size_t len = (size_t)(e - b);
+        if (len > sizeof sig[i].type - 1) len = sizeof sig[i].type - 1;
+        memcpy(sig[i].type, b, len);
+        sig[i].type[len] = 0;
+        if (ka__kdecl_traits(&par[i]) != KA__KT_SCALAR) continue; /* a pointer, an array, local memory, a struct */
+        bool fl = ka__kdecl_has(b, e, "float") || ka__kdecl_has(b, e, "double") || ka__kdecl_has(b, e, "ka_f32") ||
+                  ka__kdecl_has(b, e, "ka_f64");
+        sig[i].cls = fl ? KA__CLS_FLOAT : KA__CLS_INT;
+    }
+}
+
+/* Past blanks and comments from s. */
+static const char *skip_blank(const char *s) {
+    for (;;) {
+        while (isspace((unsigned char)*s)) s++;
+        if (s[0] == '/' && (s[1] == '*' || s[1] == '/')) s = ka__src_skip(s);
+        else return s;
+    }
+}
+
+int ka__kdecl_workgroup(const char *end, uint32_t wg[3], const char **after) {
+    const char *s = skip_blank(end);
+    *after = s;
+    if (strncmp(s, "KA_WORKGROUP", 12) || ka__ident_char(s[12])) return 0;
+    s = skip_blank(s + 12);
+    if (*s++ != '(') return -1;
+    for (int i = 0; i < 3; i++) {
+        s = skip_blank(s);
+        if (!isdigit((unsigned char)*s)) return -1;
+        unsigned long long v = 0;
+        while (isdigit((unsigned char)*s) && v <= UINT32_MAX) v = v * 10 + (unsigned)(*s++ - '0');
+        while (*s == 'u' || *s == 'U') s++;
+        if (v == 0 || v > UINT32_MAX) return -1;
+        wg[i] = (uint32_t)v;
+        s = skip_blank(s);
+        if (*s++ != (i < 2 ? ',' : ')')) return -1;
+    }
+    *after = s;
+    return 1;
+}
+
+bool ka__kdecl_body(const char *s, const char **b, const char **e) {
+    s = skip_blank(s);
+    if (*s != '{') return false;
+    *b = s;
+    int depth = 0;
+    while (*s) {
+        const char *t = ka__src_skip(s);
+        if (t != s) {
+            s = t;
+            continue;
+        }
+        if (*s == '{') depth++;
+        else if (*s == '}' && --depth == 0) {
+            *e = s + 1;
+            return true;
+        }
+        s++;
+    }
+    return false;
+}
+
+const char *ka__kdecl_return_before_barrier(const char *b, const char *e) {
+    const char *ret = NULL;
+    for (const char *s = b; s < e;) {
+        const char *t = ka__src_skip(s);
+        if (t != s) {
+            s = t;
+            continue;
+        }
+        if (!ka__ident_char(*s)) {
+            s++;
+            continue;
+        }
+        const char *w = s;
+        while (s < e && ka__ident_char(*s)) s++;
+        size_t n = (size_t)(s - w);
+        if (n == 6 && !memcmp(w, "return", 6)) {
+            if (!ret) ret = w;
+        } else if (ret && ((n == 10 && !memcmp(w, "ka_barrier", 10)) || (n == 16 && !memcmp(w, "ka_barrier_local", 16)) ||
+                           (n == 17 && !memcmp(w, "ka_barrier_global", 17)))) {
+            return ret;
+        }
+    }
+    return NULL;
+}

@@ -57,4 +57,21 @@ uint32_t ka__kdecl_traits(const ka__kparam *p);
  * else (a typedef, a struct) stays as it was. Nothing is set unless a
  * declaration is found with exactly nargs parameters. */
 void ka__kdecl_signature(const char *src, const char *kname, ka__argsig *sig, uint32_t nargs);
+/* Each scalar parameter's type class (float, double, ka_f32, ka_f64: float;
+ * other scalar type words: integer) and type text into sig, from kernel
+ * kname's declaration in src; nothing unless it has exactly nargs
+ * parameters. Any back-end, after kernel_create. */
+void ka__kdecl_classes(const char *src, const char *kname, ka__argsig *sig, uint32_t nargs);
+/* KA_WORKGROUP(x, y, z) right after a declaration's ')' at end (blanks and
+ * comments between): 1 and wg set, *after past it; 0 when there is none
+ * (*after at the next token); -1 when it is not three positive integer
+ * literals. */
+int ka__kdecl_workgroup(const char *end, uint32_t wg[3], const char **after);
+/* The body that starts at s (blanks and comments first): *b at its '{', *e
+ * past the matching '}'; false when s does not open one. */
+bool ka__kdecl_body(const char *s, const char **b, const char **e);
+/* The first `return` of [b, e) that some ka_barrier, ka_barrier_local or
+ * ka_barrier_global follows in the text, else NULL: the work-items that
+ * take it would miss the barrier. */
+const char *ka__kdecl_return_before_barrier(const char *b, const char *e);
 #endif

@@ -12,6 +12,8 @@ static const char *kind_name(uint32_t k) {
     case KA_ARG_SCALAR: return "scalar";
     case KA_ARG_LOCAL: return "local memory";
     case KA_ARG_BYTES: return "bytes";
+    case KA_ARG_INT: return "an integer (KA_ARG_INT)";
+    case KA_ARG_FLOAT: return "a float (KA_ARG_FLOAT)";
     default: return "unknown kind";
     }
 }
@@ -39,6 +41,15 @@ static ka_status __attribute__((noinline, cold)) check_arg(const ka__kernel *k, 
                             k->name, i, s->name, a->size, (unsigned long long)local, (unsigned long long)limit);
         break;
     }
+    case KA_ARG_INT:
+    case KA_ARG_FLOAT:
+        if (s->cls && s->cls != (a->kind == KA_ARG_FLOAT ? KA__CLS_FLOAT : KA__CLS_INT))
+            return ka__fail(KA_ERR_ARG_TYPE,
+                            "ka_launch: kernel '%s' argument %u ('%s'): declared '%s', given %s of %u bytes (ka_arg_%s%u); "
+                            "pass ka_arg_%s%u, or convert the value", k->name, i, s->name, s->type, kind_name(a->kind),
+                            a->size, a->kind == KA_ARG_FLOAT ? "f" : "i", a->size * 8,
+                            s->cls == KA__CLS_FLOAT ? "f" : "i", (s->size ? s->size : a->size) * 8);
+        __attribute__((fallthrough)); /* then as an untyped scalar, by size */
     case KA_ARG_SCALAR:
         ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) &&
              (a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8);
@@ -50,15 +61,16 @@ static ka_status __attribute__((noinline, cold)) check_arg(const ka__kernel *k, 
     default: ok = false;
     }
     if (KA_LIKELY(ok)) return KA_OK;
-    char want[48];
+    char want[64];
     if (s->kind == KA__SIG_BUFFER) snprintf(want, sizeof want, "a buffer");
     else if (s->kind == KA__SIG_LOCAL) snprintf(want, sizeof want, "local memory");
+    else if (s->size && s->type[0]) snprintf(want, sizeof want, "a value of %u bytes ('%s')", s->size, s->type);
     else if (s->size) snprintf(want, sizeof want, "a value of %u bytes", s->size);
     else snprintf(want, sizeof want, "a value of 1 to %u bytes", max_bytes);
     if (a->kind == KA_ARG_BYTES && !a->u.ptr)
         return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): bytes with a NULL pointer", k->name, i,
                         s->name);
-    if (a->kind < KA_ARG_BUFFER || a->kind > KA_ARG_BYTES)
+    if (a->kind < KA_ARG_BUFFER || a->kind > KA_ARG_FLOAT)
         return ka__fail(KA_ERR_ARG_TYPE,
                         "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u (a zeroed or "
                         "uninitialized ka_arg?), expected %s",
@@ -121,8 +133,9 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
             uint32_t g = d < dims ? given[d] : 0;
             if (any && g != k->key.wg[d] && !(d >= dims && g == 0))
                 return ka__fail(KA_ERR_INVALID_WORKGROUP,
-                                "ka_launch: kernel '%s' has a static work-group (%u,%u,%u); the launch asked for (%u,%u,%u)",
-                                k->name, k->key.wg[0], k->key.wg[1], k->key.wg[2], given[0], given[1], given[2]);
+                                "ka_launch: kernel '%s' has a %s work-group (%u,%u,%u); the launch asked for (%u,%u,%u)",
+                                k->name, k->wg_declared ? "declared (KA_WORKGROUP)" : "static", k->key.wg[0],
+                                k->key.wg[1], k->key.wg[2], given[0], given[1], given[2]);
             if (d >= dims && k->key.wg[d] != 1)
                 return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: kernel '%s' has a static %u-D work-group, the range is %u-D",
                                 k->name, k->key.wg[2] != 1 ? 3 : 2, dims);
@@ -148,6 +161,10 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
                             (unsigned long long)prod, k->name, k->max_wg);
         return KA_OK;
     }
+    if (KA_UNLIKELY(k->local_mem) && !atomic_exchange_explicit(&((ka__kernel *)k)->warned, 1, memory_order_relaxed))
+        ka__warn("ka_launch: kernel '%s' has %llu bytes of KA_LOCAL memory and no work-group size: libka chooses the "
+                 "launch's, smaller on small ranges; declare KA_WORKGROUP(x, y, z) or pass range.workgroup if the "
+                 "arrays assume one", k->name, (unsigned long long)k->local_mem);
     /* Chosen: the kernel's default for this dimensionality, shrunk to the
      * next power of two of a small range so a 7-item launch is not padded to
      * 256 (powers of two bound the local sizes a driver compiles for). */

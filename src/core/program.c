@@ -56,6 +56,116 @@ static bool has_include(const char *s) {
     return false;
 }
 
+/* The program's name as a #line file name: '"' and '\\' escaped, control
+ * characters as '?'. */
+static char *line_name(const char *name) {
+    if (!name || !*name) name = "program";
+    size_t n = 1;
+    for (const char *s = name; *s; s++) n += *s == '"' || *s == '\\' ? 2 : 1;
+    char *d = ka__alloc(n), *w = d;
+    if (!d) return NULL;
+    for (const char *s = name; *s; s++) {
+        if (*s == '"' || *s == '\\') *w++ = '\\';
+        *w++ = (unsigned char)*s < 32 ? '?' : *s;
+    }
+    *w = 0;
+    return d;
+}
+
+/* The source line of position at (1-based). */
+static unsigned line_of(const char *src, const char *at) {
+    unsigned n = 1;
+    for (const char *s = src; s < at; s++) n += *s == '\n';
+    return n;
+}
+
+/* A line of the program's build log (p->log grows; the text stays NUL-terminated). */
+static ka_status log_add(ka__program *p, const char *line) {
+    size_t n = strlen(line), old = p->log ? p->log_len + 1 : 0, len = p->log_len + n + 1;
+    char *l = ka__alloc(len + 1);
+    if (!l) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    if (p->log) memcpy(l, p->log, p->log_len);
+    memcpy(l + p->log_len, line, n);
+    l[len - 1] = '\n';
+    l[len] = 0;
+    ka__free(p->log, old);
+    p->log = l;
+    p->log_len = len;
+    return KA_OK;
+}
+
+/* What the build reads from each KA_KERNEL declaration of the source (kdecl.h,
+ * textual): its KA_WORKGROUP, and a `return` that can skip a ka_barrier in
+ * its body, which leaves the barrier's other work-items waiting on ones that
+ * left (the group's result undefined): a warning in the build log and to
+ * the logger; with KA_DEBUG=1 the build fails. */
+static ka_status scan_kernels(ka__program *p) {
+    const char *pos = p->source, *name;
+    size_t nl;
+    ka__kparam par[KA_MAX_ARGS];
+    uint32_t n;
+    while (ka__kdecl_next(&pos, &name, &nl, par, KA_MAX_ARGS, &n)) {
+        uint32_t wg[3];
+        const char *after, *b, *e;
+        int r = ka__kdecl_workgroup(pos, wg, &after);
+        if (r < 0)
+            return ka__fail(KA_ERR_BUILD_FAILED,
+                            "ka_program_build: %s:%u: kernel '%.*s': KA_WORKGROUP takes three positive integer literals, "
+                            "e.g. KA_WORKGROUP(64, 1, 1)",
+                            p->name, line_of(p->source, after), (int)nl, name);
+        bool dup = false;
+        for (uint32_t i = 0; i < p->nwgdecl && !dup; i++) dup = p->wgdecl[i].len == nl && !memcmp(p->wgdecl[i].kname, name, nl);
+        if (r > 0 && !dup) {
+            struct ka__wgdecl *d = ka__alloc(sizeof *d * (p->nwgdecl + 1));
+            if (!d) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+            if (p->nwgdecl) memcpy(d, p->wgdecl, sizeof *d * p->nwgdecl);
+            ka__free(p->wgdecl, sizeof *d * p->nwgdecl);
+            d[p->nwgdecl] = (struct ka__wgdecl){name, nl, {wg[0], wg[1], wg[2]}};
+            p->wgdecl = d;
+            p->nwgdecl++;
+        }
+        if (!ka__kdecl_body(after, &b, &e)) continue;
+        pos = e;
+        const char *ret = ka__kdecl_return_before_barrier(b, e);
+        if (!ret) continue;
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "%s:%u: warning: kernel '%.*s': this `return` comes before a ka_barrier(): work-items that take it never "
+                 "reach the barrier and the group's result is undefined; keep every work-item to the barrier and guard "
+                 "the loads and stores instead (int live = ka_in_range(); ... if (live) ...)",
+                 p->name, line_of(p->source, ret), (int)nl, name);
+        ka_status st = log_add(p, msg);
+        if (st != KA_OK) return st;
+        if (ka__debug_enabled()) return ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: KA_DEBUG=1: %s", msg);
+        ka__warn("%s", msg);
+    }
+    return KA_OK;
+}
+
+/* Kernel name's KA_WORKGROUP, NULL if it declares none. */
+static const uint32_t *declared_wg(const ka__program *p, const char *name) {
+    size_t n = strlen(name);
+    for (uint32_t i = 0; i < p->nwgdecl; i++)
+        if (p->wgdecl[i].len == n && !memcmp(p->wgdecl[i].kname, name, n)) return p->wgdecl[i].wg;
+    return NULL;
+}
+
+static void variant_free(ka__program *p, ka__variant *v);
+
+static void program_free(ka__program *p) {
+    while (p->variants) {
+        ka__variant *n = p->variants->next;
+        variant_free(p, p->variants);
+        p->variants = n;
+    }
+    ka__strfree(p->source);
+    ka__strfree(p->options);
+    ka__strfree(p->name);
+    ka__free(p->log, p->log ? p->log_len + 1 : 0);
+    ka__free(p->wgdecl, sizeof *p->wgdecl * p->nwgdecl);
+    ka__free(p, sizeof *p);
+}
+
 static void variant_free(ka__program *p, ka__variant *v) {
     ka__build_release(p, v);
     pthread_mutex_destroy(&v->alt_lock);
@@ -173,10 +283,12 @@ static ka_status program_build(const char *fn, ka_device dev, const char *source
     ka_status st = KA_ERR_OUT_OF_MEMORY;
     p->asserts = ka__src_has_word(source, "ka_assert");
     p->includes = has_include(source);
-    if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts, p->asserts, extra_dir))) {
+    if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts, p->asserts, extra_dir)) ||
+        !(p->name = line_name(opts ? opts->name : NULL))) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto fail;
     }
+    if ((st = scan_kernels(p)) != KA_OK) goto fail;
     ka__config_key key;
     normalize(d, NULL, &key);
     ka__variant *v;
@@ -192,14 +304,7 @@ static ka_status program_build(const char *fn, ka_device dev, const char *source
     out->id = p->id;
     return KA_OK;
 fail:
-    while (p->variants) {
-        ka__variant *n = p->variants->next;
-        variant_free(p, p->variants);
-        p->variants = n;
-    }
-    ka__strfree(p->source);
-    ka__strfree(p->options);
-    ka__free(p, sizeof *p);
+    program_free(p);
     return st;
 }
 
@@ -267,6 +372,7 @@ static void kernel_free(ka__kernel *k) {
     ka__free(k->sig, sizeof(ka__argsig) * (k->nargs ? k->nargs : 1));
     ka__free(k->fast_tag, sizeof(uint64_t) * (k->nargs ? k->nargs : 1));
     ka__strfree(k->name);
+    ka__strfree(k->native_name);
     ka__free(k, sizeof *k);
 }
 
@@ -282,16 +388,9 @@ ka_status ka_program_release(ka_program prog) {
     for (uint32_t i = 0; i < p->cap; i++)
         if (p->table[i]) kernel_free(p->table[i]);
     ka__free(p->table, sizeof(ka__kernel *) * p->cap);
-    while (p->variants) {
-        ka__variant *n = p->variants->next;
-        variant_free(p, p->variants);
-        p->variants = n;
-    }
     atomic_fetch_sub(&p->dev->live, 1);
     pthread_mutex_destroy(&p->lock);
-    ka__strfree(p->source);
-    ka__strfree(p->options);
-    ka__free(p, sizeof *p);
+    program_free(p);
     return KA_OK;
 }
 
@@ -303,6 +402,17 @@ ka_status ka_program_build_count(ka_program prog, uint32_t *count) {
     pthread_mutex_lock(&p->lock);
     *count = p->builds;
     pthread_mutex_unlock(&p->lock);
+    ka__unpin(ps);
+    return KA_OK;
+}
+
+ka_status ka_program_build_log(ka_program prog, const char **log) {
+    if (!log) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build_log: log is NULL");
+    *log = "";
+    ka__slot *ps;
+    ka__program *p = ka__pin(prog.id, KA__T_PROGRAM, &ps);
+    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_build_log: invalid or released program");
+    if (p->log) *log = p->log;
     ka__unpin(ps);
     return KA_OK;
 }
@@ -384,10 +494,12 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     k->var = v;
     k->hash = h;
     k->key = *key;
-    if (!(k->name = ka__strdup(name))) {
+    size_t nl = strlen(name) + sizeof KA__KERNEL_PREFIX;
+    if (!(k->name = ka__strdup(name)) || !(k->native_name = ka__alloc(nl))) {
         kernel_free(k);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
     }
+    snprintf(k->native_name, nl, "%s%s", KA__KERNEL_PREFIX, name);
     if ((st = ka__be_kernel_create(k)) != KA_OK) {
         kernel_free(k);
         return st;
@@ -398,6 +510,8 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
         kernel_free(k);
         return st;
     }
+    ka__kdecl_classes(p->source, name, k->sig, k->nargs);
+    k->wg_declared = declared_wg(p, name) != NULL;
     choose_auto(k);
     /* The (kind, size) word of the ka_arg each argument most likely gets, so a
      * launch checks it with one compare (ka_arg starts with kind and size). */
@@ -410,7 +524,7 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
         ka_arg a = {0, 0, {0}};
         if (sg->kind == KA__SIG_BUFFER) a = ka_arg_buffer((ka_buffer){0});
         else if (sg->kind == KA__SIG_SCALAR && (sg->size == 1 || sg->size == 2 || sg->size == 4 || sg->size == 8))
-            a.kind = KA_ARG_SCALAR, a.size = sg->size;
+            a.kind = sg->cls == KA__CLS_FLOAT ? KA_ARG_FLOAT : KA_ARG_INT, a.size = sg->size; /* ka_arg_i32, _f32... */
         /* An argument without a likely ka_arg (a struct, a size not known)
          * gets the tag of kind 0 (invalid) and size 0xffffffff: a zeroed
          * ka_arg does not match it and takes the full check; only garbage of
@@ -447,6 +561,25 @@ ka_status ka_kernel_get(ka_program prog, const char *name, const ka_kernel_confi
 
 static ka_status kernel_get(ka__program *p, const char *name, const ka_kernel_config *cfg, ka_kernel *out) {
     ka__config_key key;
+    ka_kernel_config eff;
+    /* A KA_WORKGROUP declaration is the default configuration's work-group;
+     * a configuration that fixes another is refused. */
+    const uint32_t *dw = p->nwgdecl ? declared_wg(p, name) : NULL;
+    if (KA_UNLIKELY(dw != NULL)) {
+        if (cfg && (cfg->workgroup[0] | cfg->workgroup[1] | cfg->workgroup[2])) {
+            for (int i = 0; i < 3; i++)
+                if ((cfg->workgroup[i] ? cfg->workgroup[i] : 1) != dw[i])
+                    return ka__fail(KA_ERR_INVALID_WORKGROUP,
+                                    "ka_kernel_get: kernel '%s' declares KA_WORKGROUP(%u, %u, %u); the configuration asks "
+                                    "for (%u, %u, %u)",
+                                    name, dw[0], dw[1], dw[2], cfg->workgroup[0], cfg->workgroup[1], cfg->workgroup[2]);
+        } else {
+            if (cfg) eff = *cfg;
+            else memset(&eff, 0, sizeof eff);
+            memcpy(eff.workgroup, dw, sizeof eff.workgroup);
+            cfg = &eff;
+        }
+    }
     ka_status st = normalize(p->dev, cfg, &key);
     if (st != KA_OK) return st;
     size_t nlen = strlen(name);

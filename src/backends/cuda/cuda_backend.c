@@ -141,6 +141,8 @@ static inline ka_status kernel_params(const char *call, ka__kernel *k, const ka_
             shmem += a->size;
             break;
         case KA_ARG_BYTES: params[i + 1] = (void *)a->u.ptr; break;
+        case KA_ARG_INT:
+        case KA_ARG_FLOAT:
         case KA_ARG_SCALAR: params[i + 1] = (void *)&a->u; break; /* the value's bytes lead the union */
         default: /* only past the fast check: garbage of exactly an unknown argument's tag */
             return ka__fail(KA_ERR_ARG_TYPE, "%s: kernel '%s' argument %u ('%s'): unknown argument kind %u", call, k->name,

@@ -1,7 +1,7 @@
 /* Programs through NVRTC, kernels through the module loader.
  *
  * The build hooks (src/core/build.c composes the CUDA prelude + `#line 1
- * "kernel source"` + the user's source and runs the cache): NVRTC compiles
+ * "<program name>"` + the user's source and runs the cache): NVRTC compiles
  * for the device's own architecture (a cubin: no JIT at load). When this NVRTC cannot
  * target the device (a newer GPU), it emits PTX for the newest architecture
  * it knows and the driver JIT-compiles it. OpenCL-style options are
@@ -296,10 +296,14 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
     ka_status st = ka__cuda_bind(d);
     if (st != KA_OK) return st;
     CUfunction f;
-    CUresult r = ka__cu.cuModuleGetFunction(&f, m->mod, k->name);
+    CUresult r = ka__cu.cuModuleGetFunction(&f, m->mod, k->native_name);
+    /* A bare __kernel / __global__ of that name: not a libka kernel (no hidden range). */
+    if (r == CUDA_ERROR_NOT_FOUND && ka__cu.cuModuleGetFunction(&f, m->mod, k->name) == CUDA_SUCCESS)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' is not declared with KA_KERNEL(...)", k->name);
     if (r == CUDA_ERROR_NOT_FOUND)
-        return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "cuModuleGetFunction(\"%s\"): CUDA_ERROR_NOT_FOUND (no KA_KERNEL of that name)",
-                        k->name);
+        return ka__fail(KA_ERR_KERNEL_NOT_FOUND,
+                        "ka_kernel_get: no kernel '%s' in the program (cuModuleGetFunction(\"%s\"): CUDA_ERROR_NOT_FOUND)",
+                        k->name, k->native_name);
     if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
 
     /* ka_assert's record and the kernel's handle close the list (KA__ASSERT_PARAMS). */
@@ -319,7 +323,7 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
             sizes[n] = (uint32_t)sz;
         }
     } else {
-        n = m->ptx ? ptx_params(m->ptx, k->name, sizes, KA_MAX_ARGS + 2 + hidden) : -1;
+        n = m->ptx ? ptx_params(m->ptx, k->native_name, sizes, KA_MAX_ARGS + 2 + hidden) : -1;
         if (n < 0)
             return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s': the driver lacks cuFuncGetParamInfo (CUDA 12.4) and the PTX "
                             "signature could not be read", k->name);

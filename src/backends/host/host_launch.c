@@ -147,7 +147,7 @@ static ka_status prepare(ka__queue *q, ka__kernel *k, const ka__launch *l, const
 ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev) {
     ka__hqueue *hq = q->native;
     for (uint32_t i = 0; i < nargs; i++)
-        if (KA_UNLIKELY(args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_BYTES))
+        if (KA_UNLIKELY(args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_FLOAT))
             return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u: unknown argument kind %u", k->name, i,
                             args[i].kind);
     if (k->prog->asserts) ka__queue_mark_asserts(q);

@@ -27,7 +27,7 @@ ka_status ka__host_build_target(ka__build *b) {
 ka_status ka__host_compile_hook(ka__build *b, void **binary, size_t *size, void **module) {
     ka__hdev *hd = b->prog->dev->native;
     *module = NULL;
-    return ka__host_compile(hd->cc, b->prog->source, b->options, binary, size);
+    return ka__host_compile(hd->cc, b->prog->source, b->prog->name, b->options, binary, size);
 }
 
 ka_status ka__host_load_hook(ka__build *b, void *binary, size_t size, void **module) {

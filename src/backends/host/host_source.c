@@ -442,7 +442,7 @@ static void put_entries(out *o, const kinfo *k, enum ka__hpath path) {
 
 /* pre NULL: the scan pass's source; else the build pass's, with the entries
  * of the kernels in pre (the scan pass's output). */
-static size_t compose(const char *user, const char *pre, char *dst, kinfo *ks, char *arena) {
+static size_t compose(const char *user, const char *pre, const char *name, char *dst, kinfo *ks, char *arena) {
     out o = {dst, 0};
     puts_(&o, ka__prelude_c);
     if (!pre) {
@@ -461,13 +461,15 @@ static size_t compose(const char *user, const char *pre, char *dst, kinfo *ks, c
         for (uint32_t i = 0; i < nk; i++) put_entries(&o, &ks[i], ks[i].path);
     }
     /* A name, so the compiler's log never shows the prelude's lines as the user's. */
-    puts_(&o, "#line 1 \"<program source>\"\n");
+    puts_(&o, "#line 1 \"");
+    puts_(&o, name ? name : "<program source>");
+    puts_(&o, "\"\n");
     puts_(&o, user);
     put(&o, "\n", 2); /* with the terminating NUL */
     return o.len;
 }
 
-ka_status ka__host_compose(const char *user, const char *pre, char **src, size_t *len) {
+ka_status ka__host_compose(const char *user, const char *pre, const char *name, char **src, size_t *len) {
     kinfo *ks = NULL;
     char *arena = NULL;
     size_t alen = 0;
@@ -481,9 +483,9 @@ ka_status ka__host_compose(const char *user, const char *pre, char **src, size_t
         }
         if (!ks) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     }
-    size_t n = compose(user, pre, NULL, ks, arena);
+    size_t n = compose(user, pre, name, NULL, ks, arena);
     char *s = ka__alloc(n);
-    if (s) compose(user, pre, s, ks, arena);
+    if (s) compose(user, pre, name, s, ks, arena);
     if (ks) ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
     if (arena) ka__free(arena, alen + 1);
     if (!s) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory for the host source");

@@ -160,7 +160,7 @@ static ka_status n_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
     /* As every back-end does: an unknown kind reaches here only past the
      * core's fast check (garbage of exactly an unknown argument's tag). */
     for (uint32_t i = 0; i < nargs; i++)
-        if (args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_BYTES)
+        if (args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_FLOAT)
             return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u: unknown argument kind %u", k->name, i,
                             args[i].kind);
     /* A kernel whose name starts with "ka_null_fail" fails on the "device":

@@ -50,10 +50,19 @@ ka__cl_argcache *ka__cl_argcache_new(const ka__kernel *k) {
 ka_status ka__cl_kernel_create(ka__kernel *k) {
     ka__cl_dev *cd = ka__cl_dev_of(k->prog->dev);
     cl_int err;
-    cl_kernel ck = clCreateKernel(k->var->native, k->name, &err);
-    if (err == CL_INVALID_KERNEL_NAME)
-        return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program (clCreateKernel: %s)",
-                        k->name, ka__cl_error_name(err));
+    cl_kernel ck = clCreateKernel(k->var->native, k->native_name, &err);
+    if (err == CL_INVALID_KERNEL_NAME) {
+        /* A bare __kernel of that name: not a libka kernel (no hidden range). */
+        cl_int e2;
+        cl_kernel bare = clCreateKernel(k->var->native, k->name, &e2);
+        if (e2 == CL_SUCCESS) {
+            clReleaseKernel(bare);
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' is not declared with KA_KERNEL(...)",
+                            k->name);
+        }
+        return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program (clCreateKernel(\"%s\"): %s)",
+                        k->name, k->native_name, ka__cl_error_name(err));
+    }
     if (err != CL_SUCCESS) return ka__cl_fail("clCreateKernel", err);
     k->native = ck;
     cl_uint n = 0;

@@ -34,8 +34,10 @@ static ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache, u
             err = clSetKernelArg(ck, i + 1, a->size, a->u.ptr);
             if (KA_UNLIKELY(err != CL_SUCCESS)) goto fail;
             continue;
+        case KA_ARG_INT:
+        case KA_ARG_FLOAT:
         case KA_ARG_SCALAR:
-            if (c->kind == KA_ARG_SCALAR && c->size == a->size && c->v == v) continue;
+            if (c->kind == a->kind && c->size == a->size && c->v == v) continue;
             err = clSetKernelArg(ck, i + 1, a->size, &a->u);
             break;
         default: /* reaches here only past the fast check: garbage of exactly an unknown argument's tag */

@@ -102,7 +102,7 @@ ka_status ka__cl_make_inline(ka__kernel *k, ka__cl_kern *kk) {
         goto out;
     }
     cl_int err;
-    cl_kernel ck = clCreateKernel(inl, k->name, &err);
+    cl_kernel ck = clCreateKernel(inl, k->native_name, &err);
     if (err != CL_SUCCESS) {
         st = ka__cl_fail("clCreateKernel(basic)", err);
         goto out;
