@@ -37,6 +37,8 @@ void ka_set_logger(ka_log_fn fn, void *user) {
     log_fn = fn;
 }
 
+bool ka__logger_set(void) { return log_fn != NULL; }
+
 void ka__log(ka_log_level lvl, const char *fmt, ...) {
     if (!log_fn) return;
     char msg[512];
