@@ -126,9 +126,9 @@ static ka_status check_one(ka__buffer *b, const char *call) {
     else
         snprintf(who, sizeof who, "no kernel was launched with it");
     st = ka__fail(KA_ERR_OUT_OF_BOUNDS,
-                  "%s: buffer 0x%llx of %zu bytes was written past its end: bytes %zu to %zu changed (%zu of them; the "
-                  "first %zu past the end), %s",
-                  call, (unsigned long long)b->id, b->bytes, b->bytes + first, b->bytes + last, changed, first, who);
+                  "%s: buffer 0x%llx of %zu bytes was written past its end: bytes %zu to %zu changed (%zu of its "
+                  "%zu-byte guard zone); %s",
+                  call, (unsigned long long)b->id, b->bytes, b->bytes + first, b->bytes + last, changed, b->guard, who);
     ka__log(KA_LOG_ERROR, "%s", ka_last_error());
     pattern_fill(z, b->guard);
     if (ka__be_buffer_guard(b, z, true) != KA_OK) /* its detail replaced the overrun's: put that back */
