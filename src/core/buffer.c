@@ -38,7 +38,7 @@ static ka_status make(const char *fn, ka_device dev, size_t bytes, enum make_mod
     if (st == KA_OK && !(b->id = ka__handle_new(KA__T_BUFFER, b)))
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory for a handle", fn);
     /* Last: a listed buffer is one the user has. */
-    if (st == KA_OK && b->guard && (st = ka__debug_buffer_made(b, fn)) != KA_OK) ka__handle_free(b->id);
+    if (st == KA_OK && b->guard && (st = ka__debug_buffer_made(b)) != KA_OK) ka__handle_free(b->id);
     if (st != KA_OK) {
         ka__be_buffer_release(b);
         ka__free(b, sizeof *b);

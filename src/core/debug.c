@@ -11,6 +11,20 @@
 #include <string.h>
 #include <strings.h>
 
+/* The pattern: one 4 KiB page repeated, whose bytes vary with the offset,
+ * so a kernel's stores of any one value, zero included, change it; a zone
+ * is filled and compared a page at a time (memcpy, memcmp). */
+#define PAGE 4096u
+static uint8_t page[PAGE];
+static pthread_once_t page_once = PTHREAD_ONCE_INIT;
+static void page_make(void) {
+    for (uint32_t i = 0; i < PAGE; i++) page[i] = (uint8_t)(0xA5u ^ (i * 0x9Du) ^ (i >> 8));
+}
+
+static void pattern_fill(uint8_t *p, size_t n) {
+    for (size_t at = 0; at < n; at += PAGE) memcpy(p + at, page, n - at < PAGE ? n - at : PAGE);
+}
+
 int ka__debug_enabled(void) {
     const char *v = getenv("KA_DEBUG");
     if (!v || !*v) return 0;
@@ -32,13 +46,21 @@ void ka__warn(const char *fmt, ...) {
         fprintf(stderr, "libka: %s\n", msg);
 }
 
-void ka__debug_device_open(ka__device *d) {
+ka_status ka__debug_device_open(ka__device *d) {
     d->debug = ka__debug_enabled();
-    if (!d->debug) return;
+    if (!d->debug) return KA_OK;
+    /* The scratch now, not at the first buffer: a failing call later leaves
+     * nothing of its own behind. */
+    if (ka__be_has_guards(d) && !(d->dbg_scratch = ka__alloc(KA__GUARD_MAX))) {
+        d->debug = false;
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory for KA_DEBUG's guard-zone scratch");
+    }
+    pthread_once(&page_once, page_make);
     atomic_fetch_add(&debug_devices, 1);
     pthread_mutex_init(&d->dbg_lock, NULL);
     ka__log(KA_LOG_INFO, "ka_device_open: %s: KA_DEBUG is on (full launch checks, guard zones %s)", d->info.name,
             ka__be_has_guards(d) ? "after every buffer the device allocates" : "not kept by this back-end");
+    return KA_OK;
 }
 
 void ka__debug_device_close(ka__device *d) {
@@ -66,14 +88,6 @@ size_t ka__debug_guard_size(const ka__device *d, size_t bytes) {
     return g;
 }
 
-/* The pattern's byte at offset i of a zone: varies with i (period 64 KiB),
- * so a kernel's stores of any one value, zero included, change it. */
-static inline uint8_t pattern_at(size_t i) { return (uint8_t)(0xA5u ^ (i * 0x9Du) ^ (i >> 8)); }
-
-static void pattern_fill(uint8_t *p, size_t n) {
-    for (size_t i = 0; i < n; i++) p[i] = pattern_at(i);
-}
-
 static void list_add(ka__device *d, ka__buffer *b) {
     b->dbg.prev = NULL;
     b->dbg.next = d->dbg_head;
@@ -88,16 +102,11 @@ static void list_remove(ka__device *d, ka__buffer *b) {
     b->dbg.next = b->dbg.prev = NULL;
 }
 
-ka_status ka__debug_buffer_made(ka__buffer *b, const char *call) {
+ka_status ka__debug_buffer_made(ka__buffer *b) {
     ka__device *d = b->dev;
-    ka_status st = KA_OK;
     pthread_mutex_lock(&d->dbg_lock);
-    if (!d->dbg_scratch && !(d->dbg_scratch = ka__alloc(KA__GUARD_MAX)))
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory for KA_DEBUG's guard-zone scratch", call);
-    if (st == KA_OK) {
-        pattern_fill(d->dbg_scratch, b->guard);
-        st = ka__be_buffer_guard(b, d->dbg_scratch, true);
-    }
+    pattern_fill(d->dbg_scratch, b->guard);
+    ka_status st = ka__be_buffer_guard(b, d->dbg_scratch, true);
     if (st == KA_OK) list_add(d, b);
     pthread_mutex_unlock(&d->dbg_lock);
     return st;
@@ -112,12 +121,16 @@ static ka_status check_one(ka__buffer *b, const char *call) {
     ka_status st = ka__be_buffer_guard(b, z, false);
     if (st != KA_OK) return st;
     size_t first = SIZE_MAX, last = 0, changed = 0;
-    for (size_t i = 0; i < b->guard; i++)
-        if (z[i] != pattern_at(i)) {
-            if (first == SIZE_MAX) first = i;
-            last = i;
-            changed++;
-        }
+    for (size_t at = 0; at < b->guard; at += PAGE) {
+        size_t n = b->guard - at < PAGE ? b->guard - at : PAGE;
+        if (KA_LIKELY(!memcmp(z + at, page, n))) continue;
+        for (size_t i = 0; i < n; i++)
+            if (z[at + i] != page[i]) {
+                if (first == SIZE_MAX) first = at + i;
+                last = at + i;
+                changed++;
+            }
+    }
     b->dbg.q = NULL;
     if (first == SIZE_MAX) return KA_OK;
     char who[160];

@@ -126,7 +126,11 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
         ka__free(d, sizeof *d);
         return st;
     }
-    ka__debug_device_open(d);
+    if ((st = ka__debug_device_open(d)) != KA_OK) {
+        ka__be_device_close(d);
+        ka__free(d, sizeof *d);
+        return st;
+    }
     d->id = ka__handle_new(KA__T_DEVICE, d);
     if (!d->id) {
         ka__debug_device_close(d);

@@ -127,7 +127,7 @@ struct ka__device {
     bool debug;
     pthread_mutex_t dbg_lock;
     ka__buffer *dbg_head;
-    void *dbg_scratch;         /* KA__GUARD_MAX bytes, allocated at the first guarded buffer */
+    void *dbg_scratch;         /* KA__GUARD_MAX bytes, from the open (a back-end that keeps guard zones) */
 };
 
 /* Argument signature entry, read once per kernel. */
@@ -291,14 +291,15 @@ int ka__debug_enabled(void);
 void ka__warn(const char *fmt, ...) KA_PRINTF(1, 2);
 /* The largest guard zone (the device's scratch is this size). */
 #define KA__GUARD_MAX ((size_t)1 << 20)
-/* Device open and close under KA_DEBUG: the lock, the list, the scratch. */
-void ka__debug_device_open(ka__device *d);
+/* At device open: d->debug from KA_DEBUG, and then the lock and the scratch
+ * (KA_ERR_OUT_OF_MEMORY without it). At close: both gone. */
+ka_status ka__debug_device_open(ka__device *d);
 void ka__debug_device_close(ka__device *d);
 /* b->guard for a new (not wrapped) buffer of d: 0 when d is not in debug
  * mode or its back-end keeps no guards. */
 size_t ka__debug_guard_size(const ka__device *d, size_t bytes);
 /* After the back-end made b (b->guard > 0): the pattern written, b listed. */
-ka_status ka__debug_buffer_made(ka__buffer *b, const char *call);
+ka_status ka__debug_buffer_made(ka__buffer *b);
 /* At release (b->guard > 0): b unlisted, its guard checked; KA_OK or
  * KA_ERR_OUT_OF_BOUNDS naming the buffer and its last kernel. */
 ka_status ka__debug_buffer_release(ka__buffer *b);
