@@ -171,7 +171,10 @@ void ka__debug_note_launch(ka__queue *q, const ka__kernel *k, const ka_arg *args
         if (!b || !b->guard) continue;
         b->dbg.q = q;
         b->dbg.arg = i;
-        snprintf(b->dbg.kernel, sizeof b->dbg.kernel, "%s", k->name);
+        if (b->dbg.kid != k->id) { /* the name copied only when the kernel changes */
+            b->dbg.kid = k->id;
+            snprintf(b->dbg.kernel, sizeof b->dbg.kernel, "%s", k->name);
+        }
     }
     pthread_mutex_unlock(&d->dbg_lock);
 }

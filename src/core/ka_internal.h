@@ -208,7 +208,8 @@ struct ka__buffer {
         ka__buffer *next, *prev;   /* the device's guarded buffers */
         const ka__queue *q;    /* the queue of the last launch naming it since its last check; NULL: none */
         uint32_t arg;          /* that launch's argument index */
-        char kernel[64];       /* that launch's kernel */
+        uint64_t kid;          /* that launch's kernel handle, */
+        char kernel[64];       /* and its name */
     } dbg;
     /* Live maps (ka_buffer_map), under map_lock; ptr NULL: a free entry. */
     _Atomic uint32_t map_lock;
