@@ -12,14 +12,16 @@ ka_status ka__cl_buffer_create(ka__buffer *b) {
 
 void ka__cl_buffer_release(ka__buffer *b) { clReleaseMemObject(b->native); }
 
-/* KA_DEBUG's guard zone, on a queue of the device's own (the core's dbg_lock
- * serializes these calls, so making it at first use is not raced). After the
- * user's wait, in-order completion has made the kernels' writes visible. */
+/* KA_DEBUG's guard zone, on a queue of its own (the core's dbg_lock
+ * serializes these calls, so making it at first use is not raced): on PoCL's
+ * `basic` device where routing has it (the copy runs in the calling thread,
+ * not a round trip through the threaded device's workers), else on the
+ * device. After the user's wait the kernels' writes are visible. */
 ka_status ka__cl_buffer_guard(ka__buffer *b, void *host, bool write) {
     ka__cl_dev *cd = ka__cl_dev_of(b->dev);
     cl_int err;
     if (!cd->guard_q) {
-        cd->guard_q = clCreateCommandQueue(cd->context, cd->device, 0, &err);
+        cd->guard_q = clCreateCommandQueue(cd->context, cd->inline_device ? cd->inline_device : cd->device, 0, &err);
         if (err != CL_SUCCESS) {
             cd->guard_q = NULL;
             return ka__cl_fail("clCreateCommandQueue", err);
