@@ -5,7 +5,7 @@
  * buffer, the bytes and the kernel, logged as an error, with no crash; the
  * overrun is reported once; in-bounds kernels pass; ka_buffer_release reports
  * an overrun no wait saw; sizes stay the user's; the full argument check and
- * the warnings (to stderr when no logger is set). A device opened without
+ * the warnings and errors (to stderr when no logger is set). A device opened without
  * KA_DEBUG keeps none of it. KA_DEBUG is set here per device, before its open. */
 #include "test_util.h"
 
@@ -256,6 +256,14 @@ static void launch_mapped(dev *v) {
     KA_OK_OR_FAIL(ka_buffer_release(b));
 }
 
+/* An overrun: its error printed too when no logger is set. */
+static void overrun(dev *v) {
+    ka_buffer b = make_buffer(v->d, 400);
+    KA_OK_OR_FAIL(launch1(v, v->past, b, 100, NULL));
+    KA_EXPECT(KA_ERR_OUT_OF_BOUNDS, ka_queue_finish(v->q));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+}
+
 static void test_warnings(void **state) {
     (void)state;
     for (int debug = 1; debug >= 0; debug--) {
@@ -275,6 +283,9 @@ static void test_warnings(void **state) {
         if (debug) {
             if (strncmp(err, "libka: ka_launch: kernel 'inside' argument 0", 44) || !strstr(err, "is mapped"))
                 fail_msg("stderr under KA_DEBUG: \"%s\"", err);
+            capture_stderr(overrun, &v, err, sizeof err);
+            if (strncmp(err, "libka: ka_queue_finish: buffer 0x", 33) || !strstr(err, "'past' (argument 0)"))
+                fail_msg("stderr after an overrun under KA_DEBUG: \"%s\"", err);
         } else {
             assert_string_equal(err, "");
         }

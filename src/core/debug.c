@@ -1,6 +1,6 @@
 /* KA_DEBUG, the checking mode for development (docs/API.md "Debug mode",
  * docs/DESIGN.md): guard zones after buffers, checked at waits and at
- * release, and warnings printed when no logger is set. The full argument
+ * release, and warnings and errors printed when no logger is set. The full argument
  * check of each launch is launch.c's. A device reads KA_DEBUG once, at open;
  * without it nothing here runs (ka__warn aside), and launches and waits pay
  * one test of a flag the queue already has. */
@@ -31,9 +31,13 @@ int ka__debug_enabled(void) {
     return strcmp(v, "0") && strcasecmp(v, "off") && strcasecmp(v, "no") && strcasecmp(v, "false");
 }
 
-/* Devices open with KA_DEBUG: a warning prints while one is, whatever the
- * environment says now. */
+/* Devices open with KA_DEBUG: warnings and errors print while one is,
+ * whatever the environment says now. */
 static _Atomic uint32_t debug_devices;
+
+bool ka__debug_printing(void) {
+    return atomic_load_explicit(&debug_devices, memory_order_relaxed) || ka__debug_enabled();
+}
 
 void ka__warn(const char *fmt, ...) {
     char msg[512];
@@ -41,9 +45,7 @@ void ka__warn(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (ka__logger_set()) ka__log(KA_LOG_WARN, "%s", msg);
-    else if (atomic_load_explicit(&debug_devices, memory_order_relaxed) || ka__debug_enabled())
-        fprintf(stderr, "libka: %s\n", msg);
+    ka__log(KA_LOG_WARN, "%s", msg);
 }
 
 ka_status ka__debug_device_open(ka__device *d) {

@@ -26,9 +26,9 @@
 ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
 /* Appends text (e.g. a build log) to the current detail, truncating. */
 void ka__append_detail(const char *text);
+/* To the logger; with none, silent, but for KA_LOG_WARN and KA_LOG_ERROR
+ * under KA_DEBUG: stderr, "libka: " first (debug.c). */
 void ka__log(ka_log_level lvl, const char *fmt, ...) KA_PRINTF(2, 3);
-/* Whether the user set a logger (ka_set_logger). */
-bool ka__logger_set(void);
 /* Case-insensitive substring test (device selectors); false for an empty needle. */
 bool ka__icontains(const char *hay, const char *needle);
 
@@ -286,10 +286,12 @@ ka_status ka__assert_check(ka__queue *q, const char *call);
 /* Whether KA_DEBUG is set (not "", "0", "off", "no" or "false"). Read at each
  * call: devices read it once, at open (ka__device.debug). */
 int ka__debug_enabled(void);
-/* A warning for the user: to the logger at KA_LOG_WARN; with no logger set
- * and KA_DEBUG on (in the environment, or for a device open), to stderr as
- * "libka: ...". Never on a hot path. */
+/* A warning for the user: ka__log at KA_LOG_WARN, which with no logger set
+ * and KA_DEBUG on prints it to stderr as "libka: ...". Never on a hot path. */
 void ka__warn(const char *fmt, ...) KA_PRINTF(1, 2);
+/* Whether ka__log prints warnings and errors when no logger is set: KA_DEBUG
+ * is on in the environment, or for a device open. */
+bool ka__debug_printing(void);
 /* The largest guard zone (the device's scratch is this size). */
 #define KA__GUARD_MAX ((size_t)1 << 20)
 /* At device open: d->debug from KA_DEBUG, and then the lock and the scratch
