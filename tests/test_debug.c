@@ -129,7 +129,7 @@ static void overruns_on(const char *sel, uint32_t n) {
         KA_OK_OR_FAIL(ka_event_release(ev));
     }
     uint32_t last[2];
-    KA_OK_OR_FAIL(ka_buffer_read(v.q, b, end - 8, 8, last, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(v.q, last, b, end - 8, 8));
     assert_int_equal(last[0], n - 2);
     assert_int_equal(last[1], n - 1);
     /* In bounds: every wait passes; the sizes are the user's. */
@@ -180,7 +180,7 @@ static void release_on(const char *sel) {
     ka_buffer b = make_buffer(v.d, n * 4);
     KA_OK_OR_FAIL(launch1(&v, v.past, b, n, NULL));
     uint32_t x;
-    KA_OK_OR_FAIL(ka_buffer_read(v.q, b, 0, 4, &x, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(v.q, &x, b, 0, 4));
     KA_EXPECT(KA_ERR_OUT_OF_BOUNDS, ka_buffer_release(b));
     expect_overrun("ka_buffer_release", b, n, "past", 0, n * 4, n * 4 + 3);
     size_t bytes;
@@ -308,7 +308,7 @@ static void test_off(void **state) {
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
     uint32_t v[2];
-    KA_OK_OR_FAIL(ka_buffer_read(off.q, b, (n - 2) * 4, 8, v, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(off.q, v, b, (n - 2) * 4, 8));
     assert_int_equal(v[1], 2 * (n - 1));
     ka_native_buffer nb;
     KA_OK_OR_FAIL(ka_buffer_get_native(b, &nb));
@@ -320,7 +320,7 @@ static void test_off(void **state) {
     KA_OK_OR_FAIL(ka_buffer_wrap(on.d, host, 4096, &w));
     KA_OK_OR_FAIL(launch1(&on, on.inside, w, 1024, NULL));
     KA_OK_OR_FAIL(ka_queue_finish(on.q));
-    KA_OK_OR_FAIL(ka_buffer_read(on.q, w, 4092, 4, v, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(on.q, v, w, 4092, 4));
     assert_int_equal(v[0], 2046);
     KA_OK_OR_FAIL(ka_buffer_release(w));
     free(host);
