@@ -53,7 +53,8 @@ extern "C" {
     X(ERR_IN_USE, -16, "object still has live dependents")                     \
     X(ERR_BACKEND_UNAVAILABLE, -17, "back-end library not available")          \
     X(ERR_KERNEL_FAILED, -18, "a command on the device failed")                \
-    X(ERR_IO, -19, "file input/output failed")
+    X(ERR_IO, -19, "file input/output failed")                                 \
+    X(ERR_OUT_OF_BOUNDS, -20, "a kernel wrote past the end of a buffer")
 
 typedef enum ka_status {
 #define KA__ENUM(name, value, msg) KA_##name = value,

@@ -14,9 +14,9 @@ static void test_status_names_and_messages(void **state) {
 #undef ROW
     };
     size_t n = sizeof all / sizeof all[0];
-    assert_int_equal(n, 20);
+    assert_int_equal(n, 21);
     for (size_t i = 0; i < n; i++) {
-        assert_int_equal((int)all[i].s, -(int)i); /* dense: 0, -1, ..., -19 */
+        assert_int_equal((int)all[i].s, -(int)i); /* dense: 0, -1, ..., -20 */
         assert_string_equal(ka_status_name(all[i].s), all[i].name);
         assert_string_equal(ka_strerror(all[i].s), all[i].msg);
         assert_true(strlen(ka_strerror(all[i].s)) > 0);
@@ -25,7 +25,7 @@ static void test_status_names_and_messages(void **state) {
     assert_string_equal(ka_status_name(KA_OK), "KA_OK");
     assert_string_equal(ka_status_name(KA_ERR_TIMEOUT), "KA_ERR_TIMEOUT");
     /* Values outside the table still give static, non-NULL strings. */
-    const ka_status odd[] = {(ka_status)1, (ka_status)-20, (ka_status)12345, (ka_status)INT32_MIN};
+    const ka_status odd[] = {(ka_status)1, (ka_status)-21, (ka_status)12345, (ka_status)INT32_MIN};
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         assert_non_null(ka_strerror(odd[i]));
         assert_non_null(ka_status_name(odd[i]));

@@ -111,8 +111,16 @@ struct ka__backend {
     void (*queue_stats)(ka__queue *q, ka_queue_stats *out);    /* may be NULL: back-end fields */
 
     /* ---- buffers: ranges and devices checked by the core ------------------ */
-    ka_status (*buffer_create)(ka__buffer *b); /* b->bytes > 0; sets b->native */
+    /* b->bytes > 0; sets b->native to b->bytes + b->guard bytes (the guard:
+     * KA_DEBUG's zone past the end, 0 unless buffer_guard is set). */
+    ka_status (*buffer_create)(ka__buffer *b);
     void (*buffer_release)(ka__buffer *b);
+    /* May be NULL: no guard zones (b->guard stays 0). Blocking copy between
+     * host and b's guard zone, bytes [b->bytes, b->bytes + b->guard): write
+     * (host to buffer) or read, on no queue of the user's. Called with the
+     * device's dbg_lock held (one call per device at a time), after the
+     * buffer is made, and after a wait that covered the launches using it. */
+    ka_status (*buffer_guard)(ka__buffer *b, void *host, bool write);
     /* May be NULL: then out->mem is b->native and out->address NULL (the
      * core sets out->bytes). Fills what other libraries (MPI) use. */
     void (*buffer_native)(ka__buffer *b, ka_native_buffer *out);
@@ -305,6 +313,10 @@ static inline ka_status ka__be_buffer_copy(ka__queue *q, ka__buffer *s, size_t s
 static inline ka_status ka__be_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n,
                                            void **ev, bool block) {
     return q->dev->ops->buffer_fill(q, b, pat, psz, off, n, ev, block);
+}
+static inline bool ka__be_has_guards(const ka__device *d) { return d->ops->buffer_guard != NULL; }
+static inline ka_status ka__be_buffer_guard(ka__buffer *b, void *host, bool write) {
+    return b->dev->ops->buffer_guard(b, host, write);
 }
 static inline ka_status ka__be_buffer_wrap(ka__buffer *b) { return b->dev->ops->buffer_wrap(b); }
 static inline ka_status ka__be_buffer_init(ka__buffer *b, const void *src) { return b->dev->ops->buffer_init(b, src); }

@@ -27,6 +27,8 @@ static ka_status make(const char *fn, ka_device dev, size_t bytes, enum make_mod
     b->dev = d;
     b->bytes = bytes;
     b->host = mode == MAKE_WRAP ? host : NULL;
+    /* KA_DEBUG: a guard zone past the end; the user's memory (a wrap) has none. */
+    b->guard = mode == MAKE_WRAP ? 0 : ka__debug_guard_size(d, bytes);
     ka_status st = mode == MAKE_WRAP ? ka__be_buffer_wrap(b) : ka__be_buffer_create(b);
     if (st != KA_OK) {
         ka__free(b, sizeof *b);
@@ -35,6 +37,8 @@ static ka_status make(const char *fn, ka_device dev, size_t bytes, enum make_mod
     if (mode == MAKE_ZEROED || mode == MAKE_WITH) st = ka__be_buffer_init(b, host);
     if (st == KA_OK && !(b->id = ka__handle_new(KA__T_BUFFER, b)))
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory for a handle", fn);
+    /* Last: a listed buffer is one the user has. */
+    if (st == KA_OK && b->guard && (st = ka__debug_buffer_made(b)) != KA_OK) ka__handle_free(b->id);
     if (st != KA_OK) {
         ka__be_buffer_release(b);
         ka__free(b, sizeof *b);
@@ -83,10 +87,13 @@ ka_status ka_buffer_release(ka_buffer buf) {
     if (!ka__handle_retire(buf.id))
         return ka__fail(KA_ERR_INVALID_HANDLE, "ka_buffer_release: invalid or released buffer");
     ka__handle_free(b->id);
+    /* KA_DEBUG: an overrun not yet reported fails the release, which still
+     * releases the buffer. */
+    ka_status st = b->guard ? ka__debug_buffer_release(b) : KA_OK;
     ka__be_buffer_release(b);
     atomic_fetch_sub(&b->dev->live, 1);
     ka__free(b, sizeof *b);
-    return KA_OK;
+    return st;
 }
 
 ka_status ka_buffer_size(ka_buffer buf, size_t *bytes) {

@@ -126,8 +126,14 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
         ka__free(d, sizeof *d);
         return st;
     }
+    if ((st = ka__debug_device_open(d)) != KA_OK) {
+        ka__be_device_close(d);
+        ka__free(d, sizeof *d);
+        return st;
+    }
     d->id = ka__handle_new(KA__T_DEVICE, d);
     if (!d->id) {
+        ka__debug_device_close(d);
         ka__be_device_close(d);
         ka__free(d, sizeof *d);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory for a handle");
@@ -146,6 +152,7 @@ ka_status ka_device_close(ka_device dev) {
                         "ka_host_register) of the device are alive",
                         live);
     ka__handle_free(d->id);
+    ka__debug_device_close(d);
     ka__be_device_close(d);
     ka__free(d, sizeof *d);
     return KA_OK;

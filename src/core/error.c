@@ -38,13 +38,16 @@ void ka_set_logger(ka_log_fn fn, void *user) {
 }
 
 void ka__log(ka_log_level lvl, const char *fmt, ...) {
-    if (!log_fn) return;
+    ka_log_fn fn = log_fn;
+    /* No logger: silent, but for warnings and errors under KA_DEBUG (debug.c). */
+    if (!fn && (lvl > KA_LOG_WARN || !ka__debug_printing())) return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    log_fn(lvl, msg, log_user);
+    if (fn) fn(lvl, msg, log_user);
+    else fprintf(stderr, "libka: %s\n", msg);
 }
 
 ka_status ka__fail(ka_status s, const char *fmt, ...) {

@@ -258,6 +258,10 @@ static ka_status graph_launch(ka__queue *q, ka__graph *g, ka_event *ev) {
     void *native = NULL;
     if (g->native) st = ka__be_graph_launch(q, g, e ? &native : NULL);
     else if (g->last < g->n) st = replay(q, g, e ? &native : NULL);
+    if (KA_UNLIKELY(atomic_load_explicit(&q->hooks, memory_order_relaxed) & KA__QH_DEBUG) && st == KA_OK)
+        for (uint32_t i = 0; i < g->n; i++) /* KA_DEBUG: the launch nodes' buffers checked at the next wait */
+            if (g->nodes[i].type == KA__GN_LAUNCH)
+                ka__debug_note_launch(q, g->nodes[i].k, g->nodes[i].args, g->nodes[i].nargs);
     return ka__event_publish(e, st, native, ev);
 }
 

@@ -26,13 +26,9 @@
 ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
 /* Appends text (e.g. a build log) to the current detail, truncating. */
 void ka__append_detail(const char *text);
+/* To the logger; with none, silent, but for KA_LOG_WARN and KA_LOG_ERROR
+ * under KA_DEBUG: stderr, "libka: " first (debug.c). */
 void ka__log(ka_log_level lvl, const char *fmt, ...) KA_PRINTF(2, 3);
-/* KA_DEBUG=1 (read once): the checking mode; a build-time warning about a
- * kernel (a return before a barrier) then fails the build. */
-int ka__debug_enabled(void);
-/* A warning about the user's kernels or launches (warn.c): to the logger at
- * KA_LOG_WARN; the one place such warnings pass, for the checking mode. */
-void ka__warn(const char *fmt, ...) KA_PRINTF(1, 2);
 /* Case-insensitive substring test (device selectors); false for an empty needle. */
 bool ka__icontains(const char *hay, const char *needle);
 
@@ -126,6 +122,12 @@ struct ka__device {
     ka_device_info info;
     void *native;              /* back-end's device state */
     _Atomic uint32_t live;     /* queues, buffers, programs alive */
+    /* KA_DEBUG, read at open (debug.c): the guarded buffers, their checks
+     * and the scratch a check reads a guard zone into, under dbg_lock. */
+    bool debug;
+    pthread_mutex_t dbg_lock;
+    ka__buffer *dbg_head;
+    void *dbg_scratch;         /* KA__GUARD_MAX bytes, from the open (a back-end that keeps guard zones) */
 };
 
 /* What the dialect headers paste before a KA_KERNEL's name (ka_k_##name): a
@@ -219,6 +221,17 @@ struct ka__buffer {
     void *native;              /* cl_mem / CUdeviceptr */
     void *host;                /* ka_buffer_wrap's host memory, else NULL */
     uint32_t be_flags;         /* the back-end's own (CUDA: it registered host) */
+    /* KA_DEBUG: the back-end allocated guard more bytes after `bytes`, a
+     * known pattern (debug.c); 0 without KA_DEBUG, for a wrapped buffer, or
+     * on a back-end without a buffer_guard hook. */
+    size_t guard;
+    struct ka__bdbg {          /* KA_DEBUG's record, under the device's dbg_lock */
+        ka__buffer *next, *prev;   /* the device's guarded buffers */
+        const ka__queue *q;    /* the queue of the last launch naming it since its last check; NULL: none */
+        uint32_t arg;          /* that launch's argument index */
+        uint64_t kid;          /* that launch's kernel handle, */
+        char kernel[64];       /* and its name */
+    } dbg;
     /* Live maps (ka_buffer_map), under map_lock; ptr NULL: a free entry. */
     _Atomic uint32_t map_lock;
     struct ka__map {
@@ -271,6 +284,7 @@ struct ka__queue {
 enum {
     KA__QH_TRACED = 1u << 0,   /* the queue's device is traced: waits are spans (trace.c) */
     KA__QH_ASSERTS = 1u << 1,  /* a kernel calling ka_assert was launched: waits read the record */
+    KA__QH_DEBUG = 1u << 2,    /* the device opened under KA_DEBUG: full launch checks, guard zones checked at waits */
 };
 /* Back-ends, at an asserting kernel's launch: a store only the first time. */
 static inline void ka__queue_mark_asserts(ka__queue *q) {
@@ -288,6 +302,46 @@ static inline void ka__queue_mark_asserts(ka__queue *q) {
  * detail when a kernel's ka_assert failed since the last check (the record
  * is cleared), else KA_OK. Only for queues with KA__QH_ASSERTS set. */
 ka_status ka__assert_check(ka__queue *q, const char *call);
+
+/* ---- KA_DEBUG (debug.c) ------------------------------------------------- */
+/* Whether KA_DEBUG is set (not "", "0", "off", "no" or "false"). Read at each
+ * call: devices read it once, at open (ka__device.debug). */
+int ka__debug_enabled(void);
+/* A warning for the user: ka__log at KA_LOG_WARN, which with no logger set
+ * and KA_DEBUG on prints it to stderr as "libka: ...". Never on a hot path. */
+void ka__warn(const char *fmt, ...) KA_PRINTF(1, 2);
+/* Whether ka__log prints warnings and errors when no logger is set: KA_DEBUG
+ * is on in the environment, or for a device open. */
+bool ka__debug_printing(void);
+/* The largest guard zone (the device's scratch is this size). */
+#define KA__GUARD_MAX ((size_t)1 << 20)
+/* At device open: d->debug from KA_DEBUG, and then the lock and the scratch
+ * (KA_ERR_OUT_OF_MEMORY without it). At close: both gone. */
+ka_status ka__debug_device_open(ka__device *d);
+void ka__debug_device_close(ka__device *d);
+/* b->guard for a new (not wrapped) buffer of d: 0 when d is not in debug
+ * mode or its back-end keeps no guards. */
+size_t ka__debug_guard_size(const ka__device *d, size_t bytes);
+/* After the back-end made b (b->guard > 0): the pattern written, b listed. */
+ka_status ka__debug_buffer_made(ka__buffer *b);
+/* At release (b->guard > 0): b unlisted, its guard checked; KA_OK or
+ * KA_ERR_OUT_OF_BOUNDS naming the buffer and its last kernel. */
+ka_status ka__debug_buffer_release(ka__buffer *b);
+/* After a launch (or a graph's launch node) on q of a debug device: its
+ * buffer arguments are marked for the next check on q. */
+void ka__debug_note_launch(ka__queue *q, const ka__kernel *k, const ka_arg *args, uint32_t nargs);
+/* After a successful wait on q (KA__QH_DEBUG): the guards of the buffers
+ * marked on q checked; the first overrun's KA_ERR_OUT_OF_BOUNDS. */
+ka_status ka__debug_check(ka__queue *q, const char *call);
+/* The checks a wait on a queue with hooks runs after it succeeded: ka_assert's
+ * record, then the guard zones. */
+static inline ka_status ka__wait_checks(ka__queue *q, const char *call) {
+    uint32_t h = atomic_load_explicit(&q->hooks, memory_order_relaxed);
+    ka_status st = KA_OK;
+    if (h & KA__QH_ASSERTS) st = ka__assert_check(q, call);
+    if ((h & KA__QH_DEBUG) && st == KA_OK) st = ka__debug_check(q, call);
+    return st;
+}
 
 /* A test-and-set lock for the few hundred nanoseconds of set-args + enqueue:
  * cheaper than a mutex uncontended (measured with callgrind), yields when held. */

@@ -240,7 +240,29 @@ static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp
 }
 
 static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
-                        uint32_t nargs, ka_event *ev);
+                        uint32_t nargs, ka_event *ev, bool debug);
+
+/* KA_DEBUG's launch (a queue with KA__QH_DEBUG): every argument checked in
+ * full, a mapped buffer argument warned of, and the buffer arguments marked
+ * for the guard-zone check of the next wait (debug.c). */
+static ka_status __attribute__((noinline, cold)) launch_debug(ka__queue *q, ka__kernel *k, ka_kernel kernel,
+                                                             const ka_range *r, const ka_arg *args, uint32_t nargs,
+                                                             ka_event *ev) {
+    for (uint32_t i = 0; args && i < nargs && i < k->nargs; i++) {
+        if (args[i].kind != KA_ARG_BUFFER) continue;
+        ka__buffer *b = ka__resolve(args[i].u.buffer, KA__T_BUFFER);
+        if (!b) continue; /* the check's error follows */
+        bool mapped = false;
+        ka__spin_lock(&b->map_lock);
+        for (uint32_t m = 0; m < KA_MAX_MAPS; m++) mapped |= b->maps[m].ptr != NULL;
+        ka__spin_unlock(&b->map_lock);
+        if (mapped)
+            ka__warn("ka_launch: kernel '%s' argument %u ('%s'): buffer 0x%llx is mapped (ka_buffer_map); what the "
+                     "kernel and the host see of it is undefined until ka_buffer_unmap",
+                     k->name, i, k->sig[i].name, (unsigned long long)b->id);
+    }
+    return launch(q, k, kernel, r, args, nargs, ev, true);
+}
 
 /* Queue and kernel are pinned for the call: a release of either (or of the
  * kernel's program) in another thread waits for it to return. */
@@ -255,14 +277,17 @@ ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const k
         ka__unpin(qs);
         return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released kernel");
     }
-    ka_status st = launch(q, k, kernel, r, args, nargs, ev);
+    ka_status st = launch(q, k, kernel, r, args, nargs, ev, false);
     ka__unpin(ks);
     ka__unpin(qs);
     return st;
 }
 
 static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
-                        uint32_t nargs, ka_event *ev) {
+                        uint32_t nargs, ka_event *ev, bool debug) {
+    /* The one test KA_DEBUG costs a launch without it: a flag the queue has from its device's open. */
+    if (!debug && KA_UNLIKELY(atomic_load_explicit(&q->hooks, memory_order_relaxed) & KA__QH_DEBUG))
+        return launch_debug(q, k, kernel, r, args, nargs, ev);
     if (KA_UNLIKELY(!r)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: range is NULL");
     if (KA_UNLIKELY(k->prog->dev != q->dev))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel and queue are on different devices");
@@ -270,7 +295,7 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
         return ka__fail(KA_ERR_INVALID_RANGE, "ka_launch: a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
                         r->dims);
     void *mem[KA_MAX_ARGS]; /* native buffers by argument (buffer arguments only); k->nargs <= KA_MAX_ARGS */
-    ka_status st = check_args(k, q->dev, args, nargs, mem, false);
+    ka_status st = check_args(k, q->dev, args, nargs, mem, debug);
     if (KA_UNLIKELY(st != KA_OK)) return st;
 
     /* The geometry of recent launches on this thread, a slot per kernel
@@ -299,5 +324,6 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
     if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
     void *native = NULL;
     if (KA_LIKELY(l->items)) st = ka__be_launch(q, k, l, args, nargs, e ? &native : NULL);
+    if (debug && st == KA_OK) ka__debug_note_launch(q, k, args, nargs); /* before the event is the user's */
     return ka__event_publish(e, st, native, ev);
 }

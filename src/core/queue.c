@@ -20,7 +20,7 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
     q->efd = -1;
     q->spin_ns = cfg ? cfg->spin_ns : -1;
     q->profiling = cfg && cfg->profiling;
-    q->hooks = ka__trace_device(d) ? KA__QH_TRACED : 0;
+    q->hooks = (ka__trace_device(d) ? KA__QH_TRACED : 0) | (d->debug ? KA__QH_DEBUG : 0);
     q->nevents = cap; /* back-ends size their native event pools by it */
     ka_status st = ka__be_queue_create(q, cfg);
     if (st != KA_OK) goto fail_q;
@@ -71,8 +71,9 @@ ka_status ka_queue_finish(ka_queue queue) {
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_finish: invalid or released queue");
     ka_status st = q->rec ? recording("ka_queue_finish") : ka__be_queue_finish(q);
-    if (KA_UNLIKELY(atomic_load_explicit(&q->hooks, memory_order_relaxed) & KA__QH_ASSERTS) && st == KA_OK)
-        st = ka__assert_check(q, "ka_queue_finish");
+    if (KA_UNLIKELY(atomic_load_explicit(&q->hooks, memory_order_relaxed) & (KA__QH_ASSERTS | KA__QH_DEBUG)) &&
+        st == KA_OK)
+        st = ka__wait_checks(q, "ka_queue_finish");
     ka__unpin(qs);
     return st;
 }

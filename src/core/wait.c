@@ -188,13 +188,13 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
     return done_status(e);
 }
 
-/* A wait on a queue with hooks (q->hooks): a traced span, the assertion record read after. */
+/* A wait on a queue with hooks (q->hooks): a traced span, the assertion
+ * record and KA_DEBUG's guard zones read after. */
 static ka_status __attribute__((noinline, cold)) wait_hooked(ka__event *e, int64_t timeout_ns) {
     ka_trace_event te;
     bool traced = ka__trace_waits(e->q, &te, "ka_event_wait");
     ka_status st = wait_one(e, deadline_of(timeout_ns));
-    if ((atomic_load_explicit(&e->q->hooks, memory_order_relaxed) & KA__QH_ASSERTS) && st == KA_OK)
-        st = ka__assert_check(e->q, "ka_event_wait");
+    if (st == KA_OK) st = ka__wait_checks(e->q, "ka_event_wait");
     if (traced) ka__trace_end(e->q, &te, st);
     return st;
 }
@@ -231,16 +231,16 @@ static ka_status wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
     ka_status first = KA_OK;
     uint32_t first_at = 0;
     const ka__queue *checked = NULL;
-    char assert_msg[384] = ""; /* a failed ka_assert's detail, kept past later waits */
+    char assert_msg[640] = ""; /* a failed check's detail (ka_assert, KA_DEBUG), kept past later waits */
     for (uint32_t i = 0; i < n; i++) {
         ka__slot *s;
         ka__event *e = ka__event_pin(evs[i], &s);
         if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_all: event %u was released while waiting", i);
         ka_status st = wait_one(e, deadline);
-        if (KA_UNLIKELY(atomic_load_explicit(&e->q->hooks, memory_order_relaxed) & KA__QH_ASSERTS) && st == KA_OK &&
-            e->q != checked) {
+        if (KA_UNLIKELY(atomic_load_explicit(&e->q->hooks, memory_order_relaxed) & (KA__QH_ASSERTS | KA__QH_DEBUG)) &&
+            st == KA_OK && e->q != checked) {
             checked = e->q;
-            if ((st = ka__assert_check(e->q, "ka_wait_all")) != KA_OK && first == KA_OK)
+            if ((st = ka__wait_checks(e->q, "ka_wait_all")) != KA_OK && first == KA_OK)
                 snprintf(assert_msg, sizeof assert_msg, "%s", ka_last_error());
         }
         ka__unpin(s);
@@ -314,7 +314,8 @@ static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32
     if (armed) atomic_fetch_sub(&ka__any_waiters, 1);
     if (st != KA_OK) return ka__fail(KA_ERR_TIMEOUT, "ka_wait_any: none complete");
     st = done_status(es[*index]);
-    if (KA_UNLIKELY(atomic_load_explicit(&es[*index]->q->hooks, memory_order_relaxed) & KA__QH_ASSERTS) && st == KA_OK)
-        st = ka__assert_check(es[*index]->q, "ka_wait_any");
+    if (KA_UNLIKELY(atomic_load_explicit(&es[*index]->q->hooks, memory_order_relaxed) & (KA__QH_ASSERTS | KA__QH_DEBUG)) &&
+        st == KA_OK)
+        st = ka__wait_checks(es[*index]->q, "ka_wait_any");
     return st;
 }

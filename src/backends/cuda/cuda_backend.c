@@ -234,6 +234,7 @@ const ka__backend ka__cuda_backend = {
     .buffer_fill = ka__cuda_buffer_fill,
     .buffer_wrap = ka__cuda_buffer_wrap,
     .buffer_init = ka__cuda_buffer_init,
+    .buffer_guard = ka__cuda_buffer_guard,
     .buffer_map = ka__cuda_buffer_map,
     .buffer_unmap = ka__cuda_buffer_unmap,
     .queue_wait = ka__cuda_queue_wait,

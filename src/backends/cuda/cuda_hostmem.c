@@ -50,6 +50,19 @@ ka_status ka__cuda_buffer_init(ka__buffer *b, const void *src) {
     return KA_OK;
 }
 
+/* KA_DEBUG's guard zone, on the legacy default stream as buffer_init: after
+ * the user's wait the kernels that used the buffer are complete. */
+ka_status ka__cuda_buffer_guard(ka__buffer *b, void *host, bool write) {
+    ka_status st = ka__cuda_bind(b->dev->native);
+    if (st != KA_OK) return st;
+    CUdeviceptr zone = (CUdeviceptr)(uintptr_t)b->native + (CUdeviceptr)b->bytes;
+    CUresult r = write ? ka__cu.cuMemcpyHtoDAsync(zone, host, b->guard, 0)
+                       : ka__cu.cuMemcpyDtoHAsync(host, zone, b->guard, 0);
+    if (r != CUDA_SUCCESS) return ka__cu_fail(r, write ? "cuMemcpyHtoDAsync (guard zone)" : "cuMemcpyDtoHAsync (guard zone)");
+    if ((r = ka__cu.cuStreamSynchronize(0)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuStreamSynchronize");
+    return KA_OK;
+}
+
 /* A wrapped buffer maps in place once the stream is idle; device memory
  * through a page-locked copy (token), read in for KA_MAP_READ and written
  * back at unmap for KA_MAP_WRITE. */

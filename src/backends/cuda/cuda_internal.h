@@ -135,6 +135,7 @@ ka_status ka__cuda_event_elapsed(void *ev, uint64_t *ns);
 ka_status ka__cuda_buffer_wrap(ka__buffer *b);
 void ka__cuda_buffer_unwrap(ka__buffer *b);
 ka_status ka__cuda_buffer_init(ka__buffer *b, const void *src);
+ka_status ka__cuda_buffer_guard(ka__buffer *b, void *host, bool write);
 ka_status ka__cuda_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token);
 ka_status ka__cuda_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m);
 ka_status ka__cuda_queue_wait(ka__queue *q, void *ev);

@@ -19,7 +19,7 @@ ka_status ka__cuda_buffer_create(ka__buffer *b) {
     ka_status st = ka__cuda_bind(d);
     if (st != KA_OK) return st;
     CUdeviceptr p = 0;
-    CUresult r = ka__cu.cuMemAlloc(&p, b->bytes);
+    CUresult r = ka__cu.cuMemAlloc(&p, b->bytes + b->guard);
     if (r != CUDA_SUCCESS) return ka__fail(ka__cu_status(r), "cuMemAlloc(%zu bytes): %s", b->bytes, ka__cu_name(r));
     b->native = (void *)(uintptr_t)p;
     return KA_OK;

@@ -20,6 +20,7 @@ const ka__backend ka__host_backend = {
     .buffer_write = ka__host_buffer_write, .buffer_read = ka__host_buffer_read,
     .buffer_copy = ka__host_buffer_copy, .buffer_fill = ka__host_buffer_fill,
     .buffer_wrap = ka__host_buffer_wrap, .buffer_init = ka__host_buffer_init,
+    .buffer_guard = ka__host_buffer_guard,
     .buffer_map = ka__host_buffer_map, .buffer_unmap = ka__host_buffer_unmap,
     .queue_wait = ka__host_queue_wait,
     .prelude = ka__prelude_c, .source_file = "<program source>",

@@ -184,6 +184,7 @@ ka_status ka__host_buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffe
 ka_status ka__host_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev, bool block);
 ka_status ka__host_buffer_wrap(ka__buffer *b);
 ka_status ka__host_buffer_init(ka__buffer *b, const void *src);
+ka_status ka__host_buffer_guard(ka__buffer *b, void *host, bool write);
 ka_status ka__host_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token);
 ka_status ka__host_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m);
 

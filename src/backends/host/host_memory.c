@@ -9,9 +9,9 @@
 #define ALIGN 64u
 
 ka_status ka__host_buffer_create(ka__buffer *b) {
-    if (b->bytes > SIZE_MAX - ALIGN)
+    if (b->bytes > SIZE_MAX - ALIGN - b->guard)
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: %zu bytes is too large", b->bytes);
-    unsigned char *raw = ka__alloc(b->bytes + ALIGN);
+    unsigned char *raw = ka__alloc(b->bytes + b->guard + ALIGN);
     if (!raw) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: out of memory for %zu bytes", b->bytes);
     /* The offset to the aligned start (1 to ALIGN) sits in the byte before it. */
     unsigned off = ALIGN - (unsigned)((uintptr_t)raw % ALIGN);
@@ -23,7 +23,15 @@ ka_status ka__host_buffer_create(ka__buffer *b) {
 void ka__host_buffer_release(ka__buffer *b) {
     if (b->host) return; /* the caller's memory */
     unsigned char *p = b->native;
-    ka__free(p - p[-1], b->bytes + ALIGN);
+    ka__free(p - p[-1], b->bytes + b->guard + ALIGN);
+}
+
+/* KA_DEBUG's guard zone: the bytes after the buffer's. */
+ka_status ka__host_buffer_guard(ka__buffer *b, void *host, bool write) {
+    char *zone = (char *)b->native + b->bytes;
+    if (write) memcpy(zone, host, b->guard);
+    else memcpy(host, zone, b->guard);
+    return KA_OK;
 }
 
 void ka__host_buffer_native(ka__buffer *b, ka_native_buffer *out) { out->address = b->native; }

@@ -40,11 +40,19 @@ static ka_status n_queue_create(ka__queue *q, const ka_queue_config *cfg) { (voi
 static void n_void_q(ka__queue *q) { (void)q; }
 
 static ka_status n_buffer_create(ka__buffer *b) {
-    b->native = ka__calloc(1, b->bytes);
+    b->native = b->bytes <= SIZE_MAX - b->guard ? ka__calloc(1, b->bytes + b->guard) : NULL;
     return b->native ? KA_OK : ka__fail(KA_ERR_DEVICE_OUT_OF_MEMORY, "null: out of memory for %zu bytes", b->bytes);
 }
 static void n_buffer_release(ka__buffer *b) {
-    if (!b->host) ka__free(b->native, b->bytes);
+    if (!b->host) ka__free(b->native, b->bytes + b->guard);
+}
+/* KA_DEBUG's guard zone: the bytes after the buffer's (no kernel of the
+ * null device writes it; the checks run all the same). */
+static ka_status n_buffer_guard(ka__buffer *b, void *host, bool write) {
+    char *zone = (char *)b->native + b->bytes;
+    if (write) memcpy(zone, host, b->guard);
+    else memcpy(host, zone, b->guard);
+    return KA_OK;
 }
 static void n_buffer_native(ka__buffer *b, ka_native_buffer *out) { out->address = b->native; } /* host memory */
 /* Host memory is the null device's memory: a wrapped buffer is the caller's
@@ -190,6 +198,7 @@ const ka__backend ka__null_backend = {
     .buffer_create = n_buffer_create, .buffer_release = n_buffer_release, .buffer_native = n_buffer_native,
     .buffer_write = n_write, .buffer_read = n_read, .buffer_copy = n_copy, .buffer_fill = n_fill,
     .buffer_wrap = n_buffer_wrap, .buffer_init = n_buffer_init, .buffer_map = n_map, .buffer_unmap = n_unmap,
+    .buffer_guard = n_buffer_guard,
     .queue_wait = n_queue_wait,
     .prelude = "", .build_target = n_build_target, .compile = n_compile, .load = n_load,
     .module_release = n_module_release,

@@ -23,6 +23,7 @@ const ka__backend ka__opencl_backend = {
     .buffer_fill = ka__cl_buffer_fill,
     .buffer_wrap = ka__cl_buffer_wrap,
     .buffer_init = ka__cl_buffer_init,
+    .buffer_guard = ka__cl_buffer_guard,
     .buffer_map = ka__cl_buffer_map,
     .buffer_unmap = ka__cl_buffer_unmap,
     .queue_wait = ka__cl_queue_wait,

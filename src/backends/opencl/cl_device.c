@@ -248,6 +248,7 @@ ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
 
 void ka__cl_device_close(ka__device *d) {
     ka__cl_dev *cd = d->native;
+    if (cd->guard_q) clReleaseCommandQueue(cd->guard_q);
     clReleaseContext(cd->context);
     ka__free(cd, sizeof *cd);
 }

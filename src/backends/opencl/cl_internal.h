@@ -27,6 +27,7 @@ typedef struct ka__cl_dev {
     char build_options[48]; /* every build's first: std_option -cl-kernel-arg-info */
     bool pocl;           /* on PoCL's platform: builds add the size probes */
     cl_device_id inline_device; /* PoCL's `basic` device in the same context, or NULL */
+    cl_command_queue guard_q;   /* KA_DEBUG's guard zones (buffer_guard), made at first use; else NULL */
 } ka__cl_dev;
 
 /* ka__queue.native: the device's own queue, and for PoCL a second one on
@@ -149,6 +150,7 @@ ka_status ka__cl_buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_
 /* ---- cl_hostmem.c ---- */
 ka_status ka__cl_buffer_wrap(ka__buffer *b);
 ka_status ka__cl_buffer_init(ka__buffer *b, const void *src);
+ka_status ka__cl_buffer_guard(ka__buffer *b, void *host, bool write);
 ka_status ka__cl_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token);
 ka_status ka__cl_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m);
 ka_status ka__cl_queue_wait(ka__queue *q, void *ev);

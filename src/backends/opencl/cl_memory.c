@@ -4,13 +4,34 @@
 
 ka_status ka__cl_buffer_create(ka__buffer *b) {
     cl_int err;
-    cl_mem m = clCreateBuffer(ka__cl_dev_of(b->dev)->context, CL_MEM_READ_WRITE, b->bytes, NULL, &err);
+    cl_mem m = clCreateBuffer(ka__cl_dev_of(b->dev)->context, CL_MEM_READ_WRITE, b->bytes + b->guard, NULL, &err);
     if (err != CL_SUCCESS) return ka__cl_fail("clCreateBuffer", err);
     b->native = m;
     return KA_OK;
 }
 
 void ka__cl_buffer_release(ka__buffer *b) { clReleaseMemObject(b->native); }
+
+/* KA_DEBUG's guard zone, on a queue of its own (the core's dbg_lock
+ * serializes these calls, so making it at first use is not raced): on PoCL's
+ * `basic` device where routing has it (the copy runs in the calling thread,
+ * not a round trip through the threaded device's workers), else on the
+ * device. After the user's wait the kernels' writes are visible. */
+ka_status ka__cl_buffer_guard(ka__buffer *b, void *host, bool write) {
+    ka__cl_dev *cd = ka__cl_dev_of(b->dev);
+    cl_int err;
+    if (!cd->guard_q) {
+        cd->guard_q = clCreateCommandQueue(cd->context, cd->inline_device ? cd->inline_device : cd->device, 0, &err);
+        if (err != CL_SUCCESS) {
+            cd->guard_q = NULL;
+            return ka__cl_fail("clCreateCommandQueue", err);
+        }
+    }
+    if (write) err = clEnqueueWriteBuffer(cd->guard_q, b->native, CL_TRUE, b->bytes, b->guard, host, 0, NULL, NULL);
+    else err = clEnqueueReadBuffer(cd->guard_q, b->native, CL_TRUE, b->bytes, b->guard, host, 0, NULL, NULL);
+    KA__CL_CHECK(write ? "clEnqueueWriteBuffer (KA_DEBUG guard zone)" : "clEnqueueReadBuffer (KA_DEBUG guard zone)", err);
+    return KA_OK;
+}
 
 ka_status ka__cl_buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block) {
     KA__CL_CHECK("clEnqueueWriteBuffer",

@@ -1,0 +1,338 @@
+/* KA_DEBUG=1 (docs/API.md, "Debug mode"), on the default device (PoCL unless
+ * $KA_DEVICE) and on the host back-end: a kernel writing past the end of a
+ * buffer makes the next wait on its queue (ka_event_wait, ka_wait_all,
+ * ka_wait_any, ka_queue_finish) return KA_ERR_OUT_OF_BOUNDS naming the
+ * buffer, the bytes and the kernel, logged as an error, with no crash; the
+ * overrun is reported once; in-bounds kernels pass; ka_buffer_release reports
+ * an overrun no wait saw; sizes stay the user's; the full argument check and
+ * the warnings and errors (to stderr when no logger is set). A device opened without
+ * KA_DEBUG keeps none of it. KA_DEBUG is set here per device, before its open. */
+#include "test_util.h"
+
+#include <unistd.h>
+
+static const char *src =
+    "KA_KERNEL(past, KA_GLOBAL uint *out, uint n) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    uint i = (uint)ka_global_id(0);\n"
+    "    out[i] = i;\n"
+    "    if (i == n - 1) out[n] = 0xdeadbeefu;\n" /* one element past the end */
+    "}\n"
+    "KA_KERNEL(inside, KA_GLOBAL uint *out, uint n) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    uint i = (uint)ka_global_id(0);\n"
+    "    if (i < n) out[i] = 2u * i;\n"
+    "}\n"
+    "KA_KERNEL(second, KA_GLOBAL uint *a, KA_GLOBAL uint *b, uint n) {\n"
+    "    if (!ka_in_range()) return;\n"
+    "    uint i = (uint)ka_global_id(0);\n"
+    "    a[i] = i;\n"
+    "    if (i == 0) b[n + 1] = 0u;\n" /* a zero, 4 bytes after the end */
+    "}\n"
+    "typedef struct tri { float x, y, z; } tri;\n"
+    "KA_KERNEL(takes_struct, KA_GLOBAL float *out, tri t) {\n"
+    "    if (ka_in_range()) out[ka_global_id(0)] = t.x + t.y + t.z;\n"
+    "}\n";
+
+#define N_BIG 300000u /* past PoCL routing's default limit: the threaded device */
+
+typedef struct dev {
+    const char *sel; /* NULL: the default device */
+    ka_device d;
+    ka_queue q;
+    ka_program p;
+    ka_kernel past, inside, second, takes_struct;
+} dev;
+
+/* The errors and warnings logged, the last of each. */
+static char logged_error[1024], logged_warn[1024];
+static void logger(ka_log_level lvl, const char *msg, void *user) {
+    (void)user;
+    if (lvl == KA_LOG_ERROR) snprintf(logged_error, sizeof logged_error, "%s", msg);
+    if (lvl == KA_LOG_WARN) snprintf(logged_warn, sizeof logged_warn, "%s", msg);
+}
+
+/* Opens sel with KA_DEBUG as given; false (after saying why) when sel is a
+ * back-end this machine does not have. */
+static bool dev_open(dev *v, const char *sel, const char *debug) {
+    memset(v, 0, sizeof *v);
+    v->sel = sel;
+    if (debug) setenv("KA_DEBUG", debug, 1);
+    else unsetenv("KA_DEBUG");
+    ka_status st = ka_device_open(sel, &v->d);
+    unsetenv("KA_DEBUG"); /* read at the open: later opens are each test's own choice */
+    if (sel && (st == KA_ERR_NO_DEVICE || st == KA_ERR_BACKEND_UNAVAILABLE)) {
+        printf("no %s device here (%s): its cases are not run\n", sel, ka_last_error());
+        return false;
+    }
+    KA_OK_OR_FAIL(st);
+    KA_OK_OR_FAIL(ka_queue_create(v->d, NULL, &v->q));
+    KA_OK_OR_FAIL(ka_program_build(v->d, src, NULL, &v->p));
+    KA_OK_OR_FAIL(ka_kernel_get(v->p, "past", NULL, &v->past));
+    KA_OK_OR_FAIL(ka_kernel_get(v->p, "inside", NULL, &v->inside));
+    KA_OK_OR_FAIL(ka_kernel_get(v->p, "second", NULL, &v->second));
+    KA_OK_OR_FAIL(ka_kernel_get(v->p, "takes_struct", NULL, &v->takes_struct));
+    return true;
+}
+
+static void dev_close(dev *v) {
+    KA_OK_OR_FAIL(ka_program_release(v->p));
+    KA_OK_OR_FAIL(ka_queue_release(v->q));
+    KA_OK_OR_FAIL(ka_device_close(v->d));
+}
+
+static ka_status launch1(dev *v, ka_kernel k, ka_buffer b, uint32_t n, ka_event *ev) {
+    ka_arg a[] = {ka_arg_buffer(b), ka_arg_u32(n)};
+    return ka_launch(v->q, k, &(ka_range){.dims = 1, .size = {n}}, a, 2, ev);
+}
+
+/* The detail (and the logged error) of an overrun of buffer b of n uint. */
+static void expect_overrun(const char *call, ka_buffer b, uint32_t n, const char *kernel, uint32_t arg, size_t from,
+                           size_t to) {
+    char id[64], size[64], bytes[96], who[96];
+    snprintf(id, sizeof id, "buffer 0x%llx ", (unsigned long long)b.id);
+    snprintf(size, sizeof size, "of %zu bytes", (size_t)n * 4);
+    snprintf(bytes, sizeof bytes, "bytes %zu to %zu changed", from, to);
+    snprintf(who, sizeof who, "'%s' (argument %u)", kernel, arg);
+    EXPECT_DETAIL(call, id, size, "written past its end", bytes, who);
+    if (!strstr(logged_error, id) || !strstr(logged_error, bytes))
+        fail_msg("the overrun was not logged as an error: \"%s\"", logged_error);
+    logged_error[0] = 0;
+}
+
+/* A wait of each kind after one overrun; the data in bounds is right, the
+ * overrun reported once, and an in-bounds launch afterwards passes. */
+static void overruns_on(const char *sel, uint32_t n) {
+    dev v;
+    if (!dev_open(&v, sel, "1")) return;
+    const ka_device_info *info;
+    KA_OK_OR_FAIL(ka_device_get_info(v.d, &info));
+    printf("%s, %u items\n", info->name, n);
+    ka_buffer b = make_buffer(v.d, (size_t)n * 4);
+    size_t end = (size_t)n * 4;
+    const char *calls[] = {"ka_event_wait", "ka_queue_finish", "ka_wait_all", "ka_wait_any"};
+    for (int c = 0; c < 4; c++) {
+        ka_event ev;
+        KA_OK_OR_FAIL(launch1(&v, v.past, b, n, &ev));
+        uint32_t idx = 0;
+        ka_status st = c == 0   ? ka_event_wait(ev, KA_WAIT_FOREVER)
+                       : c == 1 ? ka_queue_finish(v.q)
+                       : c == 2 ? ka_wait_all(&ev, 1, KA_WAIT_FOREVER)
+                                : ka_wait_any(&ev, 1, KA_WAIT_FOREVER, &idx);
+        if (st != KA_ERR_OUT_OF_BOUNDS)
+            fail_msg("%s after an overrun -> %s, expected KA_ERR_OUT_OF_BOUNDS\n%s", calls[c], ka_status_name(st),
+                     ka_last_error());
+        expect_overrun(calls[c], b, n, "past", 0, end, end + 3);
+        /* Reported once: the zone holds its pattern again. */
+        KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_queue_finish(v.q));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+    }
+    uint32_t last[2];
+    KA_OK_OR_FAIL(ka_buffer_read(v.q, last, b, end - 8, 8));
+    assert_int_equal(last[0], n - 2);
+    assert_int_equal(last[1], n - 1);
+    /* In bounds: every wait passes; the sizes are the user's. */
+    for (int i = 0; i < 3; i++) {
+        ka_event ev;
+        KA_OK_OR_FAIL(launch1(&v, v.inside, b, n, &ev));
+        KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+        KA_OK_OR_FAIL(ka_event_release(ev));
+    }
+    KA_OK_OR_FAIL(ka_queue_finish(v.q));
+    size_t bytes = 0;
+    KA_OK_OR_FAIL(ka_buffer_size(b, &bytes));
+    assert_int_equal(bytes, end);
+    ka_native_buffer nb;
+    KA_OK_OR_FAIL(ka_buffer_get_native(b, &nb));
+    assert_int_equal(nb.bytes, end);
+    /* The second of two buffer arguments, a zero stored 4 bytes past its end. */
+    ka_buffer a = make_buffer(v.d, (size_t)n * 4);
+    ka_arg args[] = {ka_arg_buffer(a), ka_arg_buffer(b), ka_arg_u32(n)};
+    KA_OK_OR_FAIL(ka_launch(v.q, v.second, &(ka_range){.dims = 1, .size = {n}}, args, 3, NULL));
+    KA_EXPECT(KA_ERR_OUT_OF_BOUNDS, ka_queue_finish(v.q));
+    expect_overrun("ka_queue_finish", b, n, "second", 1, end + 4, end + 7);
+    KA_OK_OR_FAIL(ka_buffer_release(a));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    dev_close(&v);
+}
+
+static void test_overrun_default(void **state) {
+    (void)state;
+    ka_set_logger(logger, NULL);
+    overruns_on(NULL, 1000);
+    overruns_on(NULL, N_BIG);
+}
+
+static void test_overrun_host(void **state) {
+    (void)state;
+    ka_set_logger(logger, NULL);
+    overruns_on("host", 1000);
+    overruns_on("host", N_BIG);
+}
+
+/* An overrun no wait saw (a blocking read made the kernel complete) fails
+ * the buffer's release, which still releases it. */
+static void release_on(const char *sel) {
+    dev v;
+    if (!dev_open(&v, sel, "1")) return;
+    const uint32_t n = 500;
+    ka_buffer b = make_buffer(v.d, n * 4);
+    KA_OK_OR_FAIL(launch1(&v, v.past, b, n, NULL));
+    uint32_t x;
+    KA_OK_OR_FAIL(ka_buffer_read(v.q, &x, b, 0, 4));
+    KA_EXPECT(KA_ERR_OUT_OF_BOUNDS, ka_buffer_release(b));
+    expect_overrun("ka_buffer_release", b, n, "past", 0, n * 4, n * 4 + 3);
+    size_t bytes;
+    KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_size(b, &bytes));
+    /* A buffer never overrun releases cleanly. */
+    ka_buffer c = make_buffer(v.d, 64);
+    KA_OK_OR_FAIL(launch1(&v, v.inside, c, 16, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(v.q));
+    KA_OK_OR_FAIL(ka_buffer_release(c));
+    dev_close(&v);
+}
+
+static void test_release(void **state) {
+    (void)state;
+    ka_set_logger(logger, NULL);
+    release_on(NULL);
+    release_on("host");
+}
+
+/* Garbage of exactly the word the fast path compares (kind 0, size
+ * 0xffffffff: a struct parameter's) is refused by the core's full check
+ * under KA_DEBUG; without it, by the back-end. */
+static void full_check_on(const char *sel) {
+    for (int debug = 1; debug >= 0; debug--) {
+        dev v;
+        if (!dev_open(&v, sel, debug ? "1" : NULL)) return;
+        ka_buffer b = make_buffer(v.d, 64);
+        ka_arg args[] = {ka_arg_buffer(b), {0, UINT32_MAX, {0}}};
+        ka_status st = ka_launch(v.q, v.takes_struct, &(ka_range){.dims = 1, .size = {16}}, args, 2, NULL);
+        assert_int_not_equal(st, KA_OK);
+        if (debug) {
+            assert_int_equal(st, KA_ERR_ARG_TYPE);
+            EXPECT_DETAIL("ka_launch: kernel 'takes_struct' argument 1", "unknown argument kind 0");
+        }
+        KA_OK_OR_FAIL(ka_queue_finish(v.q));
+        KA_OK_OR_FAIL(ka_buffer_release(b));
+        dev_close(&v);
+    }
+}
+
+static void test_full_check(void **state) {
+    (void)state;
+    ka_set_logger(logger, NULL);
+    full_check_on(NULL);
+    full_check_on("host");
+}
+
+/* stderr into a file while fn runs; what was written there, in out. */
+static void capture_stderr(void (*fn)(dev *), dev *v, char *out, size_t cap) {
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    int saved = dup(2);
+    dup2(fileno(tmp), 2);
+    fn(v);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(out, 1, cap - 1, tmp);
+    out[n] = 0;
+    fclose(tmp);
+}
+
+/* A launch with a mapped buffer argument: a warning under KA_DEBUG. */
+static void launch_mapped(dev *v) {
+    ka_buffer b = make_buffer(v->d, 64);
+    void *p;
+    KA_OK_OR_FAIL(ka_buffer_map(v->q, b, 0, 64, KA_MAP_READ, &p));
+    KA_OK_OR_FAIL(launch1(v, v->inside, b, 16, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(v->q));
+    KA_OK_OR_FAIL(ka_buffer_unmap(v->q, b, p));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+}
+
+/* An overrun: its error printed too when no logger is set. */
+static void overrun(dev *v) {
+    ka_buffer b = make_buffer(v->d, 400);
+    KA_OK_OR_FAIL(launch1(v, v->past, b, 100, NULL));
+    KA_EXPECT(KA_ERR_OUT_OF_BOUNDS, ka_queue_finish(v->q));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+}
+
+static void test_warnings(void **state) {
+    (void)state;
+    for (int debug = 1; debug >= 0; debug--) {
+        dev v;
+        dev_open(&v, NULL, debug ? "1" : NULL);
+        /* With a logger: to the logger only. */
+        ka_set_logger(logger, NULL);
+        logged_warn[0] = 0;
+        char err[2048];
+        capture_stderr(launch_mapped, &v, err, sizeof err);
+        assert_string_equal(err, "");
+        if (debug) assert_non_null(strstr(logged_warn, "argument 0 ('out'): buffer 0x"));
+        else assert_string_equal(logged_warn, "");
+        /* Without one: printed under KA_DEBUG, "libka: " first; else nothing. */
+        ka_set_logger(NULL, NULL);
+        capture_stderr(launch_mapped, &v, err, sizeof err);
+        if (debug) {
+            if (strncmp(err, "libka: ka_launch: kernel 'inside' argument 0", 44) || !strstr(err, "is mapped"))
+                fail_msg("stderr under KA_DEBUG: \"%s\"", err);
+            capture_stderr(overrun, &v, err, sizeof err);
+            if (strncmp(err, "libka: ka_queue_finish: buffer 0x", 33) || !strstr(err, "'past' (argument 0)"))
+                fail_msg("stderr after an overrun under KA_DEBUG: \"%s\"", err);
+        } else {
+            assert_string_equal(err, "");
+        }
+        dev_close(&v);
+    }
+}
+
+/* Without KA_DEBUG, launches and waits of in-bounds kernels as ever, and a
+ * KA_DEBUG device beside it does not change them. */
+static void test_off(void **state) {
+    (void)state;
+    ka_set_logger(logger, NULL);
+    dev on, off;
+    dev_open(&on, NULL, "1");
+    dev_open(&off, NULL, "0");
+    const uint32_t n = 1000;
+    ka_buffer b = make_buffer(off.d, n * 4);
+    ka_event ev;
+    KA_OK_OR_FAIL(launch1(&off, off.inside, b, n, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    uint32_t v[2];
+    KA_OK_OR_FAIL(ka_buffer_read(off.q, v, b, (n - 2) * 4, 8));
+    assert_int_equal(v[1], 2 * (n - 1));
+    ka_native_buffer nb;
+    KA_OK_OR_FAIL(ka_buffer_get_native(b, &nb));
+    assert_int_equal(nb.bytes, n * 4);
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    /* A wrapped buffer has no guard zone: in-bounds use passes under KA_DEBUG too. */
+    uint32_t *host = aligned_alloc(4096, 4096);
+    ka_buffer w;
+    KA_OK_OR_FAIL(ka_buffer_wrap(on.d, host, 4096, &w));
+    KA_OK_OR_FAIL(launch1(&on, on.inside, w, 1024, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(on.q));
+    KA_OK_OR_FAIL(ka_buffer_read(on.q, v, w, 4092, 4));
+    assert_int_equal(v[0], 2046);
+    KA_OK_OR_FAIL(ka_buffer_release(w));
+    free(host);
+    assert_string_equal(logged_error, "");
+    dev_close(&off);
+    dev_close(&on);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_overrun_default), cmocka_unit_test(test_overrun_host), cmocka_unit_test(test_release),
+        cmocka_unit_test(test_full_check),      cmocka_unit_test(test_warnings),     cmocka_unit_test(test_off),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
