@@ -7,6 +7,8 @@
  * class flips to the faster path, flips back when the times change, keeps
  * its own choice per kernel and per size, that a limit from the queue's
  * config or $KA_INLINE_MAX_ITEMS and KA_INLINE_OFF still decide alone, that
+ * a launch that chose inline stays on the threaded device behind pending
+ * launches nobody waits for, that
  * the adaptive launches allocate nothing, and that threads launching one
  * kernel get correct results. */
 #include "test_util.h"
@@ -206,6 +208,58 @@ static void limits_still_override(void **state) {
     assert_int_equal(atomic_load(&samples), s0);
 }
 
+/* A launch that chose inline goes to the threaded device while launches
+ * nobody waits for are pending there (an inline launch would finish them
+ * first, losing the pipeline's overlap), and inline again once a finish, a
+ * wait on an event or a blocking transfer covers them. The order of the
+ * increments holds on every path. */
+static void pipeline_keeps_threaded(void **state) {
+    (void)state;
+    ka_queue q = adaptive_queue();
+    ka_kernel big = new_kernel(), small = new_kernel();
+    /* 100 ns per item inline, 50 us per launch threaded: 4096 items
+     * threaded, 64 items inline. */
+    set_times(50000, 0, 0, 100);
+    int zero = 0;
+    KA_OK_OR_FAIL(ka_buffer_fill(q, F.buf, &zero, sizeof zero, 0, MAXN * sizeof(int), NULL));
+    assert_true(launches(q, big, MAXN, 200) <= 20);
+    assert_true(launches(q, small, 64, 200) >= 180);
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    /* A two-kernel step, no waits: launches 200-249 of each size class, no
+     * probe due (every 2^7 launches by now), so the small kernel follows the
+     * big one onto the threaded device. */
+    uint64_t inl = 0;
+    for (int i = 0; i < 50; i++) inl += launches(q, big, MAXN, 1) + launches(q, small, 64, 1);
+    print_message("pipelined step: %llu of 100 launches inline\n", (unsigned long long)inl);
+    assert_int_equal(inl, 0);
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    assert_true(launches(q, small, 64, 20) >= 19); /* launch 256: a probe of the threaded path */
+    /* The big kernel's launch waited for, or a blocking read after it: the
+     * small one runs inline. */
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range big_r = {.dims = 1, .size = {MAXN}};
+    ka_event ev;
+    KA_OK_OR_FAIL(ka_launch(q, big, &big_r, args, 1, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, -1));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    assert_int_equal(launches(q, small, 64, 1), 1);
+    int got[2];
+    KA_OK_OR_FAIL(ka_launch(q, big, &big_r, args, 1, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, F.buf, 0, sizeof got, got, NULL));
+    assert_int_equal(launches(q, small, 64, 1), 1);
+    /* Every increment arrived, in order: 200 + 50 + 2 big launches, 200 +
+     * 50 + 20 + 2 small ones. */
+    int *all = malloc(MAXN * sizeof(int));
+    assert_non_null(all);
+    KA_OK_OR_FAIL(ka_buffer_read(q, F.buf, 0, MAXN * sizeof(int), all, NULL));
+    assert_int_equal(got[0], 252 + 271);
+    for (uint32_t j = 0; j < MAXN; j++) {
+        int want = j < 64 ? 252 + 272 : 252;
+        if (all[j] != want) fail_msg("element %u: %d, expected %d", j, all[j], want);
+    }
+    free(all);
+    KA_OK_OR_FAIL(ka_queue_release(q));
+}
 
 /* Warm-up, probes, flips and timed launches on both paths allocate nothing
  * in libka. */
@@ -293,6 +347,7 @@ int main(void) {
         cmocka_unit_test(flips_to_faster_and_back),
         cmocka_unit_test(per_size_and_kernel),
         cmocka_unit_test(limits_still_override),
+        cmocka_unit_test(pipeline_keeps_threaded),
         cmocka_unit_test(adaptive_launches_allocate_nothing),
         cmocka_unit_test(threads_share_a_kernel),
     };

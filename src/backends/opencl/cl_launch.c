@@ -135,6 +135,10 @@ static inline __attribute__((always_inline)) ka_status launch_threaded(ka__queue
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel", err);
     }
     ka__spin_unlock(&kk->spin);
+    ka__cl_queue *cq = q->native;
+    if (!ev && cq->adaptive && KA_LIKELY(st == KA_OK))
+        atomic_store_explicit(&cq->main_pipe, atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed),
+                              memory_order_relaxed);
     return st;
 }
 
@@ -151,9 +155,13 @@ static inline unsigned route_pick(const ka__cl_queue *cq, ka__cl_bucket *b, uint
     return ka__cl_route_pick_slow(cq, b, items, n, s);
 }
 
-/* A measured launch: the time of this launch alone, from the host's clock,
- * with work already queued on the threaded device finished first. Inline:
- * the call itself (complete on return). Threaded: enqueue to clFinish. */
+/* A measured launch: what this launch costs the host, from its clock, with
+ * work already queued on the threaded device finished first. Inline: the
+ * call itself (complete on return). Threaded: what a pipeline of launches
+ * pays for one, the larger of its enqueue and its time on the device; the
+ * latter is enqueue to clFinish less the round trip of an empty command
+ * (a marker) right after, the wake-up and completion latency that launches
+ * queued back to back do not pay. */
 static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel *k, const ka__launch *l,
                                                          const ka_arg *args, uint32_t nargs, void **ev, ka__cl_bucket *b,
                                                          unsigned path) {
@@ -164,12 +172,22 @@ static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel
         (st = ka__cl_finish_main(cq)) != KA_OK)
         return st;
     int64_t t0 = ka__now_ns();
-    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev);
-    else st = launch_threaded(q, k, l, args, nargs, ev);
-    /* A threaded launch is enqueued (its event made) whatever the finish
-     * gives: a failed finish costs the sample, and the wait reports it. */
-    if (st == KA_OK && (path == KA__PATH_INLINE || ka__cl_finish_main(cq) == KA_OK))
-        ka__cl_route_sample(b, path, l->items, ka__now_ns() - t0);
+    if (path == KA__PATH_INLINE) {
+        st = launch_inline(q, k, l, args, nargs, ev);
+        if (st == KA_OK) ka__cl_route_sample(b, path, l->items, ka__now_ns() - t0);
+        return st;
+    }
+    st = launch_threaded(q, k, l, args, nargs, ev);
+    int64_t t1 = ka__now_ns();
+    /* A threaded launch is enqueued (its event made) whatever the finishes
+     * give: a failed one costs the sample, and the wait reports it. The
+     * marker is finished here: nothing else waits for it, so it is not
+     * counted. */
+    if (st != KA_OK || ka__cl_finish_main(cq) != KA_OK) return st;
+    int64_t t2 = ka__now_ns();
+    if (clEnqueueMarkerWithWaitList(cq->main, 0, NULL, NULL) != CL_SUCCESS || clFinish(cq->main) != CL_SUCCESS) return st;
+    int64_t device = (t2 - t0) - (ka__now_ns() - t2);
+    ka__cl_route_sample(b, path, l->items, device > t1 - t0 ? device : t1 - t0);
     return st;
 }
 
@@ -186,7 +204,12 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
             ka__cl_bucket *b = &kk->route[63 - __builtin_clzll(l->items | 1)];
             unsigned how = route_pick(cq, b, l->items);
             if (KA_UNLIKELY(how & KA__ROUTE_TIMED)) return launch_timed(q, k, l, args, nargs, ev, b, how & 1);
-            if (how == KA__PATH_INLINE) return launch_inline(q, k, l, args, nargs, ev);
+            /* Inline only when no launch nobody waits for is pending on the
+             * threaded device: finishing it first would serialize what the
+             * pipeline overlaps (cq->main_pipe). */
+            if (how == KA__PATH_INLINE && atomic_load_explicit(&cq->main_pipe, memory_order_relaxed) <=
+                                              atomic_load_explicit(&cq->main_finished, memory_order_relaxed))
+                return launch_inline(q, k, l, args, nargs, ev);
         }
     }
     return launch_threaded(q, k, l, args, nargs, ev);

@@ -85,8 +85,7 @@ ka_status ka__cl_route_open(const ka__queue *q, const ka_queue_config *cfg, ka__
 ka_status ka__cl_finish_main(ka__cl_queue *cq) {
     uint64_t n = atomic_load(&cq->main_enqueued);
     KA__CL_CHECK("clFinish", clFinish(cq->main));
-    uint64_t done = atomic_load(&cq->main_finished);
-    while (done < n && !atomic_compare_exchange_weak(&cq->main_finished, &done, n)) {}
+    ka__cl_covered(cq, n);
     return KA_OK;
 }
 
