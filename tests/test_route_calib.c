@@ -140,14 +140,16 @@ static void flips_to_faster_and_back(void **state) {
     assert_true(inl >= 2 && inl <= 16); /* probes, ever rarer while the choice holds */
     /* The times change: inline is now the faster path. */
     set_times(1000000, 0, 10000, 0);
-    int took = until_mostly(q, k, 64, true, 4096);
+    /* The period between probes grows to 2^13 launches here (2^p launches
+     * of 10 us under KA__PROBE_SPAN_NS). */
+    int took = until_mostly(q, k, 64, true, 1 << 15);
     print_message("inline faster: moved after %d launches\n", took);
-    assert_true(took > 0);
+    assert_true(took > 1024); /* probes of a 10-us path rarer than every 2^10 launches */
     inl = launches(q, k, 64, 256);
     assert_true(inl >= 240);
     /* And back again. */
     set_times(10000, 0, 1000000, 0);
-    took = until_mostly(q, k, 64, false, 4096);
+    took = until_mostly(q, k, 64, false, 1 << 15);
     print_message("threaded faster again: moved after %d launches\n", took);
     assert_true(took > 0);
     KA_OK_OR_FAIL(ka_queue_release(q));
@@ -240,7 +242,7 @@ static void pipeline_keeps_threaded(void **state) {
     ka_range big_r = {.dims = 1, .size = {MAXN}};
     ka_event ev;
     KA_OK_OR_FAIL(ka_launch(q, big, &big_r, args, 1, &ev));
-    KA_OK_OR_FAIL(ka_event_wait(ev, -1));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
     assert_int_equal(launches(q, small, 64, 1), 1);
     int got[2];
@@ -267,21 +269,23 @@ static void adaptive_launches_allocate_nothing(void **state) {
     (void)state;
     ka_queue q = adaptive_queue();
     ka_kernel k = new_kernel();
-    set_times(10000, 0, 1000000, 0);
+    /* 100 us on the chosen path: probes at least every 2^10 launches, so the
+     * choice flips within the 1200 launches below. */
+    set_times(100000, 0, 1000000, 0);
     launches(q, k, 64, 8); /* the kernel built for `basic`, the first local size on each device */
     KA_OK_OR_FAIL(ka_queue_finish(q));
     heap_install();
     heap_start();
     uint64_t s0 = atomic_load(&samples);
     uint64_t inl = launches(q, k, 64, 300);
-    set_times(1000000, 0, 10000, 0);
+    set_times(1000000, 0, 100000, 0);
     inl += launches(q, k, 64, 1200);
     KA_OK_OR_FAIL(ka_queue_finish(q));
     ka_set_allocator(NULL);
     print_message("%llu timed launches, %llu inline of 1500\n", (unsigned long long)(atomic_load(&samples) - s0),
                   (unsigned long long)inl);
     assert_true(atomic_load(&samples) - s0 >= 4);
-    assert_true(inl > 0 && inl < 1500);
+    assert_true(inl > 100 && inl < 1500); /* flipped to inline */
     assert_int_equal(heap_stop(), 0);
     KA_OK_OR_FAIL(ka_queue_release(q));
 }

@@ -31,9 +31,16 @@
 /* Probes of the other path come every 2^p launches of a size class: p starts
  * at 2, grows by one each time a probe confirms the choice, up to 10 (a probe
  * of the slower path then costs at most its extra time once per 1024
- * launches), and falls back to 2 when the choice flips. */
+ * launches) or, for launches short enough, up to the p at which 2^p launches
+ * on the chosen path take KA__PROBE_SPAN_NS, at most 15, and falls back to 2
+ * when the choice flips. A probe of the threaded device costs more than its
+ * own time: PoCL's worker threads stay busy for a while after a command, and
+ * the inline launches after it share the cores with them (docs/DESIGN.md,
+ * "PoCL routing"). */
 #define KA__PERIOD_MIN 2u
 #define KA__PERIOD_MAX 10u
+#define KA__PERIOD_TOP 15u
+#define KA__PROBE_SPAN_NS (1u << 26)
 
 /* A non-negative decimal from the environment, else dflt (a sign, other
  * characters or an overflow also give dflt). */
@@ -166,7 +173,8 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
      * back and forth on noise. */
     if ((uint64_t)cur * 8 > (uint64_t)alt * 9) s = KA__RB_SEEDED | (chosen ^ 1) | KA__PERIOD_MIN << 4;
     else if (changed) s = (s & ~(15u << 4)) | KA__PERIOD_MIN << 4;
-    else if (path != chosen && period < KA__PERIOD_MAX) s = (s & ~(15u << 4)) | (period + 1) << 4;
+    else if (path != chosen && (period < KA__PERIOD_MAX || (period < KA__PERIOD_TOP && (uint64_t)cur << period < KA__PROBE_SPAN_NS)))
+        s = (s & ~(15u << 4)) | (period + 1) << 4;
     else return;
     atomic_store_explicit(&b->state, s, memory_order_relaxed);
 }
