@@ -159,9 +159,10 @@ static inline unsigned route_pick(const ka__cl_queue *cq, ka__cl_bucket *b, uint
  * work already queued on the threaded device finished first. Inline: the
  * call itself (complete on return). Threaded: what a pipeline of launches
  * pays for one, the larger of its enqueue and its time on the device; the
- * latter is enqueue to clFinish less the round trip of an empty command
- * (a marker) right after, the wake-up and completion latency that launches
- * queued back to back do not pay. */
+ * latter is enqueue to clFinish less the wake-up and completion latency that
+ * launches queued back to back do not pay: the shortest round trip of an
+ * empty command (a marker) seen on this queue. The shortest, as a delay of
+ * the marker (a preemption) must not make the threaded path look cheap. */
 static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel *k, const ka__launch *l,
                                                          const ka_arg *args, uint32_t nargs, void **ev, ka__cl_bucket *b,
                                                          unsigned path) {
@@ -186,7 +187,11 @@ static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel
     if (st != KA_OK || ka__cl_finish_main(cq) != KA_OK) return st;
     int64_t t2 = ka__now_ns();
     if (clEnqueueMarkerWithWaitList(cq->main, 0, NULL, NULL) != CL_SUCCESS || clFinish(cq->main) != CL_SUCCESS) return st;
-    int64_t device = (t2 - t0) - (ka__now_ns() - t2);
+    int64_t m = ka__now_ns() - t2;
+    uint32_t lat = atomic_load_explicit(&cq->latency_ns, memory_order_relaxed);
+    if (!lat || m < lat) atomic_store_explicit(&cq->latency_ns, lat = m < 1 ? 1 : m > UINT32_MAX ? UINT32_MAX : (uint32_t)m,
+                                               memory_order_relaxed);
+    int64_t device = (t2 - t0) - lat;
     ka__cl_route_sample(b, path, l->items, device > t1 - t0 ? device : t1 - t0);
     return st;
 }
