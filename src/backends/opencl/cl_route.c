@@ -29,7 +29,8 @@
  * wins while items * (1 - 1/c) ns < KA__THREADED_NS. */
 #define KA__THREADED_NS 20000
 /* Probes of the other path come every 2^p launches of a size class: p starts
- * at 2, grows by one each time a probe confirms the choice, up to 10 (a probe
+ * at 2 (or period_floor's, for paths far apart), grows by one each time a
+ * probe confirms the choice, up to 10 (a probe
  * of the slower path then costs at most its extra time once per 1024
  * launches) or, for launches short enough, up to the p at which 2^p launches
  * on the chosen path take KA__PROBE_SPAN_NS, at most 15, and falls back to 2
@@ -147,6 +148,17 @@ unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64
     return phase == 0 ? other | KA__ROUTE_TIMED : phase == 1 ? chosen | KA__ROUTE_TIMED : chosen;
 }
 
+/* The shortest period (log2, launches) at which probes of the other path,
+ * alt ns against cur ns on the chosen one, cost at most 1/16 of the time
+ * between two of them: paths far apart need few probes, and a size class of
+ * long launches learns without spending much of a short run on the slower
+ * path. */
+static uint32_t period_floor(uint32_t cur, uint32_t alt) {
+    uint32_t p = KA__PERIOD_MIN;
+    while (p < KA__PERIOD_MAX && alt > cur && ((uint64_t)alt - cur) * 16 > (uint64_t)cur << p) p++;
+    return p;
+}
+
 void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
     int64_t (*hook)(unsigned, uint64_t, int64_t) = atomic_load_explicit(&ka__cl_route_sample_hook, memory_order_relaxed);
     if (hook) ns = hook(path, items, ns);
@@ -171,8 +183,9 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
     uint32_t cur = path == chosen ? avg : other, alt = path == chosen ? other : avg, period = KA__RB_PERIOD(s);
     /* A margin of 1/8 keeps two paths of about the same time from flipping
      * back and forth on noise. */
-    if ((uint64_t)cur * 8 > (uint64_t)alt * 9) s = KA__RB_SEEDED | (chosen ^ 1) | KA__PERIOD_MIN << 4;
-    else if (changed) s = (s & ~(15u << 4)) | KA__PERIOD_MIN << 4;
+    if ((uint64_t)cur * 8 > (uint64_t)alt * 9) s = KA__RB_SEEDED | (chosen ^ 1) | period_floor(alt, cur) << 4;
+    else if (changed) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
+    else if (period < period_floor(cur, alt)) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
     else if (path != chosen && (period < KA__PERIOD_MAX || (period < KA__PERIOD_TOP && (uint64_t)cur << period < KA__PROBE_SPAN_NS)))
         s = (s & ~(15u << 4)) | (period + 1) << 4;
     else return;
