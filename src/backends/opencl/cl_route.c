@@ -29,12 +29,12 @@
  * wins while items * (1 - 1/c) ns < KA__THREADED_NS. */
 #define KA__THREADED_NS 20000
 /* Probes of the other path come every 2^p launches of a size class: p starts
- * at 2 (or period_floor's, for paths far apart), grows by one each time a
- * probe confirms the choice, up to 10 (a probe
+ * at 2, grows by one each time a probe confirms the choice, up to 10 (a probe
  * of the slower path then costs at most its extra time once per 1024
  * launches) or, for launches short enough, up to the p at which 2^p launches
  * on the chosen path take KA__PROBE_SPAN_NS, at most 15, and falls back to 2
- * when the choice flips. A probe of the threaded device costs more than its
+ * when the choice flips; never below period_floor's, for paths far apart.
+ * A probe of the threaded device costs more than its
  * own time: PoCL's worker threads stay busy for a while after a command, and
  * the inline launches after it share the cores with them (docs/DESIGN.md,
  * "PoCL routing"). */
@@ -159,6 +159,16 @@ static uint32_t period_floor(uint32_t cur, uint32_t alt) {
     return p;
 }
 
+/* Whether cur ns on the chosen path against alt ns on the other is worth
+ * leaving it. A margin of 1/8 keeps two paths of about the same time from
+ * flipping back and forth on noise. Leaving inline takes 1/4: a size class
+ * on the threaded device takes the launches after it there too, until the
+ * next wait (ka__cl_launch), and its sample of the threaded path leaves out
+ * part of the device's work per command. */
+static bool leaves(unsigned chosen, uint32_t cur, uint32_t alt) {
+    return chosen == KA__PATH_INLINE ? (uint64_t)cur * 3 > (uint64_t)alt * 4 : (uint64_t)cur * 8 > (uint64_t)alt * 9;
+}
+
 void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
     int64_t (*hook)(unsigned, uint64_t, int64_t) = atomic_load_explicit(&ka__cl_route_sample_hook, memory_order_relaxed);
     if (hook) ns = hook(path, items, ns);
@@ -169,11 +179,10 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
     uint32_t other = atomic_load_explicit(&b->ns[path ^ 1], memory_order_relaxed);
     /* The sample says the times may have changed when the chosen path now
      * takes longer than the other's average, or the other path less than the
-     * chosen's, by the margin of a flip (1/8): probe often again. Without the
+     * chosen's, by the margin of a flip (leaves): probe often again. Without the
      * margin, two paths of about the same time reset the probe period on
      * every noisy sample, and 6-9 % of launches were timed. */
-    bool changed = old && other &&
-                   (path == chosen ? (uint64_t)x * 8 > (uint64_t)other * 9 : (uint64_t)x * 9 < (uint64_t)other * 8);
+    bool changed = old && other && (path == chosen ? leaves(chosen, x, other) : leaves(chosen, other, x));
     /* The average moves half-way to each sample; one sample counts at most 4
      * times the average (a stray compile or preemption). */
     if (old && x > 4 * old) x = 4 * old;
@@ -181,9 +190,7 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
     atomic_store_explicit(&b->ns[path], avg, memory_order_relaxed);
     if (!other) return;
     uint32_t cur = path == chosen ? avg : other, alt = path == chosen ? other : avg, period = KA__RB_PERIOD(s);
-    /* A margin of 1/8 keeps two paths of about the same time from flipping
-     * back and forth on noise. */
-    if ((uint64_t)cur * 8 > (uint64_t)alt * 9) s = KA__RB_SEEDED | (chosen ^ 1) | period_floor(alt, cur) << 4;
+    if (leaves(chosen, cur, alt)) s = KA__RB_SEEDED | (chosen ^ 1) | period_floor(alt, cur) << 4;
     else if (changed) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
     else if (period < period_floor(cur, alt)) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
     else if (path != chosen && (period < KA__PERIOD_MAX || (period < KA__PERIOD_TOP && (uint64_t)cur << period < KA__PROBE_SPAN_NS)))
