@@ -52,10 +52,6 @@ typedef struct ka__cl_queue {
      * inline, it would first finish main and lose the overlap of the host's
      * enqueues with the device's work. */
     _Atomic uint64_t main_pipe;
-    /* Adaptive routing: the shortest round trip of an empty command (a
-     * marker) on main seen, ns; 0 = none yet. A timed threaded launch less
-     * this is what a pipeline pays for it (cl_launch.c, launch_timed). */
-    _Atomic uint32_t latency_ns;
     _Atomic uint64_t inline_launches;
     /* Inline launches of one queue are serialized: otherwise one thread's
      * clFlush can run another's command, whose launch then returns before its

@@ -155,14 +155,14 @@ static inline unsigned route_pick(const ka__cl_queue *cq, ka__cl_bucket *b, uint
     return ka__cl_route_pick_slow(cq, b, items, n, s);
 }
 
-/* A measured launch: what this launch costs the host, from its clock, with
- * work already queued on the threaded device finished first. Inline: the
- * call itself (complete on return). Threaded: what a pipeline of launches
- * pays for one, the larger of its enqueue and its time on the device; the
- * latter is enqueue to clFinish less the wake-up and completion latency that
- * launches queued back to back do not pay: the shortest round trip of an
- * empty command (a marker) seen on this queue. The shortest, as a delay of
- * the marker (a preemption) must not make the threaded path look cheap. */
+/* A measured launch: the time of this launch alone, from the host's clock,
+ * with work already queued on the threaded device finished first. Inline:
+ * the call itself (complete on return). Threaded: enqueue to clFinish, which
+ * includes the device's wake-up and completion latency that launches queued
+ * back to back do not pay. That latency less the round trip of an empty
+ * marker underestimated what a pipeline pays per launch of a small kernel
+ * (the host's and the device's threads share the cores), and one size class
+ * sent threaded on it takes a whole time loop with it (ka__cl_launch). */
 static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel *k, const ka__launch *l,
                                                          const ka_arg *args, uint32_t nargs, void **ev, ka__cl_bucket *b,
                                                          unsigned path) {
@@ -173,26 +173,12 @@ static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel
         (st = ka__cl_finish_main(cq)) != KA_OK)
         return st;
     int64_t t0 = ka__now_ns();
-    if (path == KA__PATH_INLINE) {
-        st = launch_inline(q, k, l, args, nargs, ev);
-        if (st == KA_OK) ka__cl_route_sample(b, path, l->items, ka__now_ns() - t0);
-        return st;
-    }
-    st = launch_threaded(q, k, l, args, nargs, ev);
-    int64_t t1 = ka__now_ns();
-    /* A threaded launch is enqueued (its event made) whatever the finishes
-     * give: a failed one costs the sample, and the wait reports it. The
-     * marker is finished here: nothing else waits for it, so it is not
-     * counted. */
-    if (st != KA_OK || ka__cl_finish_main(cq) != KA_OK) return st;
-    int64_t t2 = ka__now_ns();
-    if (clEnqueueMarkerWithWaitList(cq->main, 0, NULL, NULL) != CL_SUCCESS || clFinish(cq->main) != CL_SUCCESS) return st;
-    int64_t m = ka__now_ns() - t2;
-    uint32_t lat = atomic_load_explicit(&cq->latency_ns, memory_order_relaxed);
-    if (!lat || m < lat) atomic_store_explicit(&cq->latency_ns, lat = m < 1 ? 1 : m > UINT32_MAX ? UINT32_MAX : (uint32_t)m,
-                                               memory_order_relaxed);
-    int64_t device = (t2 - t0) - lat;
-    ka__cl_route_sample(b, path, l->items, device > t1 - t0 ? device : t1 - t0);
+    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev);
+    else st = launch_threaded(q, k, l, args, nargs, ev);
+    /* A threaded launch is enqueued (its event made) whatever the finish
+     * gives: a failed finish costs the sample, and the wait reports it. */
+    if (st == KA_OK && (path == KA__PATH_INLINE || ka__cl_finish_main(cq) == KA_OK))
+        ka__cl_route_sample(b, path, l->items, ka__now_ns() - t0);
     return st;
 }
 

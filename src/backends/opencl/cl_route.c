@@ -163,8 +163,7 @@ static uint32_t period_floor(uint32_t cur, uint32_t alt) {
  * leaving it. A margin of 1/8 keeps two paths of about the same time from
  * flipping back and forth on noise. Leaving inline takes 1/4: a size class
  * on the threaded device takes the launches after it there too, until the
- * next wait (ka__cl_launch), and its sample of the threaded path leaves out
- * part of the device's work per command. */
+ * next wait (ka__cl_launch). */
 static bool leaves(unsigned chosen, uint32_t cur, uint32_t alt) {
     return chosen == KA__PATH_INLINE ? (uint64_t)cur * 3 > (uint64_t)alt * 4 : (uint64_t)cur * 8 > (uint64_t)alt * 9;
 }
