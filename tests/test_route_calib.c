@@ -5,8 +5,7 @@
  * times are injected (ka__cl_route_sample_hook, linked from libka's objects),
  * so no case depends on real timing or load: the cases check that a size
  * class flips to the faster path, flips back when the times change, keeps
- * its own choice per kernel and per size, that leaving inline takes a wider
- * margin than leaving the threaded device, that a limit from the queue's
+ * its own choice per kernel and per size, that a limit from the queue's
  * config or $KA_INLINE_MAX_ITEMS and KA_INLINE_OFF still decide alone, that
  * a launch that chose inline stays on the threaded device behind pending
  * launches nobody waits for, that
@@ -183,27 +182,6 @@ static void per_size_and_kernel(void **state) {
     KA_OK_OR_FAIL(ka_queue_release(q));
 }
 
-/* Leaving inline takes a margin of 1/4 (a size class on the threaded device
- * takes the launches after it there too), leaving the threaded device 1/8. */
-static void margins(void **state) {
-    (void)state;
-    ka_queue q = adaptive_queue();
-    ka_kernel k = new_kernel();
-    set_times(8000, 0, 10000, 0); /* threaded 1/5 faster: 64 items stay inline (seeded there) */
-    uint64_t inl = launches(q, k, 64, 300);
-    print_message("threaded 1/5 faster: %llu of 300 inline\n", (unsigned long long)inl);
-    assert_true(inl >= 290);
-    set_times(7000, 0, 10000, 0); /* 3/10 faster: moves */
-    int took = until_mostly(q, k, 64, false, 1 << 15);
-    print_message("threaded 3/10 faster: moved after %d launches\n", took);
-    assert_true(took > 0);
-    set_times(10000, 0, 8500, 0); /* inline 3/20 faster: moves back */
-    took = until_mostly(q, k, 64, true, 1 << 15);
-    print_message("inline 3/20 faster: moved after %d launches\n", took);
-    assert_true(took > 0);
-    KA_OK_OR_FAIL(ka_queue_release(q));
-}
-
 /* A limit from the queue's config or the environment is a size rule alone:
  * no timed launches, whatever the times. */
 static void limits_still_override(void **state) {
@@ -374,7 +352,6 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(flips_to_faster_and_back),
         cmocka_unit_test(per_size_and_kernel),
-        cmocka_unit_test(margins),
         cmocka_unit_test(limits_still_override),
         cmocka_unit_test(pipeline_keeps_threaded),
         cmocka_unit_test(adaptive_launches_allocate_nothing),

@@ -160,13 +160,11 @@ static uint32_t period_floor(uint32_t cur, uint32_t alt) {
 }
 
 /* Whether cur ns on the chosen path against alt ns on the other is worth
- * leaving it. A margin of 1/8 keeps two paths of about the same time from
- * flipping back and forth on noise. Leaving inline takes 1/4: a size class
- * on the threaded device takes the launches after it there too, until the
- * next wait (ka__cl_launch). */
-static bool leaves(unsigned chosen, uint32_t cur, uint32_t alt) {
-    return chosen == KA__PATH_INLINE ? (uint64_t)cur * 3 > (uint64_t)alt * 4 : (uint64_t)cur * 8 > (uint64_t)alt * 9;
-}
+ * leaving it: a margin of 1/8 keeps two paths of about the same time from
+ * flipping back and forth on noise. (A wider margin to leave inline, as a
+ * size class on the threaded device takes the launches after it there too,
+ * leaned further inline than the threaded sample already does.) */
+static bool leaves(uint32_t cur, uint32_t alt) { return (uint64_t)cur * 8 > (uint64_t)alt * 9; }
 
 void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
     int64_t (*hook)(unsigned, uint64_t, int64_t) = atomic_load_explicit(&ka__cl_route_sample_hook, memory_order_relaxed);
@@ -181,7 +179,7 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
      * chosen's, by the margin of a flip (leaves): probe often again. Without the
      * margin, two paths of about the same time reset the probe period on
      * every noisy sample, and 6-9 % of launches were timed. */
-    bool changed = old && other && (path == chosen ? leaves(chosen, x, other) : leaves(chosen, other, x));
+    bool changed = old && other && (path == chosen ? leaves(x, other) : leaves(other, x));
     /* The average moves half-way to each sample; one sample counts at most 4
      * times the average (a stray compile or preemption). */
     if (old && x > 4 * old) x = 4 * old;
@@ -189,7 +187,7 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
     atomic_store_explicit(&b->ns[path], avg, memory_order_relaxed);
     if (!other) return;
     uint32_t cur = path == chosen ? avg : other, alt = path == chosen ? other : avg, period = KA__RB_PERIOD(s);
-    if (leaves(chosen, cur, alt)) s = KA__RB_SEEDED | (chosen ^ 1) | period_floor(alt, cur) << 4;
+    if (leaves(cur, alt)) s = KA__RB_SEEDED | (chosen ^ 1) | period_floor(alt, cur) << 4;
     else if (changed) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
     else if (period < period_floor(cur, alt)) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
     else if (path != chosen && (period < KA__PERIOD_MAX || (period < KA__PERIOD_TOP && (uint64_t)cur << period < KA__PROBE_SPAN_NS)))
