@@ -173,7 +173,7 @@ static int run_size(const kaloop *L, ka_device dev, uint64_t n, int steps, int r
             else memset(g[j][a], 0, bytes);
             if (j >= KA_DEFAULT) {
                 CHECK(ka_buffer_create(dev, bytes, &bufs[j][a]));
-                CHECK(ka_buffer_write(L->q[j], bufs[j][a], 0, bytes, g[j][a], NULL));
+                CHECK(ka_buffer_write(L->q[j], bufs[j][a], 0, g[j][a], bytes));
             }
         }
     /* Warm-up, and the check: the same even number of steps on each. PoCL
@@ -188,7 +188,7 @@ static int run_size(const kaloop *L, ka_device dev, uint64_t n, int steps, int r
         else CHECK(timeloop_ka(L, j, n, warm, bufs[j]));
         /* State 0: the heat equation's a, the multi-kernel step's h, u, v. */
         for (int a = 0; a < (L->kernels == 1 ? 1 : 6); a += L->kernels == 1 ? 1 : 2) {
-            if (j >= KA_DEFAULT) CHECK(ka_buffer_read(L->q[j], bufs[j][a], 0, bytes, g[j][a], NULL));
+            if (j >= KA_DEFAULT) CHECK(ka_buffer_read(L->q[j], g[j][a], bufs[j][a], 0, bytes));
             if (memcmp(g[SERIAL][a], g[j][a], bytes)) out->equal = 0;
         }
     }

@@ -225,7 +225,7 @@ static void pipeline_keeps_threaded(void **state) {
      * threaded, 64 items inline. */
     set_times(50000, 0, 0, 100);
     int zero = 0;
-    KA_OK_OR_FAIL(ka_buffer_fill(q, F.buf, &zero, sizeof zero, 0, MAXN * sizeof(int), NULL));
+    KA_OK_OR_FAIL(ka_buffer_fill(q, F.buf, 0, &zero, sizeof zero, MAXN * sizeof(int), NULL));
     assert_true(launches(q, big, MAXN, 200) <= 20);
     assert_true(launches(q, small, 64, 200) >= 180);
     KA_OK_OR_FAIL(ka_queue_finish(q));
@@ -249,13 +249,13 @@ static void pipeline_keeps_threaded(void **state) {
     assert_int_equal(launches(q, small, 64, 1), 1);
     int got[2];
     KA_OK_OR_FAIL(ka_launch(q, big, &big_r, args, 1, NULL));
-    KA_OK_OR_FAIL(ka_buffer_read(q, F.buf, 0, sizeof got, got, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, got, F.buf, 0, sizeof got));
     assert_int_equal(launches(q, small, 64, 1), 1);
     /* Every increment arrived, in order: 200 + 50 + 2 big launches, 200 +
      * 50 + 20 + 2 small ones. */
     int *all = malloc(MAXN * sizeof(int));
     assert_non_null(all);
-    KA_OK_OR_FAIL(ka_buffer_read(q, F.buf, 0, MAXN * sizeof(int), all, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, all, F.buf, 0, MAXN * sizeof(int)));
     assert_int_equal(got[0], 252 + 271);
     for (uint32_t j = 0; j < MAXN; j++) {
         int want = j < 64 ? 252 + 272 : 252;
@@ -329,7 +329,7 @@ static void threads_share_a_kernel(void **state) {
         w[i] = (worker){.k = k, .st = KA_OK};
         KA_OK_OR_FAIL(ka_queue_create(F.dev, NULL, &w[i].q));
         KA_OK_OR_FAIL(ka_buffer_create(F.dev, MAXN * sizeof(int), &w[i].buf));
-        KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].buf, &zero, sizeof zero, 0, MAXN * sizeof(int), NULL));
+        KA_OK_OR_FAIL(ka_buffer_fill(w[i].q, w[i].buf, 0, &zero, sizeof zero, MAXN * sizeof(int), NULL));
         KA_OK_OR_FAIL(ka_queue_finish(w[i].q));
     }
     for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
@@ -337,7 +337,7 @@ static void threads_share_a_kernel(void **state) {
     int *got = malloc(MAXN * sizeof(int));
     for (int i = 0; i < THREADS; i++) {
         KA_OK_OR_FAIL(w[i].st);
-        KA_OK_OR_FAIL(ka_buffer_read(w[i].q, w[i].buf, 0, MAXN * sizeof(int), got, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(w[i].q, got, w[i].buf, 0, MAXN * sizeof(int)));
         for (uint32_t j = 0; j < MAXN; j++) {
             int want = j < 64 ? PER_THREAD : PER_THREAD / 3;
             if (got[j] != want) fail_msg("thread %d, element %u: %d, expected %d", i, j, got[j], want);
