@@ -22,6 +22,68 @@ static inline void heat_row(float *restrict dst, const float *restrict src, size
     dst[r + n - 1] = src[r + n - 1];
 }
 
+/* The multi-kernel step (--kernels 6): a shallow-water-like step of six
+ * stencils over three fields h, u, v (ping-pong: state s read, state s ^ 1
+ * written) and three temporaries. Each cell's value is a sum of four values
+ * times 0.25, the multiplication last as in heat_row, so every field stays
+ * within its initial range and the three implementations agree bit for bit.
+ * Neighbours are clamped at the edges (xp: right, xm: left, yp: below, ym:
+ * above). g[SW_H(k)], g[SW_U(k)], g[SW_V(k)]: the state k = 0, 1. */
+#define SW_H(k) (k)
+#define SW_U(k) (2 + (k))
+#define SW_V(k) (4 + (k))
+#define SW_FX 6
+#define SW_FY 7
+#define SW_HT 8
+#define SW_ARRAYS 9
+
+#define SW_NEIGHBOURS(n, x, y, i)                                                      \
+    size_t xp = (x) == (n) - 1 ? (i) : (i) + 1, xm = (x) == 0 ? (i) : (i) - 1;         \
+    size_t yp = (y) == (n) - 1 ? (i) : (i) + (n), ym = (y) == 0 ? (i) : (i) - (n);     \
+    (void)xp, (void)xm, (void)yp, (void)ym
+
+/* The six kernels, by row; the sixth is heat_row (h from the temporary ht). */
+static inline void sw_fx_row(float *restrict fx, const float *restrict h, const float *restrict u, size_t n, size_t y) {
+    for (size_t x = 0, i = y * n; x < n; x++, i++) {
+        SW_NEIGHBOURS(n, x, y, i);
+        fx[i] = ((h[i] + h[xp]) + (u[i] + u[xp])) * 0.25f;
+    }
+}
+static inline void sw_fy_row(float *restrict fy, const float *restrict h, const float *restrict v, size_t n, size_t y) {
+    for (size_t x = 0, i = y * n; x < n; x++, i++) {
+        SW_NEIGHBOURS(n, x, y, i);
+        fy[i] = ((h[i] + h[yp]) + (v[i] + v[yp])) * 0.25f;
+    }
+}
+static inline void sw_h_row(float *restrict ht, const float *restrict h, const float *restrict fx,
+                            const float *restrict fy, size_t n, size_t y) {
+    for (size_t x = 0, i = y * n; x < n; x++, i++) {
+        SW_NEIGHBOURS(n, x, y, i);
+        ht[i] = ((h[i] + fx[xm]) + (fx[i] + fy[ym])) * 0.25f;
+    }
+}
+/* u from fx and ht; v the same way from fy along y (sw_v_row). */
+static inline void sw_u_row(float *restrict uo, const float *restrict u, const float *restrict fx,
+                            const float *restrict ht, size_t n, size_t y) {
+    for (size_t x = 0, i = y * n; x < n; x++, i++) {
+        SW_NEIGHBOURS(n, x, y, i);
+        uo[i] = ((u[i] + fx[i]) + (ht[i] + ht[xp])) * 0.25f;
+    }
+}
+static inline void sw_v_row(float *restrict vo, const float *restrict v, const float *restrict fy,
+                            const float *restrict ht, size_t n, size_t y) {
+    for (size_t x = 0, i = y * n; x < n; x++, i++) {
+        SW_NEIGHBOURS(n, x, y, i);
+        vo[i] = ((v[i] + fy[i]) + (ht[i] + ht[yp])) * 0.25f;
+    }
+}
+
+/* `steps` multi-kernel steps from state 0; the result is in state 0 when
+ * steps is even. Serial, and one OpenMP `parallel for` over the rows per
+ * kernel. */
+void sw_serial(float *g[SW_ARRAYS], size_t n, int steps);
+void sw_omp(float *g[SW_ARRAYS], size_t n, int steps);
+
 /* The serial loop: `steps` steps as timeloop_omp, in one thread. */
 void timeloop_serial(float *a, float *b, size_t n, int steps);
 /* `steps` steps from a into b and back (ping-pong); the result is in a when

@@ -4,7 +4,9 @@
  * and on x86-64 as function clones for the best vector ISA the running CPU
  * has (x86-64-v4: AVX-512; v3: AVX2; the baseline), chosen when the
  * program loads: the host back-end compiles kernels -march=native on the
- * machine that runs them, and the binary may have been built elsewhere. */
+ * machine that runs them, and the binary may have been built elsewhere.
+ * The same for the multi-kernel step (--kernels 6): one loop over the rows
+ * per kernel. */
 #include "bench_timeloop.h"
 
 #if defined(__has_feature)
@@ -42,4 +44,30 @@ void timeloop_omp(float *a, float *b, size_t n, int steps) {
 #pragma omp parallel for schedule(static)
         for (size_t y = 0; y < n; y++) heat_row_best(dst, src, n, y);
     }
+}
+
+BEST_ISA static void sw_row_best(float *g[SW_ARRAYS], int kernel, int src, size_t n, size_t y) {
+    int dst = src ^ 1;
+    switch (kernel) {
+    case 0: sw_fx_row(g[SW_FX], g[SW_H(src)], g[SW_U(src)], n, y); break;
+    case 1: sw_fy_row(g[SW_FY], g[SW_H(src)], g[SW_V(src)], n, y); break;
+    case 2: sw_h_row(g[SW_HT], g[SW_H(src)], g[SW_FX], g[SW_FY], n, y); break;
+    case 3: sw_u_row(g[SW_U(dst)], g[SW_U(src)], g[SW_FX], g[SW_HT], n, y); break;
+    case 4: sw_v_row(g[SW_V(dst)], g[SW_V(src)], g[SW_FY], g[SW_HT], n, y); break;
+    default: heat_row(g[SW_H(dst)], g[SW_HT], n, y); break;
+    }
+}
+
+void sw_serial(float *g[SW_ARRAYS], size_t n, int steps) {
+    for (int s = 0; s < steps; s++)
+        for (int k = 0; k < 6; k++)
+            for (size_t y = 0; y < n; y++) sw_row_best(g, k, s & 1, n, y);
+}
+
+void sw_omp(float *g[SW_ARRAYS], size_t n, int steps) {
+    for (int s = 0; s < steps; s++)
+        for (int k = 0; k < 6; k++) {
+#pragma omp parallel for schedule(static)
+            for (size_t y = 0; y < n; y++) sw_row_best(g, k, s & 1, n, y);
+        }
 }

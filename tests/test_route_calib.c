@@ -7,6 +7,8 @@
  * class flips to the faster path, flips back when the times change, keeps
  * its own choice per kernel and per size, that a limit from the queue's
  * config or $KA_INLINE_MAX_ITEMS and KA_INLINE_OFF still decide alone, that
+ * a launch that chose inline stays on the threaded device behind pending
+ * launches nobody waits for, that
  * the adaptive launches allocate nothing, and that threads launching one
  * kernel get correct results. */
 #include "test_util.h"
@@ -135,17 +137,21 @@ static void flips_to_faster_and_back(void **state) {
     assert_int_equal(atomic_load(&samples) - s0, 2); /* one timed launch on each path */
     uint64_t inl = launches(q, k, 64, 400);
     print_message("threaded faster: %llu of 400 launches inline (probes)\n", (unsigned long long)inl);
-    assert_true(inl >= 2 && inl <= 16); /* probes, ever rarer while the choice holds */
+    /* A path 100 times slower is probed every 2^10 launches or less often
+     * (its probe's extra time at most 1/16 of the time between probes). */
+    assert_int_equal(inl, 0);
     /* The times change: inline is now the faster path. */
     set_times(1000000, 0, 10000, 0);
-    int took = until_mostly(q, k, 64, true, 4096);
+    /* The period between probes grows to 2^13 launches here (2^p launches
+     * of 10 us under KA__PROBE_SPAN_NS). */
+    int took = until_mostly(q, k, 64, true, 1 << 15);
     print_message("inline faster: moved after %d launches\n", took);
-    assert_true(took > 0);
+    assert_true(took > 1024); /* probes of a 10-us path rarer than every 2^10 launches */
     inl = launches(q, k, 64, 256);
     assert_true(inl >= 240);
     /* And back again. */
     set_times(10000, 0, 1000000, 0);
-    took = until_mostly(q, k, 64, false, 4096);
+    took = until_mostly(q, k, 64, false, 1 << 15);
     print_message("threaded faster again: moved after %d launches\n", took);
     assert_true(took > 0);
     KA_OK_OR_FAIL(ka_queue_release(q));
@@ -206,6 +212,58 @@ static void limits_still_override(void **state) {
     assert_int_equal(atomic_load(&samples), s0);
 }
 
+/* A launch that chose inline goes to the threaded device while launches
+ * nobody waits for are pending there (an inline launch would finish them
+ * first, losing the pipeline's overlap), and inline again once a finish, a
+ * wait on an event or a blocking transfer covers them. The order of the
+ * increments holds on every path. */
+static void pipeline_keeps_threaded(void **state) {
+    (void)state;
+    ka_queue q = adaptive_queue();
+    ka_kernel big = new_kernel(), small = new_kernel();
+    /* 100 ns per item inline, 50 us per launch threaded: 4096 items
+     * threaded, 64 items inline. */
+    set_times(50000, 0, 0, 100);
+    int zero = 0;
+    KA_OK_OR_FAIL(ka_buffer_fill(q, F.buf, 0, &zero, sizeof zero, MAXN * sizeof(int), NULL));
+    assert_true(launches(q, big, MAXN, 200) <= 20);
+    assert_true(launches(q, small, 64, 200) >= 180);
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    /* A two-kernel step, no waits: launches 200-249 of each size class, no
+     * probe due (every 2^7 launches by now), so the small kernel follows the
+     * big one onto the threaded device. */
+    uint64_t inl = 0;
+    for (int i = 0; i < 50; i++) inl += launches(q, big, MAXN, 1) + launches(q, small, 64, 1);
+    print_message("pipelined step: %llu of 100 launches inline\n", (unsigned long long)inl);
+    assert_int_equal(inl, 0);
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    assert_true(launches(q, small, 64, 20) >= 19); /* launch 256: a probe of the threaded path */
+    /* The big kernel's launch waited for, or a blocking read after it: the
+     * small one runs inline. */
+    ka_arg args[] = {ka_arg_buffer(F.buf)};
+    ka_range big_r = {.dims = 1, .size = {MAXN}};
+    ka_event ev;
+    KA_OK_OR_FAIL(ka_launch(q, big, &big_r, args, 1, &ev));
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    assert_int_equal(launches(q, small, 64, 1), 1);
+    int got[2];
+    KA_OK_OR_FAIL(ka_launch(q, big, &big_r, args, 1, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, got, F.buf, 0, sizeof got));
+    assert_int_equal(launches(q, small, 64, 1), 1);
+    /* Every increment arrived, in order: 200 + 50 + 2 big launches, 200 +
+     * 50 + 20 + 2 small ones. */
+    int *all = malloc(MAXN * sizeof(int));
+    assert_non_null(all);
+    KA_OK_OR_FAIL(ka_buffer_read(q, all, F.buf, 0, MAXN * sizeof(int)));
+    assert_int_equal(got[0], 252 + 271);
+    for (uint32_t j = 0; j < MAXN; j++) {
+        int want = j < 64 ? 252 + 272 : 252;
+        if (all[j] != want) fail_msg("element %u: %d, expected %d", j, all[j], want);
+    }
+    free(all);
+    KA_OK_OR_FAIL(ka_queue_release(q));
+}
 
 /* Warm-up, probes, flips and timed launches on both paths allocate nothing
  * in libka. */
@@ -213,21 +271,23 @@ static void adaptive_launches_allocate_nothing(void **state) {
     (void)state;
     ka_queue q = adaptive_queue();
     ka_kernel k = new_kernel();
-    set_times(10000, 0, 1000000, 0);
+    /* 100 us on the chosen path: probes at least every 2^10 launches, so the
+     * choice flips within the 1200 launches below. */
+    set_times(100000, 0, 1000000, 0);
     launches(q, k, 64, 8); /* the kernel built for `basic`, the first local size on each device */
     KA_OK_OR_FAIL(ka_queue_finish(q));
     heap_install();
     heap_start();
     uint64_t s0 = atomic_load(&samples);
     uint64_t inl = launches(q, k, 64, 300);
-    set_times(1000000, 0, 10000, 0);
+    set_times(1000000, 0, 100000, 0);
     inl += launches(q, k, 64, 1200);
     KA_OK_OR_FAIL(ka_queue_finish(q));
     ka_set_allocator(NULL);
     print_message("%llu timed launches, %llu inline of 1500\n", (unsigned long long)(atomic_load(&samples) - s0),
                   (unsigned long long)inl);
     assert_true(atomic_load(&samples) - s0 >= 4);
-    assert_true(inl > 0 && inl < 1500);
+    assert_true(inl > 100 && inl < 1500); /* flipped to inline */
     assert_int_equal(heap_stop(), 0);
     KA_OK_OR_FAIL(ka_queue_release(q));
 }
@@ -293,6 +353,7 @@ int main(void) {
         cmocka_unit_test(flips_to_faster_and_back),
         cmocka_unit_test(per_size_and_kernel),
         cmocka_unit_test(limits_still_override),
+        cmocka_unit_test(pipeline_keeps_threaded),
         cmocka_unit_test(adaptive_launches_allocate_nothing),
         cmocka_unit_test(threads_share_a_kernel),
     };

@@ -47,6 +47,12 @@ typedef struct ka__cl_queue {
      * flag, so a command enqueued by another thread during that clFinish is
      * not forgotten; a command counts once its enqueue has returned. */
     _Atomic uint64_t main_enqueued, main_finished;
+    /* Adaptive routing: main_enqueued after the last launch enqueued on main
+     * without an event (a pipeline nobody waits for yet). While main_finished
+     * is behind it, a launch whose size class chose inline goes to main too:
+     * inline, it would first finish main and lose the overlap of the host's
+     * enqueues with the device's work. */
+    _Atomic uint64_t main_pipe;
     _Atomic uint64_t inline_launches;
     /* Inline launches of one queue are serialized: otherwise one thread's
      * clFlush can run another's command, whose launch then returns before its
@@ -115,6 +121,13 @@ static inline cl_int ka__cl_counted(ka__queue *q, bool async, cl_int err) {
     if (KA_LIKELY(err == CL_SUCCESS) && async)
         atomic_fetch_add_explicit(&((ka__cl_queue *)q->native)->main_enqueued, 1, memory_order_release);
     return err;
+}
+
+/* Records that the commands counted on main up to n are complete (a finish
+ * of main, or a blocking command after them). */
+static inline void ka__cl_covered(ka__cl_queue *cq, uint64_t n) {
+    uint64_t done = atomic_load_explicit(&cq->main_finished, memory_order_relaxed);
+    while (done < n && !atomic_compare_exchange_weak(&cq->main_finished, &done, n)) {}
 }
 
 /* ---- cl_errors.c ---- */

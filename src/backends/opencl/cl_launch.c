@@ -137,6 +137,10 @@ static inline __attribute__((always_inline)) ka_status launch_threaded(ka__queue
         if (KA_UNLIKELY(err != CL_SUCCESS)) st = ka__cl_fail("clEnqueueNDRangeKernel", err);
     }
     ka__spin_unlock(&kk->spin);
+    ka__cl_queue *cq = q->native;
+    if (!ev && cq->adaptive && KA_LIKELY(st == KA_OK))
+        atomic_store_explicit(&cq->main_pipe, atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed),
+                              memory_order_relaxed);
     return st;
 }
 
@@ -155,7 +159,12 @@ static inline unsigned route_pick(const ka__cl_queue *cq, ka__cl_bucket *b, uint
 
 /* A measured launch: the time of this launch alone, from the host's clock,
  * with work already queued on the threaded device finished first. Inline:
- * the call itself (complete on return). Threaded: enqueue to clFinish. */
+ * the call itself (complete on return). Threaded: enqueue to clFinish, which
+ * includes the device's wake-up and completion latency that launches queued
+ * back to back do not pay. That latency less the round trip of an empty
+ * marker underestimated what a pipeline pays per launch of a small kernel
+ * (the host's and the device's threads share the cores), and one size class
+ * sent threaded on it takes a whole time loop with it (ka__cl_launch). */
 static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel *k, const ka__launch *l,
                                                          const ka_arg *args, uint32_t nargs, void **ev, ka__cl_bucket *b,
                                                          unsigned path) {
@@ -188,7 +197,12 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
             ka__cl_bucket *b = &kk->route[63 - __builtin_clzll(l->items | 1)];
             unsigned how = route_pick(cq, b, l->items);
             if (KA_UNLIKELY(how & KA__ROUTE_TIMED)) return launch_timed(q, k, l, args, nargs, ev, b, how & 1);
-            if (how == KA__PATH_INLINE) return launch_inline(q, k, l, args, nargs, ev);
+            /* Inline only when no launch nobody waits for is pending on the
+             * threaded device: finishing it first would serialize what the
+             * pipeline overlaps (cq->main_pipe). */
+            if (how == KA__PATH_INLINE && atomic_load_explicit(&cq->main_pipe, memory_order_relaxed) <=
+                                              atomic_load_explicit(&cq->main_finished, memory_order_relaxed))
+                return launch_inline(q, k, l, args, nargs, ev);
         }
     }
     return launch_threaded(q, k, l, args, nargs, ev);

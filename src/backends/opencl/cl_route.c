@@ -31,9 +31,17 @@
 /* Probes of the other path come every 2^p launches of a size class: p starts
  * at 2, grows by one each time a probe confirms the choice, up to 10 (a probe
  * of the slower path then costs at most its extra time once per 1024
- * launches), and falls back to 2 when the choice flips. */
+ * launches) or, for launches short enough, up to the p at which 2^p launches
+ * on the chosen path take KA__PROBE_SPAN_NS, at most 15, and falls back to 2
+ * when the choice flips; never below period_floor's, for paths far apart.
+ * A probe of the threaded device costs more than its
+ * own time: PoCL's worker threads stay busy for a while after a command, and
+ * the inline launches after it share the cores with them (docs/DESIGN.md,
+ * "PoCL routing"). */
 #define KA__PERIOD_MIN 2u
 #define KA__PERIOD_MAX 10u
+#define KA__PERIOD_TOP 15u
+#define KA__PROBE_SPAN_NS (1u << 26)
 
 /* A non-negative decimal from the environment, else dflt (a sign, other
  * characters or an overflow also give dflt). */
@@ -85,8 +93,7 @@ ka_status ka__cl_route_open(const ka__queue *q, const ka_queue_config *cfg, ka__
 ka_status ka__cl_finish_main(ka__cl_queue *cq) {
     uint64_t n = atomic_load(&cq->main_enqueued);
     KA__CL_CHECK("clFinish", clFinish(cq->main));
-    uint64_t done = atomic_load(&cq->main_finished);
-    while (done < n && !atomic_compare_exchange_weak(&cq->main_finished, &done, n)) {}
+    ka__cl_covered(cq, n);
     return KA_OK;
 }
 
@@ -141,6 +148,24 @@ unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64
     return phase == 0 ? other | KA__ROUTE_TIMED : phase == 1 ? chosen | KA__ROUTE_TIMED : chosen;
 }
 
+/* The shortest period (log2, launches) at which probes of the other path,
+ * alt ns against cur ns on the chosen one, cost at most 1/16 of the time
+ * between two of them: paths far apart need few probes, and a size class of
+ * long launches learns without spending much of a short run on the slower
+ * path. */
+static uint32_t period_floor(uint32_t cur, uint32_t alt) {
+    uint32_t p = KA__PERIOD_MIN;
+    while (p < KA__PERIOD_MAX && alt > cur && ((uint64_t)alt - cur) * 16 > (uint64_t)cur << p) p++;
+    return p;
+}
+
+/* Whether cur ns on the chosen path against alt ns on the other is worth
+ * leaving it: a margin of 1/8 keeps two paths of about the same time from
+ * flipping back and forth on noise. (A wider margin to leave inline, as a
+ * size class on the threaded device takes the launches after it there too,
+ * leaned further inline than the threaded sample already does.) */
+static bool leaves(uint32_t cur, uint32_t alt) { return (uint64_t)cur * 8 > (uint64_t)alt * 9; }
+
 void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
     int64_t (*hook)(unsigned, uint64_t, int64_t) = atomic_load_explicit(&ka__cl_route_sample_hook, memory_order_relaxed);
     if (hook) ns = hook(path, items, ns);
@@ -151,11 +176,10 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
     uint32_t other = atomic_load_explicit(&b->ns[path ^ 1], memory_order_relaxed);
     /* The sample says the times may have changed when the chosen path now
      * takes longer than the other's average, or the other path less than the
-     * chosen's, by the margin of a flip (1/8): probe often again. Without the
+     * chosen's, by the margin of a flip (leaves): probe often again. Without the
      * margin, two paths of about the same time reset the probe period on
      * every noisy sample, and 6-9 % of launches were timed. */
-    bool changed = old && other &&
-                   (path == chosen ? (uint64_t)x * 8 > (uint64_t)other * 9 : (uint64_t)x * 9 < (uint64_t)other * 8);
+    bool changed = old && other && (path == chosen ? leaves(x, other) : leaves(other, x));
     /* The average moves half-way to each sample; one sample counts at most 4
      * times the average (a stray compile or preemption). */
     if (old && x > 4 * old) x = 4 * old;
@@ -163,11 +187,11 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
     atomic_store_explicit(&b->ns[path], avg, memory_order_relaxed);
     if (!other) return;
     uint32_t cur = path == chosen ? avg : other, alt = path == chosen ? other : avg, period = KA__RB_PERIOD(s);
-    /* A margin of 1/8 keeps two paths of about the same time from flipping
-     * back and forth on noise. */
-    if ((uint64_t)cur * 8 > (uint64_t)alt * 9) s = KA__RB_SEEDED | (chosen ^ 1) | KA__PERIOD_MIN << 4;
-    else if (changed) s = (s & ~(15u << 4)) | KA__PERIOD_MIN << 4;
-    else if (path != chosen && period < KA__PERIOD_MAX) s = (s & ~(15u << 4)) | (period + 1) << 4;
+    if (leaves(cur, alt)) s = KA__RB_SEEDED | (chosen ^ 1) | period_floor(alt, cur) << 4;
+    else if (changed) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
+    else if (period < period_floor(cur, alt)) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
+    else if (path != chosen && (period < KA__PERIOD_MAX || (period < KA__PERIOD_TOP && (uint64_t)cur << period < KA__PROBE_SPAN_NS)))
+        s = (s & ~(15u << 4)) | (period + 1) << 4;
     else return;
     atomic_store_explicit(&b->state, s, memory_order_relaxed);
 }
