@@ -7,12 +7,13 @@
 # Steps, in order, each with its own time limit and log, the next one run
 # whatever the last one gave:
 #   a  nvidia-smi; `ka info --json`; the binaries' shared libraries (ldd)
-#   b  the whole test suite (ctest) with KA_DEVICE=cuda:0
+#   b  the whole test suite (ctest) with KA_DEVICE=cuda:0, then its launch, graph, API, scan and
+#      debug tests again with KA_DEBUG=1
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
-#   e  ka-bench launch, wait, saxpy, graph, hostmem and primitives on cuda:0, graph and timeloop on
-#      PoCL (--json)
+#   e  ka-bench launch, wait, saxpy, graph, hostmem and primitives on cuda:0, graph, timeloop and
+#      timeloop --kernels 6 on PoCL (--json)
 #   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
 #      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
@@ -189,6 +190,8 @@ fi
 if [[ $STEPS == *b* ]]; then
   CUR_STEP=b
   KA_DEVICE=$DEV ctest_run b_ctest_cuda 240 3 ""
+  # KA_DEBUG=1 on the GPU: guard zones, full checks, and no false alarms in the launch, graph and API tests.
+  KA_DEBUG=1 KA_DEVICE=$DEV ctest_run b_ctest_cuda_debug 60 2 "test_debug|test_kscan|test_graph|test_api_rules|test_launch"
 fi
 
 # ---- c: kernel tests on PoCL ---------------------------------------------------------
@@ -234,6 +237,9 @@ if [[ $STEPS == *e* ]]; then
   # The heat time loop on the host's cores (PoCL) against serial C and OpenMP.
   run e_bench_timeloop_pocl 120 sh -c '"$0" timeloop --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_timeloop_pocl.json" "$LOGS/bench_timeloop_pocl.stderr"
+  # The six-kernel step: default routing against all-inline and routing off (PoCL's cores).
+  run e_bench_timeloop6_pocl 150 sh -c '"$0" timeloop --kernels 6 --sizes 64,128,256,512,1024 --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
+    "$KA_BENCH" "$LOGS/bench_timeloop6_pocl.json" "$LOGS/bench_timeloop6_pocl.stderr"
   # ka_reduce, ka_scan, ka_sort (2^28 elements) against the copy bandwidth and OpenMP host loops.
   run e_bench_primitives 100 sh -c '"$0" primitives --device "$3" --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_primitives.json" "$LOGS/bench_primitives.stderr" "$DEV"
