@@ -154,7 +154,12 @@ int bench_saxpy_main(int argc, char **argv) {
                 ka_runs += it;
             } else if (j == KA_COPY) {
                 int64_t t0 = bench_now_ns();
-                for (int i = 0; i < it; i++) CHECK(ka_buffer_copy(q, z, 0, x, 0, bytes, NULL));
+                for (int i = 0; i < it; i++) { /* each waited for: the copy as a blocking call costs */
+                    ka_event ev;
+                    CHECK(ka_buffer_copy(q, z, 0, x, 0, bytes, &ev));
+                    CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
+                    ka_event_release(ev);
+                }
                 ns = (double)(bench_now_ns() - t0) / it;
             } else if (j == OMP_COPY) {
                 int64_t t0 = bench_now_ns();

@@ -69,11 +69,12 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
     b.var = v;
     b.target = target;
     b.options = v->options;
-    b.cache = !p->includes; /* the key cannot see the included files */
+    b.cache = true;
     *module = NULL;
     *appended = false;
     ka_status st = be->build_target(&b);
     if (st != KA_OK) return st;
+    if (p->includes) b.cache = false; /* the key cannot see the included files */
     char *src = NULL;
     size_t slen = 0;
     if ((st = compose(p, append, &src, &slen, appended)) != KA_OK) return st;
