@@ -220,10 +220,7 @@ int ka__kdecl_workgroup(const char *end, uint32_t wg[3], const char **after) {
     return 1;
 }
 
-bool ka__kdecl_body(const char *s, const char **b, const char **e) {
-    s = skip_blank(s);
-    if (*s != '{') return false;
-    *b = s;
+const char *ka__src_match_brace(const char *s) {
     int depth = 0;
     while (*s) {
         const char *t = ka__src_skip(s);
@@ -232,13 +229,17 @@ bool ka__kdecl_body(const char *s, const char **b, const char **e) {
             continue;
         }
         if (*s == '{') depth++;
-        else if (*s == '}' && --depth == 0) {
-            *e = s + 1;
-            return true;
-        }
+        else if (*s == '}' && --depth == 0) return s + 1;
         s++;
     }
-    return false;
+    return NULL;
+}
+
+bool ka__kdecl_body(const char *s, const char **b, const char **e) {
+    s = skip_blank(s);
+    if (*s != '{') return false;
+    *b = s;
+    return (*e = ka__src_match_brace(s)) != NULL;
 }
 
 const char *ka__kdecl_return_before_barrier(const char *b, const char *e) {

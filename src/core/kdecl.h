@@ -26,6 +26,9 @@ static inline bool ka__ident_char(char c) {
 /* Past the comment or string/character literal that starts at s (an
  * unterminated literal ends at its line); s itself when none starts there. */
 const char *ka__src_skip(const char *s);
+/* Past the '}' matching the '{' at s (comments and literals skipped); NULL
+ * when the source ends first. */
+const char *ka__src_match_brace(const char *s);
 
 /* The next declaration at or after *pos (outside comments and literals): its name and up to cap parameters
  * (*n is the count; more than cap, or a parameter without a name, skips the

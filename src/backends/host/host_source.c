@@ -45,20 +45,10 @@ typedef struct kinfo {
     const char *local[MAX_LOCALS][2]; /* KA_LOCAL declarations: [begin, ';') in the scan's text */
 } kinfo;
 
-/* Past the '}' matching the '{' at s (comments and literals skipped). */
+/* Past the '}' matching the '{' at s, else the source's end. */
 static const char *match_brace(const char *s) {
-    int depth = 0;
-    while (*s) {
-        const char *t = ka__src_skip(s);
-        if (t != s) {
-            s = t;
-            continue;
-        }
-        if (*s == '{') depth++;
-        else if (*s == '}' && --depth == 0) return s + 1;
-        s++;
-    }
-    return s;
+    const char *m = ka__src_match_brace(s);
+    return m ? m : s + strlen(s);
 }
 
 /* The body after a declaration's ')' at s: [*b, *e), empty when none follows. */
