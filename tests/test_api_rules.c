@@ -221,7 +221,8 @@ static void test_program_build_file(void **state) {
     snprintf(lib_h, sizeof lib_h, "%s/lib.h", inc);
     write_file(side_h, "#define SIDE 40\n");
     write_file(lib_h, "#define LIB 2\n");
-    write_file(main_cl, "#include \"side.h\"\n#include \"lib.h\"\n"
+    /* Each #include after an empty line: the cache must still see it. */
+    write_file(main_cl, "/* main.cl */\n\n#include \"side.h\"\n\n#include \"lib.h\"\n"
                         "KA_KERNEL(k, KA_GLOBAL int *out) {\n"
                         "    if (!ka_in_range()) return;\n"
                         "    out[ka_global_id(0)] = SIDE + LIB;\n"

@@ -44,12 +44,15 @@ static char *compose_options(const ka_build_options *o, bool asserts, const char
     return s;
 }
 
-/* A preprocessor #include line anywhere in the source. */
+/* A preprocessor #include line anywhere in the source. Never steps past a
+ * line's '\n' or the final NUL: the next strchr would skip a line (an
+ * #include after an empty line) or read past the string. */
 static bool has_include(const char *s) {
     for (const char *l = s; l; l = strchr(l, '\n')) {
         if (*l == '\n') l++;
         while (*l == ' ' || *l == '\t') l++;
-        if (*l++ != '#') continue;
+        if (*l != '#') continue;
+        l++;
         while (*l == ' ' || *l == '\t') l++;
         if (!strncmp(l, "include", 7)) return true;
     }
