@@ -221,7 +221,8 @@ static void test_program_build_file(void **state) {
     snprintf(lib_h, sizeof lib_h, "%s/lib.h", inc);
     write_file(side_h, "#define SIDE 40\n");
     write_file(lib_h, "#define LIB 2\n");
-    write_file(main_cl, "#include \"side.h\"\n#include \"lib.h\"\n"
+    /* Each #include after an empty line: the cache must still see it. */
+    write_file(main_cl, "/* main.cl */\n\n#include \"side.h\"\n\n#include \"lib.h\"\n"
                         "KA_KERNEL(k, KA_GLOBAL int *out) {\n"
                         "    if (!ka_in_range()) return;\n"
                         "    out[ka_global_id(0)] = SIDE + LIB;\n"
@@ -267,6 +268,21 @@ static void test_program_build_file(void **state) {
     ka_build_options ob = {.include_dirs = blank, .num_include_dirs = 1};
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build_file(g_dev, main_cl, &ob, &p));
     EXPECT_DETAIL("blank");
+    /* A file in a directory with a blank builds when it has no #include to search for. */
+    char spaced[64], plain_cl[128], inc_cl[128];
+    snprintf(spaced, sizeof spaced, "%s/my kernels", root);
+    assert_int_equal(mkdir(spaced, 0700), 0);
+    snprintf(plain_cl, sizeof plain_cl, "%s/plain.cl", spaced);
+    snprintf(inc_cl, sizeof inc_cl, "%s/inc.cl", spaced);
+    write_file(plain_cl, "KA_KERNEL(k, KA_GLOBAL int *out) { if (ka_in_range()) out[ka_global_id(0)] = 1; }\n");
+    write_file(inc_cl, "#include \"side.h\"\nKA_KERNEL(k, KA_GLOBAL int *out) { if (ka_in_range()) out[0] = 1; }\n");
+    KA_OK_OR_FAIL(ka_program_build_file(g_dev, plain_cl, NULL, &p));
+    KA_OK_OR_FAIL(ka_program_release(p));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build_file(g_dev, inc_cl, NULL, &p));
+    EXPECT_DETAIL("blank");
+    unlink(plain_cl);
+    unlink(inc_cl);
+    rmdir(spaced);
     unlink(main_cl);
     unlink(side_h);
     unlink(lib_h);

@@ -335,8 +335,11 @@ static int cmd_build(int argc, char **argv) {
     const char *slash = strrchr(file, '/');
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - file) + (slash == file) : 1, slash ? file : ".");
     incs[0] = dir;
+    /* A directory with a blank or quote cannot be an -I option: left out, so a FILE without
+     * #include still builds there (ka_program_build_file does the same). */
+    uint32_t skip = strpbrk(dir, " \t\n\"'") != NULL;
     ka_build_options o = {.options = options, .defines = defines, .num_defines = nd, .name = file,
-                          .include_dirs = incs, .num_include_dirs = ni};
+                          .include_dirs = incs + skip, .num_include_dirs = ni - skip};
     ka_status st = ka_program_build(dev, src, &o, &p);
     free(src);
     if (st != KA_OK) {

@@ -44,12 +44,15 @@ static char *compose_options(const ka_build_options *o, bool asserts, const char
     return s;
 }
 
-/* A preprocessor #include line anywhere in the source. */
+/* A preprocessor #include line anywhere in the source. Never steps past a
+ * line's '\n' or the final NUL: the next strchr would skip a line (an
+ * #include after an empty line) or read past the string. */
 static bool has_include(const char *s) {
     for (const char *l = s; l; l = strchr(l, '\n')) {
         if (*l == '\n') l++;
         while (*l == ' ' || *l == '\t') l++;
-        if (*l++ != '#') continue;
+        if (*l != '#') continue;
+        l++;
         while (*l == ' ' || *l == '\t') l++;
         if (!strncmp(l, "include", 7)) return true;
     }
@@ -331,10 +334,6 @@ ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_
     char *text = NULL;
     size_t cap = 0;
     FILE *f = NULL;
-    if (bad_path(dir)) {
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the directory of '%s' has a blank or a quote", fn, path);
-        goto out;
-    }
     struct stat sb;
     if (stat(path, &sb) != 0 || !(f = fopen(path, "rb"))) {
         st = ka__fail(KA_ERR_IO, "%s: cannot read '%s': %s", fn, path, strerror(errno));
@@ -356,9 +355,17 @@ ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_
         goto out;
     }
     text[got] = 0;
+    /* The directory is an -I option only where an #include may need it: a
+     * file without one builds from a directory of any name. */
+    bool inc = has_include(text);
+    if (inc && bad_path(dir)) {
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the directory of '%s' has a blank or a quote (an #include "
+                      "cannot be searched there)", fn, path);
+        goto out;
+    }
     ka_build_options o = opts ? *opts : (ka_build_options){0};
     if (!o.name) o.name = path;
-    st = program_build(fn, dev, text, &o, dir, out);
+    st = program_build(fn, dev, text, &o, inc ? dir : NULL, out);
 out:
     if (f) fclose(f);
     if (text) ka__free(text, cap);
