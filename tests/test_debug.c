@@ -171,22 +171,29 @@ static void test_overrun_host(void **state) {
     overruns_on("host", N_BIG);
 }
 
-/* An overrun no wait saw (a blocking read made the kernel complete) fails
- * the buffer's release, which still releases it. */
+/* A blocking read waits for the queue's kernels: it reports their overrun
+ * (the bytes are read all the same). An overrun no check saw (a map of
+ * another buffer made the kernel complete) fails the buffer's release, which
+ * still releases it. */
 static void release_on(const char *sel) {
     dev v;
     if (!dev_open(&v, sel, "1")) return;
     const uint32_t n = 500;
-    ka_buffer b = make_buffer(v.d, n * 4);
+    ka_buffer b = make_buffer(v.d, n * 4), c = make_buffer(v.d, 64);
     KA_OK_OR_FAIL(launch1(&v, v.past, b, n, NULL));
-    uint32_t x;
-    KA_OK_OR_FAIL(ka_buffer_read(v.q, &x, b, 0, 4));
+    uint32_t x = 7;
+    KA_EXPECT(KA_ERR_OUT_OF_BOUNDS, ka_buffer_read(v.q, &x, b, 0, 4));
+    expect_overrun("ka_buffer_read", b, n, "past", 0, n * 4, n * 4 + 3);
+    assert_int_equal(x, 0);
+    KA_OK_OR_FAIL(launch1(&v, v.past, b, n, NULL));
+    void *ptr;
+    KA_OK_OR_FAIL(ka_buffer_map(v.q, c, 0, 64, KA_MAP_READ, &ptr));
+    KA_OK_OR_FAIL(ka_buffer_unmap(v.q, c, ptr));
     KA_EXPECT(KA_ERR_OUT_OF_BOUNDS, ka_buffer_release(b));
     expect_overrun("ka_buffer_release", b, n, "past", 0, n * 4, n * 4 + 3);
     size_t bytes;
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_buffer_size(b, &bytes));
     /* A buffer never overrun releases cleanly. */
-    ka_buffer c = make_buffer(v.d, 64);
     KA_OK_OR_FAIL(launch1(&v, v.inside, c, 16, NULL));
     KA_OK_OR_FAIL(ka_queue_finish(v.q));
     KA_OK_OR_FAIL(ka_buffer_release(c));

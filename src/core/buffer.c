@@ -177,17 +177,23 @@ static ka_status begin(ka__queue *q, ka_event *ev, pending *p) {
 static ka_status end(ka_status st, ka_event *ev, pending *p) { return ka__event_publish(p->e, st, p->native, ev); }
 
 /* An empty transfer is a no-op whose event (if any) is already complete.
- * Runs call with the event plumbing, unpins, returns the status. */
-#define KA__TRANSFER(pn, q, ev, call)                              \
-    do {                                                           \
-        pending p;                                                 \
-        ka_status st_ = begin(q, ev, &p);                          \
-        if (st_ == KA_OK) {                                        \
-            st_ = n ? (call) : KA_OK;                              \
-            st_ = end(st_, ev, &p);                                \
-        }                                                          \
-        return done(pn, st_);                                      \
+ * Runs call with the event plumbing, unpins, returns the status. A blocking
+ * transfer has waited for the queue's earlier commands: under KA_DEBUG their
+ * guard zones are checked then, as at a wait. */
+#define KA__TRANSFER_BLOCK(pn, q, ev, call, block, fn)                                                  \
+    do {                                                                                                \
+        pending p;                                                                                      \
+        ka_status st_ = begin(q, ev, &p);                                                               \
+        if (st_ == KA_OK) {                                                                             \
+            st_ = n ? (call) : KA_OK;                                                                   \
+            st_ = end(st_, ev, &p);                                                                     \
+        }                                                                                               \
+        if ((block) && st_ == KA_OK &&                                                                  \
+            KA_UNLIKELY(atomic_load_explicit(&(q)->hooks, memory_order_relaxed) & KA__QH_DEBUG))        \
+            st_ = ka__debug_check(q, fn);                                                               \
+        return done(pn, st_);                                                                           \
     } while (0)
+#define KA__TRANSFER(pn, q, ev, call) KA__TRANSFER_BLOCK(pn, q, ev, call, false, NULL)
 
 /* The blocking call and its _async twin share one body; block implies no ev. */
 static ka_status write_(const char *fn, ka_queue queue, ka_buffer dst, size_t offset, const void *src, size_t n,
@@ -200,7 +206,7 @@ static ka_status write_(const char *fn, ka_queue queue, ka_buffer dst, size_t of
     if (st == KA_OK && !src && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: src is NULL", fn);
     if (st == KA_OK && q->rec) st = not_recordable(fn);
     if (st != KA_OK) return done(&pn, st);
-    KA__TRANSFER(&pn, q, ev, ka__be_buffer_write(q, b, offset, n, src, ev ? &p.native : NULL, block));
+    KA__TRANSFER_BLOCK(&pn, q, ev, ka__be_buffer_write(q, b, offset, n, src, ev ? &p.native : NULL, block), block, fn);
 }
 
 static ka_status read_(const char *fn, ka_queue queue, void *dst, ka_buffer src, size_t offset, size_t n, ka_event *ev,
@@ -213,7 +219,7 @@ static ka_status read_(const char *fn, ka_queue queue, void *dst, ka_buffer src,
     if (st == KA_OK && !dst && n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: dst is NULL", fn);
     if (st == KA_OK && q->rec) st = not_recordable(fn);
     if (st != KA_OK) return done(&pn, st);
-    KA__TRANSFER(&pn, q, ev, ka__be_buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL, block));
+    KA__TRANSFER_BLOCK(&pn, q, ev, ka__be_buffer_read(q, b, offset, n, dst, ev ? &p.native : NULL, block), block, fn);
 }
 
 ka_status ka_buffer_write(ka_queue queue, ka_buffer dst, size_t dst_offset, const void *src, size_t bytes) {
