@@ -148,14 +148,18 @@ unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64
     return phase == 0 ? other | KA__ROUTE_TIMED : phase == 1 ? chosen | KA__ROUTE_TIMED : chosen;
 }
 
-/* The shortest period (log2, launches) at which probes of the other path,
- * alt ns against cur ns on the chosen one, cost at most 1/16 of the time
- * between two of them: paths far apart need few probes, and a size class of
- * long launches learns without spending much of a short run on the slower
- * path. */
-static uint32_t period_floor(uint32_t cur, uint32_t alt) {
+/* The shortest period (log2, launches) at which a period's two timed
+ * launches, alt ns on the other path and cur ns on the chosen one, cost at
+ * most 1/16 of the time between them. A timed launch finishes the queue
+ * first, so besides the probe's extra time (alt - cur) each drains the
+ * pipeline behind it, about a launch's time (cur) apiece; and a threaded
+ * probe among inline launches leaves PoCL's workers busy, which slows the
+ * inline launches after it by several times its own round trip (counted as
+ * 8 alt). Paths far apart, and long launches, need few samples. */
+static uint32_t period_floor(uint32_t cur, uint32_t alt, bool probe_threaded) {
     uint32_t p = KA__PERIOD_MIN;
-    while (p < KA__PERIOD_MAX && alt > cur && ((uint64_t)alt - cur) * 16 > (uint64_t)cur << p) p++;
+    uint64_t cost = (alt > cur ? (uint64_t)alt - cur : 0) + 2 * (uint64_t)cur + (probe_threaded ? 8 * (uint64_t)alt : 0);
+    while (p < KA__PERIOD_TOP && cost * 16 > (uint64_t)cur << p) p++;
     return p;
 }
 
@@ -187,9 +191,11 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
     atomic_store_explicit(&b->ns[path], avg, memory_order_relaxed);
     if (!other) return;
     uint32_t cur = path == chosen ? avg : other, alt = path == chosen ? other : avg, period = KA__RB_PERIOD(s);
-    if (leaves(cur, alt)) s = KA__RB_SEEDED | (chosen ^ 1) | period_floor(alt, cur) << 4;
-    else if (changed) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
-    else if (period < period_floor(cur, alt)) s = (s & ~(15u << 4)) | period_floor(cur, alt) << 4;
+    /* After a flip the inline path is chosen when it was not (chosen ^ 1), so the probe is threaded. */
+    uint32_t floor_now = period_floor(cur, alt, chosen), floor_flip = period_floor(alt, cur, !chosen);
+    if (leaves(cur, alt)) s = KA__RB_SEEDED | (chosen ^ 1) | floor_flip << 4;
+    else if (changed) s = (s & ~(15u << 4)) | floor_now << 4;
+    else if (period < floor_now) s = (s & ~(15u << 4)) | floor_now << 4;
     else if (path != chosen && (period < KA__PERIOD_MAX || (period < KA__PERIOD_TOP && (uint64_t)cur << period < KA__PROBE_SPAN_NS)))
         s = (s & ~(15u << 4)) | (period + 1) << 4;
     else return;
