@@ -263,6 +263,13 @@ static void test_program_build_file(void **state) {
     assert_int_equal(p.id, 0);
     KA_EXPECT(KA_ERR_IO, ka_program_build_file(g_dev, dir, NULL, &p));
     EXPECT_DETAIL("not a regular file");
+    /* A FIFO is refused without opening it (an open would wait for a writer). */
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/pipe.cl", root);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    KA_EXPECT(KA_ERR_IO, ka_program_build_file(g_dev, fifo, NULL, &p));
+    EXPECT_DETAIL("not a regular file");
+    unlink(fifo);
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build_file(g_dev, NULL, NULL, &p));
     const char *blank[] = {"/tmp/a dir"};
     ka_build_options ob = {.include_dirs = blank, .num_include_dirs = 1};

@@ -335,13 +335,18 @@ ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_
     size_t cap = 0;
     FILE *f = NULL;
     struct stat sb;
-    if (stat(path, &sb) != 0 || !(f = fopen(path, "rb"))) {
+    if (stat(path, &sb) != 0) {
         st = ka__fail(KA_ERR_IO, "%s: cannot read '%s': %s", fn, path, strerror(errno));
         goto out;
     }
+    /* Checked before the open: opening a FIFO would wait for a writer. */
     if (!S_ISREG(sb.st_mode) || sb.st_size <= 0 || (uint64_t)sb.st_size > KA__SOURCE_MAX) {
         st = ka__fail(KA_ERR_IO, "%s: '%s' is %s", fn, path,
                       !S_ISREG(sb.st_mode) ? "not a regular file" : sb.st_size <= 0 ? "empty" : "over 16 MiB");
+        goto out;
+    }
+    if (!(f = fopen(path, "rb"))) {
+        st = ka__fail(KA_ERR_IO, "%s: cannot read '%s': %s", fn, path, strerror(errno));
         goto out;
     }
     cap = (size_t)sb.st_size + 1;
