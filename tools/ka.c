@@ -295,8 +295,8 @@ static int cmd_build(int argc, char **argv) {
     cli c;
     cli_init(&c, "ka build", usage_build, argc, argv, "hD:I:", lo);
     const char *file = NULL, *sel = NULL, *options = NULL;
-    const char *defines[64], *incs[65]; /* incs[0]: FILE's directory */
-    uint32_t nd = 0, ni = 1;
+    const char *defines[64], *incs[64];
+    uint32_t nd = 0, ni = 0;
     const char *arg;
     for (int r; (r = cli_next(&c, &arg)) != CLI_END;) {
         switch (r) {
@@ -309,7 +309,7 @@ static int cmd_build(int argc, char **argv) {
             break;
         case 'I':
             if (!*arg) return cli_error(&c, "%s: empty include directory", c.name);
-            if (ni == 65) return cli_error(&c, "%s %s: more than 64 include directories", c.name, arg);
+            if (ni == 64) return cli_error(&c, "%s %s: more than 64 include directories", c.name, arg);
             incs[ni++] = arg;
             break;
         case CLI_ARG:
@@ -320,28 +320,20 @@ static int cmd_build(int argc, char **argv) {
         }
     }
     if (!file) return cli_error(&c, "no FILE to build");
+    /* FILE is read here only for the usage checks (exit 2 before a device
+     * opens); the build reads it as a user's program does: #include "..."
+     * beside FILE, then the -I directories; the log names FILE. */
     char *src = read_source(file);
     if (!src) return KA_EXIT_USAGE;
+    free(src);
     ka_device dev;
-    if (cli_device_open(&c, sel, &dev)) {
-        free(src);
-        return KA_EXIT_FAIL;
-    }
+    if (cli_device_open(&c, sel, &dev)) return KA_EXIT_FAIL;
     const ka_device_info *di;
     ka_device_get_info(dev, &di);
     ka_program p;
-    /* As ka_program_build_file does: #include "..." finds files beside FILE; the log names FILE. */
-    char dir[4096];
-    const char *slash = strrchr(file, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - file) + (slash == file) : 1, slash ? file : ".");
-    incs[0] = dir;
-    /* A directory with a blank or quote cannot be an -I option: left out, so a FILE without
-     * #include still builds there (ka_program_build_file does the same). */
-    uint32_t skip = strpbrk(dir, " \t\n\"'") != NULL;
-    ka_build_options o = {.options = options, .defines = defines, .num_defines = nd, .name = file,
-                          .include_dirs = incs + skip, .num_include_dirs = ni - skip};
-    ka_status st = ka_program_build(dev, src, &o, &p);
-    free(src);
+    ka_build_options o = {.options = options, .defines = defines, .num_defines = nd, .include_dirs = incs,
+                          .num_include_dirs = ni};
+    ka_status st = ka_program_build_file(dev, file, &o, &p);
     if (st != KA_OK) {
         fprintf(stderr, "%s: build failed on %s: %s\n%s\n", file, di->name, ka_strerror(st), ka_last_error());
         ka_device_close(dev);
