@@ -34,10 +34,12 @@
 #endif
 #if defined(KA_STATIC_ND0)
 #define ka_ndrange(d) ((ka_size_t)((d) == 0 ? (KA_STATIC_ND0) : (d) == 1 ? (KA_STATIC_ND1) : (d) == 2 ? (KA_STATIC_ND2) : 1))
-#else
+#elif !defined(KA__OWN_NDRANGE) /* the CUDA prelude defines its own */
 #define ka_ndrange(d) ((ka_size_t)((d) == 0 ? ka__nd.x : (d) == 1 ? ka__nd.y : (d) == 2 ? ka__nd.z : 1))
 #endif
+#ifndef KA__OWN_NDRANGE
 #define ka_ndims() ((uint)ka__nd.w)
+#endif
 /* Row-major linear index: dimension 0 varies fastest (i0 + n0*(i1 + n1*i2)). */
 #define ka_global_linear_id() (ka_global_id(0) + ka_ndrange(0) * (ka_global_id(1) + ka_ndrange(1) * ka_global_id(2)))
 #define ka_local_linear_id() (ka_local_id(0) + ka_group_size(0) * (ka_local_id(1) + ka_group_size(1) * ka_local_id(2)))

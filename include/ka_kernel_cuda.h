@@ -71,11 +71,27 @@ struct ka_nd_t {
 #define __private
 
 /* KA_KERNEL(name, params...): a kernel; libka passes the logical ndrange first.
- * The compiled name is ka_k_<name>, which libka looks up, so a kernel may be
- * named like a built-in (min, max); pasted, never macro-expanded. */
-#define KA_KERNEL(name, ...) \
-    extern "C" __global__ void KA__WG_ATTR ka_k_##name(const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS)
-#define KA_KERNEL_NOARGS(name) extern "C" __global__ void KA__WG_ATTR ka_k_##name(const ka_nd_t ka__nd KA__ASSERT_PARAMS)
+ * The kernel is a template over the launch's dimension count (KA__D, see
+ * ka__gid below), instantiated here for 1, 2 and 3 dimensions: three entry
+ * points ka_k_<name><1..3> (C++-mangled), of which a launch takes the one of
+ * its dimensions, so the index code of dimensions it lacks is compiled out.
+ * The instantiations precede the body (the user's braces follow the macro).
+ * The name is pasted, never macro-expanded, so a kernel may be named like a
+ * built-in (min, max). KA__DIMS_GENERIC (a define) keeps the dimension count
+ * a run-time value in every instantiation: the code before dimension
+ * variants, for comparing them. */
+#ifdef KA__DIMS_GENERIC
+#define KA__DPARAM KA__DT
+#else
+#define KA__DPARAM KA__D
+#endif
+#define KA__INSTANTIATE(name, D, params) template __global__ void ka_k_##name<D> params;
+#define KA__KERNEL_DECL(name, params)                                                                             \
+    template <int KA__DPARAM> __global__ void KA__WG_ATTR ka_k_##name params;                                    \
+    KA__INSTANTIATE(name, 1, params) KA__INSTANTIATE(name, 2, params) KA__INSTANTIATE(name, 3, params)           \
+    template <int KA__DPARAM> __global__ void KA__WG_ATTR ka_k_##name params
+#define KA_KERNEL(name, ...) KA__KERNEL_DECL(name, (const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS))
+#define KA_KERNEL_NOARGS(name) KA__KERNEL_DECL(name, (const ka_nd_t ka__nd KA__ASSERT_PARAMS))
 /* A program that calls ka_assert is built with KA__ASSERT: its kernels take
  * the queue's assertion record and their own handle last. */
 #ifdef KA__ASSERT
@@ -123,16 +139,39 @@ KA__FN ka_size_t ka_group_size(unsigned d) {
 KA__FN ka_size_t ka_group_size(unsigned d) { return d == 0 ? blockDim.x : d == 1 ? blockDim.y : d == 2 ? blockDim.z : 1; }
 #define KA__GROUP_LINEAR_SIZE (blockDim.x * blockDim.y * blockDim.z)
 #endif
-KA__FN ka_size_t ka_global_id(unsigned d) { return ka_group_id(d) * ka_group_size(d) + ka_local_id(d); }
+/* Dimensionality variants. KA__D is the launch's dimension count where it
+ * is known when the kernel is compiled (1, 2 or 3), else 0 (read from the
+ * hidden range at run time). A dimension past it is one item (global id 0,
+ * size 1), its ids constants; dimensions 1 and 2 fit 32 bits (CUDA's grid),
+ * so their ids are computed in 32 bits. Helpers (KA_CTX_PARAM) see 0. */
+enum { KA__D = 0 }; /* outside a kernel's body: a helper's (KA_CTX_PARAM) */
+template <int D> KA__FN ka_size_t ka__gid(unsigned d) {
+    if constexpr (D == 0) return ka_group_id(d) * ka_group_size(d) + ka_local_id(d);
+    else if (d >= (unsigned)D) return 0;
+    else if (d == 0) return ka_group_id(0) * ka_group_size(0) + ka_local_id(0); /* 64 bits: IMAD.WIDE */
+    else return (unsigned)ka_group_id(d) * (unsigned)ka_group_size(d) + (unsigned)ka_local_id(d);
+}
+template <int D> KA__FN ka_size_t ka__ndr(const ka_nd_t &nd, unsigned d) {
+    if constexpr (D != 0)
+        if (d >= (unsigned)D) return 1;
+    return d == 0 ? nd.x : d == 1 ? nd.y : d == 2 ? nd.z : 1;
+}
+template <int D> KA__FN bool ka__in_range(const ka_nd_t &nd) {
+    if constexpr (D == 0) /* a uniform test of the dimension count, then the ids it needs */
+        return ka__gid<0>(0) < nd.x && (nd.w < 2 || (ka__gid<0>(1) < nd.y && (nd.w < 3 || ka__gid<0>(2) < nd.z)));
+    else
+        return ka__gid<D>(0) < nd.x && (D < 2 || (unsigned)ka__gid<D>(1) < (unsigned)nd.y) &&
+               (D < 3 || (unsigned)ka__gid<D>(2) < (unsigned)nd.z);
+}
+#define ka_global_id(d) ka__gid<KA__D>(d)
+#define KA__OWN_NDRANGE 1
+#if !defined(KA_STATIC_ND0)
+#define ka_ndrange(d) ka__ndr<KA__D>(ka__nd, (d))
+#endif
+#define ka_ndims() ((uint)(KA__D ? KA__D : ka__nd.w))
 /* ka_ndrange, the linear indices, KA_CTX, KA_UNROLL, the scalar type names. */
 #include "ka_kernel_common.h"
-/* Dimensions past ka_ndims() are not checked: libka launches them as 1 item in
- * groups of 1 (global id 0, size 1), so a 1-D launch runs the one comparison a
- * CUDA programmer writes, plus a test of the launch's dimensions (a kernel
- * parameter, the same for every thread), not the y and z id arithmetic. */
-#define ka_in_range()                                                                                                 \
-    (ka_global_id(0) < ka_ndrange(0) &&                                                                               \
-     (ka__nd.w < 2 || (ka_global_id(1) < ka_ndrange(1) && (ka__nd.w < 3 || ka_global_id(2) < ka_ndrange(2)))))
+#define ka_in_range() ka__in_range<KA__D>(ka__nd)
 
 /* ---- synchronization --------------------------------------------------- */
 /* __syncthreads orders both shared and global accesses within the block. */

@@ -14,7 +14,8 @@
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
 #   e  ka-bench launch, wait, saxpy, graph, hostmem and primitives on cuda:0, graph, timeloop and
 #      timeloop --kernels 6 on PoCL (--json)
-#   f  the PTX of libka's saxpy and of a hand-written CUDA saxpy, and their instruction counts
+#   f  the PTX and SASS of libka's saxpy and heat stencils (timeloop, 2-D and 3-D) and of
+#      hand-written CUDA ones, and their instruction counts
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
 #      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
 #   h  test_prims with inputs past 2^31 (KA_BIG_TESTS=1); examples/saxpy traced (KA_TRACE), checked
@@ -23,7 +24,7 @@
 #      timeloop and fork again on two cores (taskset, KA_NUM_THREADS=2, OMP_NUM_THREADS=2),
 #      timeloop on one
 # Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
-# against their goals), ka_saxpy.ptx, raw_saxpy.ptx and gpu-check.tar.gz (every log, JSON
+# against their goals), ka_kernels.ptx, raw_kernels.ptx and gpu-check.tar.gz (every log, JSON
 # file and the summary).
 #
 # Environment: GPU_CHECK_BUDGET (seconds for the whole run, default 500: under 9 minutes
@@ -245,9 +246,11 @@ if [[ $STEPS == *e* ]]; then
     "$KA_BENCH" "$LOGS/bench_primitives.json" "$LOGS/bench_primitives.stderr" "$DEV"
 fi
 
-# ---- f: PTX of libka's saxpy and of a raw one ----------------------------------------
-# The kernels of `ka-bench saxpy`: libka's through the CUDA prelude, as libka hands it to
-# NVRTC (prelude, #line, source); the raw one as a CUDA programmer writes it.
+# ---- f: PTX and SASS of libka's kernels and of hand-written ones ----------------------
+# libka's saxpy (`ka-bench saxpy`) and heat stencils (`ka-bench timeloop`, 2-D and 3-D)
+# through the CUDA prelude, as libka hands them to NVRTC (prelude, #line, source); the
+# hand-written ones as a CUDA programmer writes them (the timeloop's `cuda` column). libka's
+# entry of each is the instantiation a launch of its dimensions takes (saxpy 1, heat 2, heat3 3).
 if [[ $STEPS == *f* ]]; then
   CUR_STEP=f
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')
@@ -263,8 +266,10 @@ KA_KERNEL(saxpy, KA_GLOBAL float *y, KA_CONST(float) x, float a, uint n) {
     y[i] = a * x[i] + y[i];
 }
 EOF
-  } > "$LOGS/ka_saxpy.cu"
-  cat > "$LOGS/raw_saxpy.cu" <<'EOF'
+    "$KA_BENCH" timeloop --print-source ka
+  } > "$LOGS/ka_kernels.cu"
+  {
+    cat <<'EOF'
 struct nd_t { unsigned long long x, y, z, w; };
 extern "C" __global__ void saxpy(const nd_t nd, float *y, const float *__restrict__ x, float a, unsigned n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -272,9 +277,11 @@ extern "C" __global__ void saxpy(const nd_t nd, float *y, const float *__restric
     y[i] = a * x[i] + y[i];
 }
 EOF
+    "$KA_BENCH" timeloop --print-source cuda
+  } > "$LOGS/raw_kernels.cu"
   if command -v nvcc >/dev/null; then
     run f_ptx 40 sh -c 'cd "$0" && nvcc --version | tail -n2 &&
-      for k in ka_saxpy raw_saxpy; do
+      for k in ka_kernels raw_kernels; do
         nvcc -ptx -arch=sm_$1 -std=c++17 -o $k.ptx $k.cu || exit 1
         if command -v cuobjdump >/dev/null; then
           nvcc -cubin -arch=sm_$1 -std=c++17 -o $k.cubin $k.cu && cuobjdump -sass $k.cubin > $k.sass; rm -f $k.cubin
@@ -284,24 +291,25 @@ EOF
     say "f: nvcc not found: no PTX"
     printf '%s\t%s\t%s\t%s\n' f_ptx 127 0 0 >> "$LOGS/steps.tsv"
   fi
-  # Instructions of the saxpy entry: lines of its body that are neither directives,
-  # labels nor braces (PTX); SASS: the lines with an /*addr*/ opcode.
-  ptx_count() { awk '/\.entry saxpy/ {e = 1} e && /^\}/ {exit} e && /^[ \t]+(@!?%p[0-9]+[ \t]+)?[a-z]/ {n++} END {print n + 0}' "$1" 2>/dev/null; }
-  sass_count() { grep -cE '^\s+/\*[0-9a-f]{4}\*/' "$1" 2>/dev/null; }
+  # An entry's instructions: PTX, the lines of its body that are neither directives,
+  # labels nor braces; SASS, the lines with an /*addr*/ opcode in its `Function :` block.
+  # $2: the entry's name (raw) or its mangled prefix (libka's instantiation).
+  ptx_count() { awk -v e="$2" 'index($0, ".entry " e) {on = 1} on && /^\}/ {exit} on && /^[ \t]+(@!?%p[0-9]+[ \t]+)?[a-z]/ {n++} END {print n + 0}' "$1" 2>/dev/null; }
+  sass_count() { awk -v e="$2" '/Function :/ {on = index($0, "Function : " e) > 0} on && /^[ \t]+\/\*[0-9a-f]{4}\*\// {n++} END {print n + 0}' "$1" 2>/dev/null; }
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}'; }
   {
-    echo "instructions of the saxpy entry (sm_$cc)"
-    for k in ka_saxpy raw_saxpy; do
-      printf '%-10s PTX %3s' "$k" "$(ptx_count "$LOGS/$k.ptx")"
-      [[ -f $LOGS/$k.sass ]] && printf '   SASS %3s' "$(sass_count "$LOGS/$k.sass")"
-      echo
+    echo "instructions per entry (sm_$cc): libka's instantiation for its launch's dimensions against the hand-written kernel"
+    printf '%-8s %8s %8s %6s %8s %8s %6s\n' entry "ka PTX" "raw PTX" ratio "ka SASS" "raw SASS" ratio
+    for e in saxpy:1 heat:2 heat3:3; do
+      name=${e%%:*} dims=${e##*:} kn=ka_k_${e%%:*}
+      pre=_Z${#kn}${kn}ILi${dims}EE
+      kp=$(ptx_count "$LOGS/ka_kernels.ptx" "$pre") rp=$(ptx_count "$LOGS/raw_kernels.ptx" "$name(")
+      ks=$(sass_count "$LOGS/ka_kernels.sass" "$pre") rs=$(sass_count "$LOGS/raw_kernels.sass" "$name")
+      printf '%-8s %8s %8s %6s %8s %8s %6s\n' "$name" "$kp" "$rp" "$(ratio "$kp" "$rp")" "$ks" "$rs" "$(ratio "$ks" "$rs")"
     done
-    echo
-    if [[ -f $LOGS/ka_saxpy.ptx && -f $LOGS/raw_saxpy.ptx ]]; then
-      ent() { awk '/\.entry saxpy/ {e = 1} e {print} e && /^\}/ {exit}' "$1" | expand | cut -c1-70; }
-      paste <(ent "$LOGS/ka_saxpy.ptx") <(ent "$LOGS/raw_saxpy.ptx") | awk -F'\t' '{printf "%-72s| %s\n", $1, $2}'
-    fi
+    echo "(goal: SASS of saxpy and heat at most 1.15x the hand-written)"
   } > "$LOGS/ptx_compare.txt"
-  cp "$LOGS/ka_saxpy.ptx" "$LOGS/raw_saxpy.ptx" "$OUT/" 2>/dev/null
+  cp "$LOGS/ka_kernels.ptx" "$LOGS/raw_kernels.ptx" "$OUT/" 2>/dev/null
 fi
 
 # ---- g: MPI: mpi_heat on the GPU(s) and on PoCL's cores --------------------------------
@@ -438,7 +446,7 @@ status=0
     "$mk" "$(goal "$mk" ">=" 10)" "$(jnum "$M" reduce_u32_vs_host)" "$(jnum "$M" scan_u32_vs_host)" \
     "$(jnum "$M" sort_u32_vs_host)" "$(grep -oE '"checked":(true|false)' "$M" 2>/dev/null | cut -d: -f2)"
   echo
-  [[ -f $LOGS/ptx_compare.txt ]] && sed -n '1,3p' "$LOGS/ptx_compare.txt"
+  [[ -f $LOGS/ptx_compare.txt ]] && cat "$LOGS/ptx_compare.txt"
   for f in h_prims_big h_trace_saxpy; do
     [[ -f $LOGS/$f.log ]] && { echo; echo "$f:"; tail -n 12 "$LOGS/$f.log" | sed 's/^/  /'; }
   done

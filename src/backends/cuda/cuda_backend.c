@@ -110,7 +110,9 @@ static ka_status raise_dyn_smem(const char *call, ka__kernel *k, ka__cukern *ck,
     ka_status st = KA_OK;
     pthread_mutex_lock(&ck->lock);
     if (atomic_load_explicit(&ck->dyn_smem, memory_order_relaxed) < bytes) {
-        CUresult r = ka__cu.cuFuncSetAttribute(ck->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
+        CUresult r = CUDA_SUCCESS;
+        for (int i = 0; i < 3 && r == CUDA_SUCCESS; i++) /* each dimension's entry point */
+            r = ka__cu.cuFuncSetAttribute(ck->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
         if (r == CUDA_SUCCESS) atomic_store_explicit(&ck->dyn_smem, bytes, memory_order_release);
         else st = ka__cu_fail(r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     }
@@ -161,7 +163,7 @@ static inline ka_status kernel_params(const char *call, ka__kernel *k, const ka_
         if (st != KA_OK) return st;
     }
     *p = (CUDA_KERNEL_NODE_PARAMS){
-        .func = ck->fn,
+        .func = ck->fn[l->dims - 1], /* the core checked 1 <= dims <= 3 */
         .gridDimX = (unsigned)gx,
         .gridDimY = (unsigned)gy,
         .gridDimZ = (unsigned)gz,

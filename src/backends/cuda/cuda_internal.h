@@ -73,7 +73,7 @@ typedef struct ka__cumod {
 
 /* ka__kernel.bk */
 typedef struct ka__cukern {
-    CUfunction fn;
+    CUfunction fn[3];          /* by the launch's dimensions - 1: KA_KERNEL's instantiations */
     _Atomic uint32_t dyn_smem; /* MAX_DYNAMIC_SHARED_SIZE_BYTES set so far (only grows) */
     pthread_mutex_t lock;      /* raising dyn_smem */
     bool asserts;              /* the program calls ka_assert: two hidden parameters last */

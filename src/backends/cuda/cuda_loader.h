@@ -34,7 +34,7 @@
  * cuGraphExecKernelNodeSetParams_v2 (CUDA_KERNEL_NODE_PARAMS_v2, driver
  * 12.0+), the others unversioned; without any of them graphs are replayed
  * node by node. */
-#define KA__CU_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuLaunchHostFunc) X(cuEventElapsedTime) KA__CU_GRAPH(X)
+#define KA__CU_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions) X(cuFuncGetName) X(cuLaunchHostFunc) X(cuEventElapsedTime) KA__CU_GRAPH(X)
 #define KA__CU_GRAPH(X)                                                                      \
     X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphAddMemcpyNode)       \
     X(cuGraphAddMemsetNode) X(cuGraphInstantiateWithFlags) X(cuGraphExecKernelNodeSetParams) \

@@ -290,21 +290,84 @@ static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int ca
     return n;
 }
 
+/* The start of KA_KERNEL's instantiation for `dims` dimensions' mangled
+ * name, _Z<length>ka_k_<name>ILi<dims>EE (the parameter types follow): the
+ * length makes it unique. 0, or -1 when it does not fit. */
+static int entry_prefix(const char *native_name, int dims, char *out, size_t cap) {
+    int n = snprintf(out, cap, "_Z%zu%sILi%dEE", strlen(native_name), native_name, dims);
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* The entry points of KA_KERNEL's instantiations for 1, 2 and 3 dimensions:
+ * from the PTX where the module keeps it (an older driver), else from the
+ * driver's list of the module's functions (CUDA 12.4). Found: every fn set;
+ * mangled (cap bytes) the first one's name. */
+static ka_status find_entries(const ka__cumod *m, const char *native_name, CUfunction fn[3], char *mangled, size_t cap) {
+    char pre[3][300];
+    for (int d = 0; d < 3; d++)
+        if (entry_prefix(native_name, d + 1, pre[d], sizeof pre[d])) return KA_ERR_KERNEL_NOT_FOUND;
+    fn[0] = fn[1] = fn[2] = NULL;
+    mangled[0] = 0;
+    if (m->ptx) {
+        for (const char *s = m->ptx; (s = strstr(s, ".entry ")) != NULL;) {
+            s += 7;
+            while (*s == ' ' || *s == '\t') s++;
+            size_t len = strcspn(s, "( \t\r\n");
+            for (int d = 0; d < 3; d++) {
+                size_t pl = strlen(pre[d]);
+                if (len < pl || len >= cap || strncmp(s, pre[d], pl)) continue;
+                char name[sizeof pre[0] + 512];
+                if (len >= sizeof name) continue;
+                memcpy(name, s, len);
+                name[len] = 0;
+                CUresult r = ka__cu.cuModuleGetFunction(&fn[d], m->mod, name);
+                if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
+                if (d == 0) memcpy(mangled, name, len + 1);
+            }
+        }
+    } else if (ka__cu.cuModuleGetFunctionCount && ka__cu.cuModuleEnumerateFunctions && ka__cu.cuFuncGetName) {
+        unsigned count = 0;
+        CUresult r = ka__cu.cuModuleGetFunctionCount(&count, m->mod);
+        if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunctionCount");
+        CUfunction *all = ka__calloc(count ? count : 1, sizeof *all);
+        if (!all) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+        if ((r = ka__cu.cuModuleEnumerateFunctions(all, count, m->mod)) != CUDA_SUCCESS) {
+            ka__free(all, sizeof *all * (count ? count : 1));
+            return ka__cu_fail(r, "cuModuleEnumerateFunctions");
+        }
+        for (unsigned i = 0; i < count; i++) {
+            const char *name = NULL;
+            if (ka__cu.cuFuncGetName(&name, all[i]) != CUDA_SUCCESS || !name) continue;
+            for (int d = 0; d < 3; d++)
+                if (!strncmp(name, pre[d], strlen(pre[d]))) {
+                    fn[d] = all[i];
+                    if (d == 0) snprintf(mangled, cap, "%s", name);
+                }
+        }
+        ka__free(all, sizeof *all * (count ? count : 1));
+    }
+    return fn[0] && fn[1] && fn[2] ? KA_OK : KA_ERR_KERNEL_NOT_FOUND;
+}
+
 ka_status ka__cuda_kernel_create(ka__kernel *k) {
     ka__cumod *m = k->var->native;
     ka__cudev *d = k->prog->dev->native;
     ka_status st = ka__cuda_bind(d);
     if (st != KA_OK) return st;
-    CUfunction f;
-    CUresult r = ka__cu.cuModuleGetFunction(&f, m->mod, k->native_name);
-    /* A bare __kernel / __global__ of that name: not a libka kernel (no hidden range). */
-    if (r == CUDA_ERROR_NOT_FOUND && ka__cu.cuModuleGetFunction(&f, m->mod, k->name) == CUDA_SUCCESS)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' is not declared with KA_KERNEL(...)", k->name);
-    if (r == CUDA_ERROR_NOT_FOUND)
+    CUfunction fn[3], f;
+    char mangled[512];
+    CUresult r;
+    if ((st = find_entries(m, k->native_name, fn, mangled, sizeof mangled)) != KA_OK) {
+        if (st != KA_ERR_KERNEL_NOT_FOUND) return st;
+        /* A bare __kernel / __global__ of that name: not a libka kernel (no hidden range). */
+        if (ka__cu.cuModuleGetFunction(&f, m->mod, k->name) == CUDA_SUCCESS)
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' is not declared with KA_KERNEL(...)",
+                            k->name);
         return ka__fail(KA_ERR_KERNEL_NOT_FOUND,
-                        "ka_kernel_get: no kernel '%s' in the program (cuModuleGetFunction(\"%s\"): CUDA_ERROR_NOT_FOUND)",
+                        "ka_kernel_get: no kernel '%s' in the program (no entry point %s<1..3> declared by KA_KERNEL)",
                         k->name, k->native_name);
-    if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
+    }
+    f = fn[0];
 
     /* ka_assert's record and the kernel's handle close the list (KA__ASSERT_PARAMS). */
     int hidden = k->prog->asserts ? 2 : 0;
@@ -323,7 +386,7 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
             sizes[n] = (uint32_t)sz;
         }
     } else {
-        n = m->ptx ? ptx_params(m->ptx, k->native_name, sizes, KA_MAX_ARGS + 2 + hidden) : -1;
+        n = m->ptx ? ptx_params(m->ptx, mangled, sizes, KA_MAX_ARGS + 2 + hidden) : -1;
         if (n < 0)
             return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s': the driver lacks cuFuncGetParamInfo (CUDA 12.4) and the PTX "
                             "signature could not be read", k->name);
@@ -338,10 +401,16 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' does not take libka's hidden range first: declare it with "
                         "KA_KERNEL or KA_KERNEL_NOARGS", k->name);
 
+    /* The limits every entry point allows: their register counts may differ. */
     int max_threads = 0, smem = 0;
-    if ((r = ka__cu.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f)) != CUDA_SUCCESS ||
-        (r = ka__cu.cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f)) != CUDA_SUCCESS)
-        return ka__cu_fail(r, "cuFuncGetAttribute");
+    for (int i = 0; i < 3; i++) {
+        int mt = 0, sm = 0;
+        if ((r = ka__cu.cuFuncGetAttribute(&mt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn[i])) != CUDA_SUCCESS ||
+            (r = ka__cu.cuFuncGetAttribute(&sm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn[i])) != CUDA_SUCCESS)
+            return ka__cu_fail(r, "cuFuncGetAttribute");
+        if (i == 0 || mt < max_threads) max_threads = mt;
+        if (sm > smem) smem = sm;
+    }
 
     uint32_t nargs = (uint32_t)n - 1;
     ka__argsig *sig = ka__calloc(nargs ? nargs : 1, sizeof *sig);
@@ -360,7 +429,7 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
         snprintf(sig[i].name, sizeof sig[i].name, "#%u", i);
     }
     ka__kdecl_signature(k->prog->source, k->name, sig, nargs);
-    ck->fn = f;
+    memcpy(ck->fn, fn, sizeof ck->fn);
     ck->asserts = hidden != 0;
     pthread_mutex_init(&ck->lock, NULL);
     /* CUDA lets a block use 48 KiB of static + dynamic shared memory unless the
