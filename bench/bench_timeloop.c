@@ -199,11 +199,13 @@ static int run_steps(const kaloop *L, int j, size_t n, int steps, impl *m) {
 /* Cold interior, a hot first row (2-D) or plane (3-D) and a pattern, so every
  * cell changes; the multi-kernel step's u and v other patterns. */
 static void init_grid(float *g, size_t n, int dims, int field) {
-    size_t cells = dims == 3 ? n * n * n : n * n, hot = dims == 3 ? n * n : n;
-    for (size_t i = 0; i < cells; i++) {
-        size_t x = i % n, y = i / n % n, z = i / n / n;
-        g[i] = field == 0 && i < hot ? 100.0f : (float)((x * (7 + field) + y * (13 - field) + z * 5) % 17) * 0.25f;
-    }
+    size_t planes = dims == 3 ? n : 1, i = 0;
+    for (size_t z = 0; z < planes; z++)
+        for (size_t y = 0; y < n; y++)
+            for (size_t x = 0; x < n; x++, i++)
+                g[i] = field == 0 && (dims == 3 ? z : y) == 0
+                           ? 100.0f
+                           : (float)((x * (7 + field) + y * (13 - field) + z * 5) % 17) * 0.25f;
 }
 
 typedef char token[32];
