@@ -393,11 +393,11 @@ static int run_size(const kaloop *L, ka_device dev, uint64_t n, int steps, int r
         }
     for (int j = 0; j < NIMPL; j++) {
         if (TIMED(L, j)) out->us[j] = bench_median(t[j], reps) / 1e3;
+        if (m[j].g.id) ka_graph_release(m[j].g);
         for (int a = 0; a < na; a++) {
             free(m[j].h[a]);
             if (m[j].b[a].id) ka_buffer_release(m[j].b[a]);
         }
-        if (m[j].g.id) ka_graph_release(m[j].g);
         if (m[j].s.a) bench_cu_free(L->cu, m[j].s.a);
         if (m[j].s.b) bench_cu_free(L->cu, m[j].s.b);
     }
