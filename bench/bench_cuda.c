@@ -70,6 +70,16 @@ double bench_cu_chain_loop(bench_cu *c, uint64_t y, uint64_t x, const float *a, 
     (void)c, (void)y, (void)x, (void)a, (void)kernels, (void)n, (void)local, (void)iters, (void)graph;
     return -1;
 }
+int bench_cu_stencil_graph(bench_cu *c, const bench_cu_stencil *s, char *why, size_t len) {
+    (void)c, (void)s;
+    snprintf(why, len, "ka-bench was built without cuda.h: no raw CUDA comparison");
+    return -1;
+}
+int bench_cu_stencil_steps(bench_cu *c, const bench_cu_stencil *s, int steps, int graph, char *why, size_t len) {
+    (void)c, (void)s, (void)steps, (void)graph;
+    snprintf(why, len, "ka-bench was built without cuda.h: no raw CUDA comparison");
+    return -1;
+}
 
 #else
 
@@ -436,15 +446,15 @@ static CUresult chain_step(bench_cu *c, CUdeviceptr *y, CUdeviceptr *x, const fl
     return r;
 }
 
-int bench_cu_chain_graph(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels, unsigned n, unsigned local,
-                         char *why, size_t len) {
+/* Captures what record(c, arg) launches on the bench's stream into the raw
+ * graph and instantiates it, the graph made before destroyed. Kernel
+ * parameters are copied into the nodes at capture. */
+static int capture(bench_cu *c, CUresult (*record)(bench_cu *, const void *), const void *arg, char *why, size_t len) {
     if (!cu.cuStreamBeginCapture || !cu.cuStreamEndCapture || !cu.cuGraphInstantiateWithFlags || !cu.cuGraphLaunch ||
         !cu.cuGraphExecDestroy || !cu.cuGraphDestroy) {
         snprintf(why, len, "the driver has no cuGraphInstantiateWithFlags (CUDA 11.4 on)");
         return -1;
     }
-    CUdeviceptr py = (CUdeviceptr)y, px = (CUdeviceptr)x;
-    nd_t nd = {n, 1, 1, 1};
     const char *call = "cuCtxSetCurrent";
     CUresult r;
     if ((r = cu.cuCtxSetCurrent(c->ctx))) goto fail;
@@ -452,8 +462,7 @@ int bench_cu_chain_graph(bench_cu *c, uint64_t y, uint64_t x, const float *a, in
     if (c->graph) cu.cuGraphDestroy(c->graph), c->graph = NULL;
     call = "cuStreamBeginCapture";
     if ((r = cu.cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) goto fail;
-    /* Kernel parameters are copied into the nodes at capture. */
-    CUresult rl = chain_step(c, &py, &px, a, kernels, &nd, n, local);
+    CUresult rl = record(c, arg);
     call = "cuStreamEndCapture";
     if ((r = cu.cuStreamEndCapture(c->stream, &c->graph))) goto fail;
     call = "cuLaunchKernel (captured)";
@@ -464,6 +473,26 @@ int bench_cu_chain_graph(bench_cu *c, uint64_t y, uint64_t x, const float *a, in
 fail:
     snprintf(why, len, "%s: %s", call, cuname(r));
     return -1;
+}
+
+typedef struct chain_args {
+    uint64_t y, x;
+    const float *a;
+    int kernels;
+    unsigned n, local;
+} chain_args;
+
+static CUresult chain_record(bench_cu *c, const void *arg) {
+    const chain_args *ca = arg;
+    CUdeviceptr py = (CUdeviceptr)ca->y, px = (CUdeviceptr)ca->x;
+    nd_t nd = {ca->n, 1, 1, 1};
+    return chain_step(c, &py, &px, ca->a, ca->kernels, &nd, ca->n, ca->local);
+}
+
+int bench_cu_chain_graph(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels, unsigned n, unsigned local,
+                         char *why, size_t len) {
+    const chain_args ca = {y, x, a, kernels, n, local};
+    return capture(c, chain_record, &ca, why, len);
 }
 
 __attribute__((noinline)) double bench_cu_chain_loop(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels,
@@ -479,6 +508,44 @@ __attribute__((noinline)) double bench_cu_chain_loop(bench_cu *c, uint64_t y, ui
     if (!r) r = cu.cuStreamSynchronize(c->stream);
     int64_t t1 = bench_now_ns();
     return r ? -1 : (double)(t1 - t0) / iters;
+}
+
+/* One step of the stencil from src into dst: a launch over the grid. */
+static CUresult stencil_step(bench_cu *c, const bench_cu_stencil *s, uint64_t dst, uint64_t src) {
+    CUdeviceptr d = (CUdeviceptr)dst, p = (CUdeviceptr)src;
+    int n = s->n;
+    void *params[] = {&d, &p, &n};
+    unsigned bz = s->dims == 3 ? s->block[2] : 1, gz = s->dims == 3 ? ((unsigned)n + bz - 1) / bz : 1;
+    return cu.cuLaunchKernel(c->fn, ((unsigned)n + s->block[0] - 1) / s->block[0],
+                             ((unsigned)n + s->block[1] - 1) / s->block[1], gz, s->block[0], s->block[1], bz, 0,
+                             c->stream, params, NULL);
+}
+
+static CUresult stencil_record(bench_cu *c, const void *arg) {
+    const bench_cu_stencil *s = arg;
+    CUresult r = stencil_step(c, s, s->b, s->a);
+    return r ? r : stencil_step(c, s, s->a, s->b);
+}
+
+int bench_cu_stencil_graph(bench_cu *c, const bench_cu_stencil *s, char *why, size_t len) {
+    return capture(c, stencil_record, s, why, len);
+}
+
+int bench_cu_stencil_steps(bench_cu *c, const bench_cu_stencil *s, int steps, int graph, char *why, size_t len) {
+    CUresult r = CUDA_SUCCESS;
+    const char *call = graph ? "cuGraphLaunch" : "cuLaunchKernel";
+    if (graph && !c->graph_exec) {
+        snprintf(why, len, "no raw graph captured");
+        return -1;
+    }
+    cu.cuCtxSetCurrent(c->ctx);
+    if (graph)
+        for (int it = 0; it < steps / 2 && !r; it++) r = cu.cuGraphLaunch(c->graph_exec, c->stream);
+    else
+        for (int it = 0; it < steps && !r; it++) r = it & 1 ? stencil_step(c, s, s->a, s->b) : stencil_step(c, s, s->b, s->a);
+    if (!r && (r = cu.cuStreamSynchronize(c->stream))) call = "cuStreamSynchronize";
+    if (r) snprintf(why, len, "%s: %s", call, cuname(r));
+    return r ? -1 : 0;
 }
 
 #endif

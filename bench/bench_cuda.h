@@ -60,4 +60,19 @@ int bench_cu_chain_graph(bench_cu *c, uint64_t y, uint64_t x, const float *a, in
  * (graph 1). ns per step, or -1 when a call failed. */
 double bench_cu_chain_loop(bench_cu *c, uint64_t y, uint64_t x, const float *a, int kernels, unsigned n, unsigned local,
                            int iters, int graph);
+/* A time loop of the built function heat(float *dst, const float *src, int n)
+ * over an n^dims grid (dims 2 or 3), one launch a step in blocks of
+ * block[0] x block[1] (x block[2]) threads, ping-pong: a into b, b into a. */
+typedef struct bench_cu_stencil {
+    uint64_t a, b;
+    int n, dims;
+    unsigned block[3];
+} bench_cu_stencil;
+/* Captures two steps (a -> b, b -> a) into the raw graph and instantiates it
+ * (the graph made before is destroyed): 0, or -1 with the failing call in why. */
+int bench_cu_stencil_graph(bench_cu *c, const bench_cu_stencil *s, char *why, size_t len);
+/* `steps` steps from a (graph 0: a launch each; graph 1: steps / 2 replays of
+ * the raw graph, steps even), then cuStreamSynchronize: 0, or -1 with the
+ * failing call in why. */
+int bench_cu_stencil_steps(bench_cu *c, const bench_cu_stencil *s, int steps, int graph, char *why, size_t len);
 #endif

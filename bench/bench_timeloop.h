@@ -1,24 +1,45 @@
 /* ka-bench timeloop: the heat equation's time step, shared by the serial C
  * loop and the OpenMP loop (both in bench_timeloop_omp.c, built with OpenMP's
- * and the reference's own flags), and written the same way in libka's kernel. A
- * 5-point average: u' = (u + left + right + up + down) * 0.2, the explicit
- * heat step at dt = h^2 / 5, boundary cells held. One multiplication, last:
- * no multiply-add for a compiler to contract, so the three results are equal
- * bit for bit whatever -ffp-contract or FP_CONTRACT say. */
+ * and the reference's own flags), and written the same way in libka's kernel
+ * and the raw CUDA one. 2-D: a 5-point average, u' = (u + left + right + up +
+ * down) * 0.2, the explicit heat step at dt = h^2 / 5; 3-D: a 7-point one,
+ * u' = (u + x-1 + x+1 + y-1 + y+1 + z-1 + z+1) * 0.14285715 (1/7); boundary
+ * cells held. Summed in that order, one multiplication, last: no multiply-add
+ * for a compiler to contract, so all results are equal bit for bit whatever
+ * -ffp-contract or FP_CONTRACT say. */
 #ifndef KA_BENCH_TIMELOOP_H
 #define KA_BENCH_TIMELOOP_H
 #include <stddef.h>
+
+/* The row of n cells from r held: copied. */
+static inline void held_row(float *restrict dst, const float *restrict src, size_t n, size_t r) {
+    for (size_t x = 0; x < n; x++) dst[r + x] = src[r + x];
+}
 
 /* Row y of an n x n grid, n >= 3. */
 static inline void heat_row(float *restrict dst, const float *restrict src, size_t n, size_t y) {
     size_t r = y * n;
     if (y == 0 || y == n - 1) {
-        for (size_t x = 0; x < n; x++) dst[r + x] = src[r + x];
+        held_row(dst, src, n, r);
         return;
     }
     dst[r] = src[r];
     for (size_t i = r + 1; i < r + n - 1; i++)
         dst[i] = ((((src[i] + src[i - 1]) + src[i + 1]) + src[i - n]) + src[i + n]) * 0.2f; /* as the kernel */
+    dst[r + n - 1] = src[r + n - 1];
+}
+
+/* Row y of plane z of an n x n x n grid, n >= 3. */
+static inline void heat3_row(float *restrict dst, const float *restrict src, size_t n, size_t y, size_t z) {
+    size_t nn = n * n, r = z * nn + y * n;
+    if (y == 0 || y == n - 1 || z == 0 || z == n - 1) {
+        held_row(dst, src, n, r);
+        return;
+    }
+    dst[r] = src[r];
+    for (size_t i = r + 1; i < r + n - 1; i++) /* as the kernels */
+        dst[i] = ((((((src[i] + src[i - 1]) + src[i + 1]) + src[i - n]) + src[i + n]) + src[i - nn]) + src[i + nn]) *
+                 0.14285715f;
     dst[r + n - 1] = src[r + n - 1];
 }
 
@@ -85,8 +106,9 @@ void sw_serial(float *g[SW_ARRAYS], size_t n, int steps);
 void sw_omp(float *g[SW_ARRAYS], size_t n, int steps);
 
 /* The serial loop: `steps` steps as timeloop_omp, in one thread. */
-void timeloop_serial(float *a, float *b, size_t n, int steps);
-/* `steps` steps from a into b and back (ping-pong); the result is in a when
- * steps is even, else in b. */
-void timeloop_omp(float *a, float *b, size_t n, int steps);
+void timeloop_serial(float *a, float *b, size_t n, int dims, int steps);
+/* `steps` steps of the heat equation on an n^dims grid (dims 2 or 3) from a
+ * into b and back (ping-pong), one `parallel for` over the grid's rows a
+ * step; the result is in a when steps is even, else in b. */
+void timeloop_omp(float *a, float *b, size_t n, int dims, int steps);
 #endif

@@ -1,5 +1,6 @@
 /* The reference loops of ka-bench timeloop, as a user would write them:
- * serial, and one OpenMP `parallel for` over the rows per time step. Built
+ * serial, and one OpenMP `parallel for` over the rows (2-D: n, 3-D: n^2 of
+ * them) per time step. Built
  * with OpenMP's flags and -O3 -ffp-contract=off whatever the build type,
  * and on x86-64 as function clones for the best vector ISA the running CPU
  * has (x86-64-v4: AVX-512; v3: AVX2; the baseline), chosen when the
@@ -25,24 +26,28 @@
 #define BEST_ISA
 #endif
 
-BEST_ISA static void heat_row_best(float *restrict dst, const float *restrict src, size_t n, size_t y) {
-    heat_row(dst, src, n, y);
+/* Row `row` of the grid: 2-D its y, 3-D z * n + y. */
+BEST_ISA static void heat_row_best(float *restrict dst, const float *restrict src, size_t n, int dims, size_t row) {
+    if (dims == 3) heat3_row(dst, src, n, row % n, row / n);
+    else heat_row(dst, src, n, row);
 }
 
-void timeloop_serial(float *a, float *b, size_t n, int steps) {
+void timeloop_serial(float *a, float *b, size_t n, int dims, int steps) {
+    size_t rows = dims == 3 ? n * n : n;
     for (int s = 0; s < steps; s++) {
         float *dst = s & 1 ? a : b;
         const float *src = s & 1 ? b : a;
-        for (size_t y = 0; y < n; y++) heat_row_best(dst, src, n, y);
+        for (size_t r = 0; r < rows; r++) heat_row_best(dst, src, n, dims, r);
     }
 }
 
-void timeloop_omp(float *a, float *b, size_t n, int steps) {
+void timeloop_omp(float *a, float *b, size_t n, int dims, int steps) {
+    size_t rows = dims == 3 ? n * n : n;
     for (int s = 0; s < steps; s++) {
         float *dst = s & 1 ? a : b;
         const float *src = s & 1 ? b : a;
 #pragma omp parallel for schedule(static)
-        for (size_t y = 0; y < n; y++) heat_row_best(dst, src, n, y);
+        for (size_t r = 0; r < rows; r++) heat_row_best(dst, src, n, dims, r);
     }
 }
 

@@ -12,8 +12,9 @@
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
-#   e  ka-bench launch, wait, saxpy, graph, hostmem and primitives on cuda:0, graph, timeloop and
-#      timeloop --kernels 6 on PoCL (--json)
+#   e  ka-bench launch, wait, saxpy, graph, hostmem and primitives on cuda:0, timeloop on cuda:0
+#      (libka and its graph against hand-written CUDA and its graph, 2-D and --dims 3), graph,
+#      timeloop and timeloop --kernels 6 on PoCL (--json)
 #   f  the PTX and SASS of libka's saxpy and heat stencils (timeloop, 2-D and 3-D) and of
 #      hand-written CUDA ones, and their instruction counts
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
@@ -232,6 +233,12 @@ if [[ $STEPS == *e* ]]; then
     run "e_bench_$b" 60 sh -c '"$0" "$1" --device "$4" --json > "$2" 2> "$3"; rc=$?; cat "$3"; exit $rc' \
       "$KA_BENCH" "$b" "$LOGS/bench_$b.json" "$LOGS/bench_$b.stderr" "$DEV"
   done
+  # The heat time loop: libka and a ka_graph of two steps against the stencil hand-written in
+  # CUDA and a CUDA graph of its two steps, 2-D (N x N) and 3-D (N x N x N).
+  run e_bench_timeloop_cuda 60 sh -c '"$0" timeloop --device "$3" --impl ka,ka_graph,cuda,cuda_graph --sizes 16,64,256,1024,2048,4096,8192 --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
+    "$KA_BENCH" "$LOGS/bench_timeloop_cuda.json" "$LOGS/bench_timeloop_cuda.stderr" "$DEV"
+  run e_bench_timeloop3_cuda 60 sh -c '"$0" timeloop --device "$3" --dims 3 --impl ka,ka_graph,cuda,cuda_graph --sizes 64,128,256,512 --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
+    "$KA_BENCH" "$LOGS/bench_timeloop3_cuda.json" "$LOGS/bench_timeloop3_cuda.stderr" "$DEV"
   # The graph's goal on PoCL is against its own launches on the same host.
   run e_bench_graph_pocl 30 sh -c '"$0" graph --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_graph_pocl.json" "$LOGS/bench_graph_pocl.stderr"
@@ -445,6 +452,18 @@ status=0
     "$(jnum "$M" n)" "$mr" "$(goal "$mr" ">=" 0.85)" "$(jnum "$M" reduce_f32_vs_copy)" "$ms" "$(goal "$ms" ">=" 0.6)" \
     "$mk" "$(goal "$mk" ">=" 10)" "$(jnum "$M" reduce_u32_vs_host)" "$(jnum "$M" scan_u32_vs_host)" \
     "$(jnum "$M" sort_u32_vs_host)" "$(grep -oE '"checked":(true|false)' "$M" 2>/dev/null | cut -d: -f2)"
+  for t in timeloop_cuda timeloop3_cuda; do
+    T=$LOGS/bench_$t.json
+    [[ -f $T ]] || continue
+    printf '  timeloop --dims %s, heat stencil, us per step: libka against hand-written CUDA (> 1: libka slower); checked %s\n' \
+      "$(jnum "$T" dims)" "$(grep -oE '"checked":(true|false)' "$T" 2>/dev/null | cut -d: -f2)"
+    for i in $(seq 1 16); do
+      n=$(jnum "$T" n "$i"); [[ -z $n ]] && break
+      printf '    N %5s: ka %s, cuda %s: ka / cuda %s; ka_graph %s, cuda_graph %s: ka_graph / cuda_graph %s\n' "$n" \
+        "$(jnum "$T" ka_us "$i")" "$(jnum "$T" cuda_us "$i")" "$(jnum "$T" ka_over_cuda "$i")" \
+        "$(jnum "$T" ka_graph_us "$i")" "$(jnum "$T" cuda_graph_us "$i")" "$(jnum "$T" ka_graph_over_cuda_graph "$i")"
+    done
+  done
   echo
   [[ -f $LOGS/ptx_compare.txt ]] && cat "$LOGS/ptx_compare.txt"
   for f in h_prims_big h_trace_saxpy; do
