@@ -18,17 +18,19 @@
 #include "bench_cuda.h"
 #include "bench_timeloop.h"
 
+/* IDX: the stencils' index type (--define IDX=uint: 32-bit, as the hand-written ones). */
 static const char *ka_src =
+    "#ifndef IDX\n#define IDX size_t\n#endif\n"
     "KA_KERNEL(heat, KA_GLOBAL float *dst, KA_GLOBAL const float *src, uint n) {\n"
     "    if (!ka_in_range()) return;\n"
-    "    size_t x = ka_global_id(0), y = ka_global_id(1), i = y * n + x;\n"
+    "    IDX x = ka_global_id(0), y = ka_global_id(1), i = y * n + x;\n"
     "    if (x == 0 || y == 0 || x == n - 1 || y == n - 1) { dst[i] = src[i]; return; }\n"
     "    dst[i] = ((((src[i] + src[i - 1]) + src[i + 1]) + src[i - n]) + src[i + n]) * 0.2f;\n"
     "}\n"
     "KA_KERNEL(heat3, KA_GLOBAL float *dst, KA_GLOBAL const float *src, uint n) {\n"
     "    if (!ka_in_range()) return;\n"
-    "    size_t x = ka_global_id(0), y = ka_global_id(1), z = ka_global_id(2), nn = (size_t)n * n;\n"
-    "    size_t i = z * nn + y * n + x;\n"
+    "    IDX x = ka_global_id(0), y = ka_global_id(1), z = ka_global_id(2), nn = (IDX)n * n;\n"
+    "    IDX i = z * nn + y * n + x;\n"
     "    if (x == 0 || y == 0 || z == 0 || x == n - 1 || y == n - 1 || z == n - 1) { dst[i] = src[i]; return; }\n"
     "    dst[i] = ((((((src[i] + src[i - 1]) + src[i + 1]) + src[i - n]) + src[i + n]) + src[i - nn]) + src[i + nn])\n"
     "             * 0.14285715f;\n"
@@ -66,7 +68,7 @@ static const char *cu_src[2] = {
     "    if (x == 0 || y == 0 || x == n - 1 || y == n - 1) { dst[i] = src[i]; return; }\n"
     "    dst[i] = ((((src[i] + src[i - 1]) + src[i + 1]) + src[i - n]) + src[i + n]) * 0.2f;\n"
     "}\n",
-    "extern \"C\" __global__ void heat(float *dst, const float *src, int n) {\n"
+    "extern \"C\" __global__ void heat3(float *dst, const float *src, int n) {\n"
     "    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;\n"
     "    int z = blockIdx.z * blockDim.z + threadIdx.z;\n"
     "    if (x >= n || y >= n || z >= n) return;\n"
@@ -79,6 +81,7 @@ static const char *cu_src[2] = {
 static const char usage[] =
     "usage: ka-bench timeloop [--device SEL] [--dims D] [--sizes N,N,...] [--steps S] [--kernels K] [--impl LIST]\n"
     "                         [--wg X,Y[,Z]] [--raw-wg X,Y[,Z]] [--define NAME[=V]]... [--reps R] [--json]\n"
+    "       ka-bench timeloop --print-source ka|cuda\n"
     "  A time loop on an N x N (D = 2, default) or N x N x N (D = 3) float grid with ping-pong buffers:\n"
     "  serial C, OpenMP `parallel for` over the rows ($OMP_NUM_THREADS threads, default all cores) and\n"
     "  libka (one launch per kernel and step, one wait per run), in microseconds per step and as ratios.\n"
@@ -102,7 +105,9 @@ static const char usage[] =
     "  least 10 and at most 2000); R: interleaved repetitions, medians (default 7, at most 64).\n"
     "  --wg: libka's work-group, 1 to 1024 each (default: libka's choice; Z in 3-D: 1 when left out).\n"
     "  --raw-wg: the raw CUDA loop's blocks, 1 to 1024 each (default 32,8 in 2-D, 32,8,1 in 3-D).\n"
-    "  --define: a macro for libka's build (ka_build_options.defines), up to 8.\n";
+    "  --define: a macro for libka's build (ka_build_options.defines), up to 8; IDX=uint makes the\n"
+    "  stencils' indices 32-bit like the hand-written ones' (default size_t).\n"
+    "  --print-source ka|cuda: prints libka's kernels or the hand-written CUDA ones, and exits.\n";
 
 #define MAX_SIZES 16
 #define MAX_REPS 64
@@ -440,7 +445,8 @@ int bench_timeloop_main(int argc, char **argv) {
                                        {"kernels", required_argument, NULL, 'k'}, {"wg", required_argument, NULL, 'g'},
                                        {"dims", required_argument, NULL, 'D'}, {"impl", required_argument, NULL, 'I'},
                                        {"raw-wg", required_argument, NULL, 'W'},
-                                       {"define", required_argument, NULL, 'E'}, BENCH_OPT_END};
+                                       {"define", required_argument, NULL, 'E'},
+                                       {"print-source", required_argument, NULL, 'P'}, BENCH_OPT_END};
     bench_opts o = {.reps = 7};
     uint64_t sizes[MAX_SIZES], steps_opt = 0, kernels = 1, dims = 2;
     unsigned wg[3] = {0, 0, 0}, raw_wg[3] = {32, 8, 1}, impls = 0;
@@ -478,6 +484,14 @@ int bench_timeloop_main(int argc, char **argv) {
         case 'I':
             if (parse_impls(&cl, arg, &impls)) return KA_EXIT_USAGE;
             break;
+        case 'P': /* the kernels' text, for reading their machine code */
+            if (!strcmp(arg, "ka")) fputs(ka_src, stdout);
+            else if (!strcmp(arg, "cuda")) printf("%s%s", cu_src[0], cu_src[1]);
+            else {
+                cli_error(&cl, "--print-source '%s': want ka or cuda", arg);
+                return KA_EXIT_USAGE;
+            }
+            return 0;
         case 'E':
             if (ndefines == MAX_DEFINES || !*arg) {
                 cli_error(&cl, "--define '%s': want NAME or NAME=VALUE, at most %d of them", arg, MAX_DEFINES);
@@ -520,7 +534,7 @@ int bench_timeloop_main(int argc, char **argv) {
     int routing = qs.inline_max_items != 0;
     char why[4096] = "";
     if (di->backend == KA_BACKEND_CUDA && kernels == 1 &&
-        (!(L.cu = bench_cu_open(dev, why, sizeof why)) || bench_cu_build(L.cu, cu_src[dims == 3], "heat", why, sizeof why))) {
+        (!(L.cu = bench_cu_open(dev, why, sizeof why)) || bench_cu_build(L.cu, cu_src[dims == 3], dims == 3 ? "heat3" : "heat", why, sizeof why))) {
         fprintf(stderr, "ka-bench timeloop: no raw CUDA comparison: %s\n", why);
         bench_cu_close(L.cu);
         L.cu = NULL;
