@@ -160,8 +160,8 @@ template <int D> KA__FN bool ka__in_range(const ka_nd_t &nd) {
     if constexpr (D == 0) /* a uniform test of the dimension count, then the ids it needs */
         return ka__gid<0>(0) < nd.x && (nd.w < 2 || (ka__gid<0>(1) < nd.y && (nd.w < 3 || ka__gid<0>(2) < nd.z)));
     else
-        return ka__gid<D>(0) < nd.x && (D < 2 || (unsigned)ka__gid<D>(1) < (unsigned)nd.y) &&
-               (D < 3 || (unsigned)ka__gid<D>(2) < (unsigned)nd.z);
+        return (ka__gid<D>(0) < nd.x) & (D < 2 || (unsigned)ka__gid<D>(1) < (unsigned)nd.y) &
+               (D < 3 || (unsigned)ka__gid<D>(2) < (unsigned)nd.z); /* one branch, as `x >= n || y >= n` */
 }
 #define ka_global_id(d) ka__gid<KA__D>(d)
 #define KA__OWN_NDRANGE 1

@@ -302,7 +302,7 @@ EOF
   # labels nor braces; SASS, the lines with an /*addr*/ opcode in its `Function :` block.
   # $2: the entry's name (raw) or its mangled prefix (libka's instantiation).
   ptx_count() { awk -v e="$2" 'index($0, ".entry " e) {on = 1} on && /^\}/ {exit} on && /^[ \t]+(@!?%p[0-9]+[ \t]+)?[a-z]/ {n++} END {print n + 0}' "$1" 2>/dev/null; }
-  sass_count() { awk -v e="$2" '/Function :/ {on = index($0, "Function : " e) > 0} on && /^[ \t]+\/\*[0-9a-f]{4}\*\// {n++} END {print n + 0}' "$1" 2>/dev/null; }
+  sass_count() { awk -v e="$2" '/Function :/ {on = $3 == e || (e ~ /^_Z/ && index($3, e) == 1)} on && /^[ \t]+\/\*[0-9a-f]{4}\*\// {n++} END {print n + 0}' "$1" 2>/dev/null; }
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}'; }
   {
     echo "instructions per entry (sm_$cc): libka's instantiation for its launch's dimensions against the hand-written kernel"

@@ -335,16 +335,19 @@ static ka_status find_entries(const ka__cumod *m, const char *native_name, CUfun
             ka__free(all, sizeof *all * (count ? count : 1));
             return ka__cu_fail(r, "cuModuleEnumerateFunctions");
         }
-        for (unsigned i = 0; i < count; i++) {
+        /* The listed handles may be unloaded (lazy module loading):
+         * cuModuleGetFunction by the name gives a loaded one. */
+        for (unsigned i = 0; i < count && r == CUDA_SUCCESS; i++) {
             const char *name = NULL;
             if (ka__cu.cuFuncGetName(&name, all[i]) != CUDA_SUCCESS || !name) continue;
             for (int d = 0; d < 3; d++)
                 if (!strncmp(name, pre[d], strlen(pre[d]))) {
-                    fn[d] = all[i];
+                    if ((r = ka__cu.cuModuleGetFunction(&fn[d], m->mod, name)) != CUDA_SUCCESS) break;
                     if (d == 0) snprintf(mangled, cap, "%s", name);
                 }
         }
         ka__free(all, sizeof *all * (count ? count : 1));
+        if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
     }
     return fn[0] && fn[1] && fn[2] ? KA_OK : KA_ERR_KERNEL_NOT_FOUND;
 }
