@@ -28,13 +28,16 @@ static const char *cu_src =
 /* KA_SAXPY_SPIN waits on a queue that spins 10 ms before sleeping (the default
  * spin is 50 us on GPUs, shorter than the kernel); the PIPE rows launch I times
  * and wait once, the kernel's own bandwidth without a wait per launch. */
-enum { KA_SAXPY, KA_SAXPY_SPIN, KA_SAXPY_PIPE, KA_COPY, RAW_SAXPY, RAW_SAXPY_PIPE, RAW_COPY, OMP_COPY, NKINDS };
+/* RAW_ON_KA: the raw kernel and loop on libka's buffers (their CUdeviceptrs):
+ * apart from RAW_SAXPY only in where the memory lies. */
+enum { KA_SAXPY, KA_SAXPY_SPIN, KA_SAXPY_PIPE, KA_COPY, RAW_SAXPY, RAW_SAXPY_PIPE, RAW_COPY, OMP_COPY, RAW_ON_KA, NKINDS };
 static const char *names[NKINDS] = {"ka saxpy (launch + ka_event_wait)", "ka saxpy, queue spin 10 ms",
                                     "ka saxpy, I launches + 1 wait", "ka_buffer_copy (blocking)",
                                     "raw saxpy (cuLaunchKernel + stream sync)", "raw saxpy, I launches + 1 sync",
-                                    "raw cuMemcpyDtoDAsync + stream sync", "memcpy over all threads (OpenMP)"};
+                                    "raw cuMemcpyDtoDAsync + stream sync", "memcpy over all threads (OpenMP)",
+                                    "raw saxpy on libka's buffers (+ sync)"};
 static const char *keys[NKINDS] = {"ka_saxpy", "ka_saxpy_spin", "ka_saxpy_pipelined", "ka_copy",
-                                   "raw_saxpy", "raw_saxpy_pipelined", "copy", "omp_copy"};
+                                   "raw_saxpy", "raw_saxpy_pipelined", "copy", "omp_copy", "raw_on_ka_saxpy"};
 
 static const char usage[] =
     "usage: ka-bench saxpy [--device SEL] [--n N] [--wg W] [--iterations I] [--reps R] [--json]\n"
@@ -126,7 +129,12 @@ int bench_saxpy_main(int argc, char **argv) {
      * threaded code moves; in host memory of its own, first touched by it. */
     char *ob = di->is_cpu ? malloc(2 * bytes) : NULL;
     if (ob) memset(ob, 0, 2 * bytes);
-    int have[NKINDS] = {1, 1, 1, 1, cu != NULL, cu != NULL, cu != NULL, ob != NULL};
+    int have[NKINDS] = {1, 1, 1, 1, cu != NULL, cu != NULL, cu != NULL, ob != NULL, cu != NULL};
+    ka_native_buffer nx = {0}, ny = {0};
+    if (cu) {
+        CHECK(ka_buffer_get_native(x, &nx));
+        CHECK(ka_buffer_get_native(y, &ny));
+    }
     int ka_runs = 0, raw_runs = 0;
 
     double *t[NKINDS];
@@ -165,6 +173,10 @@ int bench_saxpy_main(int argc, char **argv) {
                 int64_t t0 = bench_now_ns();
                 for (int i = 0; i < it; i++) bench_omp_copy(ob + bytes, ob, bytes);
                 ns = (double)(bench_now_ns() - t0) / it;
+            } else if (j == RAW_ON_KA) { /* on libka's y: counted with libka's runs */
+                ns = bench_cu_saxpy(cu, (uint64_t)(uintptr_t)ny.address, (uint64_t)(uintptr_t)nx.address, 0.5f,
+                                    (unsigned)n, wg, it, 1);
+                ka_runs += it;
             } else if (j == RAW_SAXPY || j == RAW_SAXPY_PIPE) {
                 ns = bench_cu_saxpy(cu, ry, rx, 0.5f, (unsigned)n, wg, it, j == RAW_SAXPY);
                 raw_runs += it;
@@ -219,7 +231,10 @@ int bench_saxpy_main(int argc, char **argv) {
             printf(",\"ka_vs_raw_saxpy\":%.4f,\"ka_vs_raw_saxpy_pipelined\":%.4f",
                    med[KA_SAXPY] > 0 ? med[RAW_SAXPY] / med[KA_SAXPY] : 0,
                    med[KA_SAXPY_PIPE] > 0 ? med[RAW_SAXPY_PIPE] / med[KA_SAXPY_PIPE] : 0);
-        if (cu) printf(",\"ka_saxpy_time_over_raw\":%.4f", med[RAW_SAXPY] > 0 ? med[KA_SAXPY] / med[RAW_SAXPY] : 0);
+        if (cu)
+            printf(",\"ka_saxpy_time_over_raw\":%.4f,\"raw_on_ka_time_over_raw\":%.4f",
+                   med[RAW_SAXPY] > 0 ? med[KA_SAXPY] / med[RAW_SAXPY] : 0,
+                   med[RAW_SAXPY] > 0 ? med[RAW_ON_KA] / med[RAW_SAXPY] : 0);
         printf(",\"ka_waits_polled\":%llu,\"ka_waits_slept\":%llu", (unsigned long long)qst.waits_polled,
                (unsigned long long)qst.waits_slept);
         printf("}\n");
@@ -239,8 +254,10 @@ int bench_saxpy_main(int argc, char **argv) {
                GBPS(ref, med[ref]) > 0 ? GBPS(KA_SAXPY, med[KA_SAXPY]) / GBPS(ref, med[ref]) : 0,
                GBPS(ref, med[ref]) > 0 ? GBPS(KA_SAXPY_PIPE, med[KA_SAXPY_PIPE]) / GBPS(ref, med[ref]) : 0);
         if (cu)
-            printf("ka saxpy (default queue) time / raw saxpy + stream sync: %.3f\n",
-                   med[RAW_SAXPY] > 0 ? med[KA_SAXPY] / med[RAW_SAXPY] : 0);
+            printf("ka saxpy (default queue) time / raw saxpy + stream sync: %.3f; the raw loop on libka's buffers: "
+                   "%.3f\n",
+                   med[RAW_SAXPY] > 0 ? med[KA_SAXPY] / med[RAW_SAXPY] : 0,
+                   med[RAW_SAXPY] > 0 ? med[RAW_ON_KA] / med[RAW_SAXPY] : 0);
         printf("default queue's waits: %llu ended while polling, %llu slept\n", (unsigned long long)qst.waits_polled,
                (unsigned long long)qst.waits_slept);
     }
