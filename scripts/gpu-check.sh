@@ -64,7 +64,7 @@ say() { echo "[$(now) +$(elapsed)s] $*" | tee -a "$LOGS/gpu-check.log"; }
 # ---- time: each step gets min(its cap, what is left after the later steps' reserves) --
 # reserve: seconds kept for each step still to come (so a slow step cannot starve them);
 # 15 s more for the summary and the tarball.
-declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=90 [f]=15 [g]=60 [h]=40 [i]=120)
+declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=150 [f]=15 [g]=60 [h]=40 [i]=120)
 reserve_after() { # the reserves of the steps after $1 that will run
   local s=$1 sum=15 later=0 x
   for x in a b c d e f g h i; do
@@ -233,12 +233,27 @@ if [[ $STEPS == *e* ]]; then
     run "e_bench_$b" 60 sh -c '"$0" "$1" --device "$4" --json > "$2" 2> "$3"; rc=$?; cat "$3"; exit $rc' \
       "$KA_BENCH" "$b" "$LOGS/bench_$b.json" "$LOGS/bench_$b.stderr" "$DEV"
   done
+  # saxpy at 2^20 and 2^24 floats too (the default run above: 2^28).
+  for n in 20 24; do
+    run "e_bench_saxpy$n" 30 sh -c '"$0" saxpy --device "$3" --n $((1 << $4)) --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
+      "$KA_BENCH" "$LOGS/bench_saxpy$n.json" "$LOGS/bench_saxpy$n.stderr" "$DEV" "$n"
+  done
   # The heat time loop: libka and a ka_graph of two steps against the stencil hand-written in
-  # CUDA and a CUDA graph of its two steps, 2-D (N x N) and 3-D (N x N x N).
-  run e_bench_timeloop_cuda 60 sh -c '"$0" timeloop --device "$3" --impl ka,ka_graph,cuda,cuda_graph --sizes 16,64,256,1024,2048,4096,8192 --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
-    "$KA_BENCH" "$LOGS/bench_timeloop_cuda.json" "$LOGS/bench_timeloop_cuda.stderr" "$DEV"
-  run e_bench_timeloop3_cuda 60 sh -c '"$0" timeloop --device "$3" --dims 3 --impl ka,ka_graph,cuda,cuda_graph --sizes 64,128,256,512 --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
-    "$KA_BENCH" "$LOGS/bench_timeloop3_cuda.json" "$LOGS/bench_timeloop3_cuda.stderr" "$DEV"
+  # CUDA and a CUDA graph of its two steps, 2-D (N x N) and 3-D (N x N x N), libka's kernel
+  # with int indices as the hand-written one's (IDX=int); then libka's with size_t indices
+  # (the timeloop's default) against the same hand-written kernel, and the six-kernel step
+  # (libka alone: no hand-written one).
+  tl() { # name seconds args...
+    local name=$1 cap=$2
+    shift 2
+    run "e_bench_$name" "$cap" sh -c 'b=$0 j=$1 e=$2 d=$3; shift 3; "$b" timeloop --device "$d" "$@" --json > "$j" 2> "$e"; rc=$?; cat "$e"; exit $rc' \
+      "$KA_BENCH" "$LOGS/bench_$name.json" "$LOGS/bench_$name.stderr" "$DEV" "$@"
+  }
+  tl timeloop_cuda 60 --impl ka,ka_graph,cuda,cuda_graph --sizes 16,64,256,1024,2048,4096,8192 --define IDX=int
+  tl timeloop3_cuda 60 --dims 3 --impl ka,ka_graph,cuda,cuda_graph --sizes 64,128,256,512 --define IDX=int
+  tl timeloop_cuda_size_t 40 --impl ka,cuda --sizes 256,1024,4096,8192
+  tl timeloop3_cuda_size_t 40 --dims 3 --impl ka,cuda --sizes 128,256,512
+  tl timeloop6_cuda 40 --kernels 6 --impl ka,ka_graph --sizes 64,256,1024,4096
   # The graph's goal on PoCL is against its own launches on the same host.
   run e_bench_graph_pocl 30 sh -c '"$0" graph --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_graph_pocl.json" "$LOGS/bench_graph_pocl.stderr"
@@ -456,16 +471,23 @@ status=0
     "$(jnum "$M" n)" "$mr" "$(goal "$mr" ">=" 0.85)" "$(jnum "$M" reduce_f32_vs_copy)" "$ms" "$(goal "$ms" ">=" 0.6)" \
     "$mk" "$(goal "$mk" ">=" 10)" "$(jnum "$M" reduce_u32_vs_host)" "$(jnum "$M" scan_u32_vs_host)" \
     "$(jnum "$M" sort_u32_vs_host)" "$(grep -oE '"checked":(true|false)' "$M" 2>/dev/null | cut -d: -f2)"
-  for t in timeloop_cuda timeloop3_cuda; do
+  for n in 20 24; do
+    X=$LOGS/bench_saxpy$n.json xr=$(jnum "$X" ka_saxpy_time_over_raw)
+    printf '  saxpy, 2^%s floats: ka %s ns, raw + stream sync %s ns: %s x [goal <= 1.03: %s]; raw on libka'"'"'s buffers %s x\n' \
+      "$n" "$(jnum "$X" ka_saxpy_ns)" "$(jnum "$X" raw_saxpy_ns)" "$xr" "$(goal "$xr" "<=" 1.03)" "$(jnum "$X" raw_on_ka_time_over_raw)"
+  done
+  for t in timeloop_cuda timeloop3_cuda timeloop_cuda_size_t timeloop3_cuda_size_t timeloop6_cuda; do
     T=$LOGS/bench_$t.json
     [[ -f $T ]] || continue
-    printf '  timeloop --dims %s, heat stencil, us per step: libka against hand-written CUDA (> 1: libka slower); checked %s\n' \
-      "$(jnum "$T" dims)" "$(grep -oE '"checked":(true|false)' "$T" 2>/dev/null | cut -d: -f2)"
+    printf '  %s (--dims %s --kernels %s, %s), us per step: libka against hand-written CUDA (> 1: libka slower); checked %s\n' \
+      "$t" "$(jnum "$T" dims)" "$(jnum "$T" kernels)" "$([[ $t == *size_t ]] && echo "libka's indices size_t" || echo "libka's indices int")" \
+      "$(grep -oE '"checked":(true|false)' "$T" 2>/dev/null | cut -d: -f2)"
     for i in $(seq 1 16); do
       n=$(jnum "$T" n "$i"); [[ -z $n ]] && break
-      printf '    N %5s: ka %s, cuda %s: ka / cuda %s; ka_graph %s, cuda_graph %s: ka_graph / cuda_graph %s\n' "$n" \
-        "$(jnum "$T" ka_us "$i")" "$(jnum "$T" cuda_us "$i")" "$(jnum "$T" ka_over_cuda "$i")" \
-        "$(jnum "$T" ka_graph_us "$i")" "$(jnum "$T" cuda_graph_us "$i")" "$(jnum "$T" ka_graph_over_cuda_graph "$i")"
+      kr=$(jnum "$T" ka_over_cuda "$i") gr=$(jnum "$T" ka_graph_over_cuda_graph "$i")
+      printf '    N %5s: ka %s, cuda %s: ka / cuda %s [goal <= 1.03: %s]; ka_graph %s, cuda_graph %s: ka_graph / cuda_graph %s [goal <= 1.05: %s]\n' "$n" \
+        "$(jnum "$T" ka_us "$i")" "$(jnum "$T" cuda_us "$i")" "$kr" "$(goal "$kr" "<=" 1.03)" \
+        "$(jnum "$T" ka_graph_us "$i")" "$(jnum "$T" cuda_graph_us "$i")" "$gr" "$(goal "$gr" "<=" 1.05)"
     done
   done
   echo

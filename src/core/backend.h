@@ -28,7 +28,7 @@
 #include "ka_internal.h"
 
 /* Raised whenever a hook's signature or meaning changes. */
-#define KA__BACKEND_VERSION 6u
+#define KA__BACKEND_VERSION 7u
 
 enum {
     /* Not enumerated (ka_device_count does not see it); opened by its bare
@@ -49,6 +49,13 @@ typedef struct ka__launch {
     uint64_t items;            /* global[0] * global[1] * global[2], checked not to overflow */
     uint32_t flags;            /* the range's KA_LAUNCH_* (KA_LAUNCH_ASYNC: never in the calling thread) */
     void *const *mem;          /* by argument: a buffer argument's native object (others undefined) */
+    /* NULL, or, when every argument is a buffer or a scalar: argp[1 + i] points
+     * to argument i's value as a driver takes it (a buffer: &mem[i]; a scalar:
+     * its bytes in the caller's ka_arg); argp[0] and the two slots after the
+     * last argument are the hook's to fill (CUDA: the range, ka_assert's
+     * record), so the array can be a driver's parameter list as it is. Set by
+     * ka_launch for its hook's call only (NULL in a graph's recorded launch). */
+    void **argp;
 } ka__launch;
 
 typedef void (*ka__native_cb)(void *ctx, ka_status st);

@@ -88,6 +88,7 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
     nd->k = k;
     nd->l = *l;
     nd->l.mem = nd->mem;
+    nd->l.argp = NULL; /* ka_launch's stack */
     nd->nbytes = nbytes;
     size_t at = 0;
     for (uint32_t i = 0; i < nargs; i++) {

@@ -88,12 +88,16 @@ static ka_status __attribute__((noinline, cold)) bad_buffer(const ka__kernel *k,
 }
 
 /* Checks every argument against the kernel's signature and resolves each
- * buffer argument, once for every back-end: mem[i] gets its native object.
- * A launch checks in full only an argument whose (kind, size) word is not its
- * parameter's likely one (one compare each); full checks every argument, so
- * garbage of exactly that word is refused here, not left to the back-end. */
+ * buffer argument, once for every back-end: mem[i] gets its native object,
+ * argp[1 + i] a pointer to the argument's value as a driver takes it (&mem[i],
+ * or the ka_arg's bytes), and *plain whether every argument is a buffer or a
+ * scalar (ka__launch.argp). A launch checks in full only an argument whose
+ * (kind, size) word is not its parameter's likely one (one compare each); full
+ * checks every argument, so garbage of exactly that word is refused here, not
+ * left to the back-end. */
 static inline __attribute__((always_inline)) ka_status check_args(const ka__kernel *k, const ka__device *dev,
-                                                                  const ka_arg *args, uint32_t nargs, void **mem, bool full) {
+                                                                  const ka_arg *args, uint32_t nargs, void **mem,
+                                                                  void **argp, bool *plain, bool full) {
     if (KA_UNLIKELY(nargs != k->nargs))
         return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
     if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
@@ -108,13 +112,19 @@ static inline __attribute__((always_inline)) ka_status check_args(const ka__kern
             const ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
             if (KA_UNLIKELY(!b || b->dev != dev)) return bad_buffer(k, i, b);
             mem[i] = b->native;
+            argp[i + 1] = &mem[i];
+        } else {
+            argp[i + 1] = (void *)&a->u; /* a scalar's bytes lead the union */
+            if (KA_UNLIKELY((uint32_t)tag == KA_ARG_LOCAL || (uint32_t)tag == KA_ARG_BYTES)) *plain = false;
         }
     }
     return KA_OK;
 }
 
 ka_status ka__args_check_full(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs, void **mem) {
-    return check_args(k, dev, args, nargs, mem, true);
+    void *argp[KA_MAX_ARGS + 3];
+    bool plain = true;
+    return check_args(k, dev, args, nargs, mem, argp, &plain, true);
 }
 
 static inline uint32_t pow2ceil(uint64_t n) {
@@ -295,7 +305,9 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
         return ka__fail(KA_ERR_INVALID_RANGE, "ka_launch: a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
                         r->dims);
     void *mem[KA_MAX_ARGS]; /* native buffers by argument (buffer arguments only); k->nargs <= KA_MAX_ARGS */
-    ka_status st = check_args(k, q->dev, args, nargs, mem, debug);
+    void *argp[KA_MAX_ARGS + 3]; /* ka__launch.argp */
+    bool plain = true;
+    ka_status st = check_args(k, q->dev, args, nargs, mem, argp, &plain, debug);
     if (KA_UNLIKELY(st != KA_OK)) return st;
 
     /* The geometry of recent launches on this thread, a slot per kernel
@@ -318,6 +330,7 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
      * or allocator must not call libka: docs/API.md). */
     ka__launch *l = &c->l;
     l->mem = mem; /* this call's stack: set on every launch */
+    l->argp = plain ? argp : NULL;
     if (KA_UNLIKELY(q->rec)) return ka__graph_add_launch(q, k, kernel.id, l, args, nargs, ev); /* ka_graph_begin */
 
     ka__event *e = NULL;

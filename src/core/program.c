@@ -440,10 +440,10 @@ ka_status ka_program_cache_hits(ka_program prog, uint32_t *hits) {
 }
 
 /* Default work-groups per dimensionality, within the kernel's and device's
- * limits. GPUs: rows of 32 items, a warp's width, so a warp reads whole
- * 128-byte lines of a row-major array: 32 x 8 and 32 x 8 x 1 (the tiles a
- * CUDA programmer writes; square tiles were slower on stencils,
- * docs/BENCHMARKS.md). CPUs: 256 items along dimension 0 first
+ * limits. GPUs: rows of two warps, so each warp reads whole 128-byte lines
+ * of a row-major array: 64 x 4 and 64 x 4 x 1 (measured on the 2-D and 3-D
+ * stencils and the six-kernel step against 32 x 8, 128 x 2, 16 x 16 and
+ * 8 x 8 x 4: docs/BENCHMARKS.md). CPUs: 256 items along dimension 0 first
  * (choose_workgroup gives what a short row leaves to the next dimensions):
  * a CPU driver runs a work-group as loops over its items, vectorized along
  * dimension 0, so long rows mean unit-stride vectors and few groups. On PoCL
@@ -451,7 +451,7 @@ ka_status ka_program_cache_hits(ka_program prog, uint32_t *hits) {
  * against 1759 us in 16 x 16 ones. */
 static void choose_auto(ka__kernel *k) {
     const ka_device_info *di = &k->prog->dev->info;
-    static const uint32_t gpu[3][3] = {{256, 1, 1}, {32, 8, 1}, {32, 8, 1}};
+    static const uint32_t gpu[3][3] = {{256, 1, 1}, {64, 4, 1}, {64, 4, 1}};
     static const uint32_t cpu[3][3] = {{256, 1, 1}, {256, 256, 1}, {256, 256, 256}};
     k->auto_rows = di->is_cpu;
     const uint32_t (*pref)[3] = di->is_cpu ? cpu : gpu;

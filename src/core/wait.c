@@ -19,9 +19,12 @@
  * polling, docs/BENCHMARKS.md), so a short spin catches short kernels first. */
 #define KA__DEFAULT_SPIN_CPU_NS 0
 #define KA__DEFAULT_SPIN_GPU_NS 50000
-/* The GPU default adapts (wait_spin below): when the shorter of the thread's
- * last two waits on the queue ended within this long, the next spins 1.5
- * times that wait plus the default, never longer than this. A kernel of about
+/* The GPU default adapts (wait_spin below): the next wait spins 1.5 times
+ * the longer of the thread's last two waits on the queue that ended within
+ * this long, plus the default, never longer than this (neither did: the
+ * default). The longer, so a queue that alternates two kernels (a copy and a
+ * saxpy) spins long enough for both; within the limit, so one long wait (one
+ * behind several queued kernels) does not stop the spin. A kernel of about
  * 1 ms then costs its waiter what a raw spinning wait costs, where sleeping
  * added 100-300 us (docs/BENCHMARKS.md, H200); longer kernels get the default
  * spin and a sleep. No wait spins longer than this: at most 2 % of a core for
@@ -85,8 +88,10 @@ static int64_t wait_spin(ka__queue *q, struct recent_wait **rw) {
         return spin_of(q);
     struct recent_wait *r = &recent_waits[q->id * 0x9e3779b97f4a7c15u >> 62];
     *rw = r;
-    int64_t ns = r->ns[0] < r->ns[1] ? r->ns[0] : r->ns[1];
-    if (r->queue != q->id || ns > KA__ADAPTIVE_SPIN_MAX_NS) return KA__DEFAULT_SPIN_GPU_NS;
+    int64_t a = r->ns[0] <= KA__ADAPTIVE_SPIN_MAX_NS ? r->ns[0] : -1;
+    int64_t b = r->ns[1] <= KA__ADAPTIVE_SPIN_MAX_NS ? r->ns[1] : -1;
+    int64_t ns = a > b ? a : b;
+    if (r->queue != q->id || ns < 0) return KA__DEFAULT_SPIN_GPU_NS;
     int64_t s = ns + ns / 2 + KA__DEFAULT_SPIN_GPU_NS;
     return s < KA__ADAPTIVE_SPIN_MAX_NS ? s : KA__ADAPTIVE_SPIN_MAX_NS;
 }

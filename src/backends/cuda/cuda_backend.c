@@ -126,6 +126,10 @@ static inline ka_status kernel_params(const char *call, ka__kernel *k, const ka_
                                       uint32_t nargs, void **params, uint64_t *vals, CUDA_KERNEL_NODE_PARAMS *p) {
     ka__cukern *ck = k->bk;
     uint32_t shmem = 0;
+    if (KA_LIKELY(l->argp)) { /* buffers and scalars only: the core's list is the driver's */
+        params = l->argp;
+        nargs = 0;
+    }
     params[0] = (void *)l->nd;
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
@@ -191,14 +195,14 @@ static ka_status cuda_launch(ka__queue *kq, ka__kernel *k, const ka__launch *l, 
     if (KA_UNLIKELY(st != KA_OK)) return st;
     if (KA_UNLIKELY((st = kernel_params("ka_launch", k, l, args, nargs, params, vals, &p)) != KA_OK)) return st;
     if (KA_UNLIKELY(((ka__cukern *)k->bk)->asserts)) { /* ka_assert: the queue's record, the kernel's handle */
-        params[nargs + 1] = &q->arec;
-        params[nargs + 2] = &k->id;
+        p.kernelParams[nargs + 1] = &q->arec; /* params, or the core's list (ka__launch.argp) */
+        p.kernelParams[nargs + 2] = &k->id;
         ka__queue_mark_asserts(kq);
     }
     ka__cuev *e = NULL;
     if (ev && KA_UNLIKELY(!(e = ka__cuda_event_pop(q)))) return KA_ERR_EVENT_POOL_EXHAUSTED;
     CUresult r = ka__cu.cuLaunchKernel(p.func, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
-                                       p.sharedMemBytes, q->stream, params, NULL);
+                                       p.sharedMemBytes, q->stream, p.kernelParams, NULL);
     return ka__cuda_event_after(e, r, "cuLaunchKernel", ev);
 }
 
