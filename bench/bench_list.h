@@ -14,7 +14,7 @@
     X(graph, bench_graph_main, "recorded graph replay against its launches and the raw driver's") \
     X(primitives, bench_prims_main, "ka_reduce, ka_scan, ka_sort against copy bandwidth and OpenMP") \
     X(hostmem, bench_hostmem_main, "a time loop reading its field each step: copy against wrap + map") \
-    X(timeloop, bench_timeloop_main, "heat-equation time loop: libka against serial C and OpenMP, by grid size") \
+    X(timeloop, bench_timeloop_main, "heat-equation time loop (2-D, 3-D): libka against serial C, OpenMP and hand-written CUDA, by grid size") \
     X(barriers, bench_barriers_main, "kernels with barriers and local memory: tiled matmul, histogram, reduction") \
     X(fork, bench_fork_main, "a parallel launch + wait of an empty kernel against an empty OpenMP region")
 #endif

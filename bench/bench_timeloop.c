@@ -418,6 +418,10 @@ static double best_other(const row *w) {
     double a = w->us[KA_INLINE], b = w->us[KA_OFF];
     return a > 0 && (b <= 0 || a < b) ? a : b;
 }
+/* The default queue's inline launches per repetition, separated by commas. */
+static void print_inline(const row *w, int reps) {
+    for (int r = 0; r < reps; r++) printf("%s%llu", r ? "," : "", (unsigned long long)w->inl[r]);
+}
 static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
 
 /* The ratios of the table and the JSON: name, numerator, denominator. */
@@ -598,7 +602,7 @@ int bench_timeloop_main(int argc, char **argv) {
         printf(" %6s", w->equal ? "yes" : "NO");
         if (routing && TIMED(&L, KA_DEFAULT)) {
             printf("  ");
-            for (int r = 0; r < o.reps; r++) printf("%s%llu", r ? "," : "", (unsigned long long)w->inl[r]);
+            print_inline(w, o.reps);
             printf(" of %d", w->steps * L.kernels);
         }
         printf("\n");
@@ -629,7 +633,7 @@ int bench_timeloop_main(int argc, char **argv) {
                 printf(",\"ka_inline_fraction\":%.4f", (double)inl / ((double)o.reps * w->steps * L.kernels));
                 if (routing) {
                     printf(",\"ka_inline_launches\":[");
-                    for (int r = 0; r < o.reps; r++) printf("%s%llu", r ? "," : "", (unsigned long long)w->inl[r]);
+                    print_inline(w, o.reps);
                     printf("]");
                 }
             }
