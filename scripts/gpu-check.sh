@@ -249,11 +249,13 @@ if [[ $STEPS == *e* ]]; then
     run "e_bench_$name" "$cap" sh -c 'b=$0 j=$1 e=$2 d=$3; shift 3; "$b" timeloop --device "$d" "$@" --json > "$j" 2> "$e"; rc=$?; cat "$e"; exit $rc' \
       "$KA_BENCH" "$LOGS/bench_$name.json" "$LOGS/bench_$name.stderr" "$DEV" "$@"
   }
-  tl timeloop_cuda 60 --impl ka,ka_graph,cuda,cuda_graph --sizes 16,64,256,1024,2048,4096,8192 --define IDX=int
-  tl timeloop3_cuda 60 --dims 3 --impl ka,ka_graph,cuda,cuda_graph --sizes 64,128,256,512 --define IDX=int
-  tl timeloop_cuda_size_t 40 --impl ka,cuda --sizes 256,1024,4096,8192
-  tl timeloop3_cuda_size_t 40 --dims 3 --impl ka,cuda --sizes 128,256,512
-  tl timeloop6_cuda 40 --kernels 6 --impl ka,ka_graph --sizes 64,256,1024,4096
+  # 200 steps a run at every size (the default's 10 at large sizes leave the final wait's
+  # microseconds in the per-step figure).
+  tl timeloop_cuda 60 --impl ka,ka_graph,cuda,cuda_graph --sizes 16,64,256,1024,2048,4096,8192 --define IDX=int --steps 200 --reps 9
+  tl timeloop3_cuda 60 --dims 3 --impl ka,ka_graph,cuda,cuda_graph --sizes 64,128,256,512 --define IDX=int --steps 200 --reps 9
+  tl timeloop_cuda_size_t 40 --impl ka,cuda --sizes 256,1024,4096,8192 --steps 200
+  tl timeloop3_cuda_size_t 40 --dims 3 --impl ka,cuda --sizes 128,256,512 --steps 200
+  tl timeloop6_cuda 40 --kernels 6 --impl ka,ka_graph --sizes 64,256,1024,4096 --steps 100
   # The graph's goal on PoCL is against its own launches on the same host.
   run e_bench_graph_pocl 30 sh -c '"$0" graph --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_graph_pocl.json" "$LOGS/bench_graph_pocl.stderr"
