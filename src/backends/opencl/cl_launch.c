@@ -81,16 +81,21 @@ static ka_status __attribute__((noinline)) set_assert(ka__queue *q, const ka__ke
  * binds as an event complete at once (saving PoCL's event, a status query and
  * a release per launch + wait). */
 /* Always inlined: a second caller (launch_timed) must not make GCC call it
- * out of line from ka__cl_launch (+30 instructions per launch). */
+ * out of line from ka__cl_launch (+30 instructions per launch); and its
+ * flags are constants there. demote: the size rule's timing of inline
+ * launches (adaptive routing times its own). main_done: the caller found
+ * nothing pending on the threaded device. */
 static inline __attribute__((always_inline)) ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
-                                                                      const ka_arg *args, uint32_t nargs, void **ev) {
+                                                                      const ka_arg *args, uint32_t nargs, void **ev,
+                                                                      bool demote, bool main_done) {
     ka__cl_queue *cq = q->native;
     ka__cl_kern *kk = k->bk;
     ka_status st;
     if (KA_UNLIKELY(!atomic_load_explicit((void *_Atomic *)&kk->inl, memory_order_acquire)) &&
         (st = ka__cl_make_inline(k, kk)) != KA_OK)
         return st;
-    if (atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) !=
+    if (!main_done &&
+        atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) !=
             atomic_load_explicit(&cq->main_finished, memory_order_relaxed) &&
         (st = ka__cl_finish_main(cq)) != KA_OK)
         return st;
@@ -99,7 +104,7 @@ static inline __attribute__((always_inline)) ka_status launch_inline(ka__queue *
     /* Few work-items need not mean little work: the second inline launch of
      * a kernel and every 8th after are timed (the first may compile); the
      * verdict is ka__cl_route_timed's. */
-    bool timed = (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
+    bool timed = demote && (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
     int64_t t0 = timed ? ka__now_ns() : 0;
     st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
     if (KA_UNLIKELY(kk->asserts) && st == KA_OK) st = set_assert(q, k, kk->inl, &kk->inl_arec);
@@ -145,16 +150,17 @@ static inline __attribute__((always_inline)) ka_status launch_threaded(ka__queue
 }
 
 /* Adaptive routing's choice for this launch (KA__PATH_*, | KA__ROUTE_TIMED
- * for a measured one). The common case, a launch between two probes, is a
- * load, a store and a load here; warm-up, probes and seeding are
- * ka__cl_route_pick_slow's. */
+ * for a measured one). The common case, a launch between two probes, counts
+ * the bucket's countdown down (a load and a store: no locked instruction, a
+ * lost count only shifts a probe) and reads the chosen path; warm-up,
+ * probes and seeding are ka__cl_route_pick_slow's. */
 static inline unsigned route_pick(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items) {
-    uint32_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
-    atomic_store_explicit(&b->n, n + 1, memory_order_relaxed); /* no locked instruction: a lost count only shifts a probe */
-    uint32_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
-    uint32_t mask = (1u << KA__RB_PERIOD(s)) - 1;
-    if (KA_LIKELY(n >= 4 && (n & mask) > 1)) return s & KA__RB_INLINE;
-    return ka__cl_route_pick_slow(cq, b, items, n, s);
+    uint32_t left = atomic_load_explicit(&b->left, memory_order_relaxed);
+    if (KA_LIKELY(left)) {
+        atomic_store_explicit(&b->left, left - 1, memory_order_relaxed);
+        return atomic_load_explicit(&b->state, memory_order_relaxed) & KA__RB_INLINE;
+    }
+    return ka__cl_route_pick_slow(cq, b, items);
 }
 
 /* A measured launch: the time of this launch alone, from the host's clock,
@@ -175,7 +181,7 @@ static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel
         (st = ka__cl_finish_main(cq)) != KA_OK)
         return st;
     int64_t t0 = ka__now_ns();
-    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev);
+    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev, false, true); /* main finished above */
     else st = launch_threaded(q, k, l, args, nargs, ev);
     /* A threaded launch is enqueued (its event made) whatever the finish
      * gives: a failed finish costs the sample, and the wait reports it. */
@@ -190,7 +196,8 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
     ka__cl_kern *kk = k->bk;
     if (cq->inl && l->items <= cq->inline_max && !(l->flags & KA_LAUNCH_ASYNC)) {
         if (!cq->adaptive) {
-            if (!atomic_load_explicit(&kk->demoted, memory_order_relaxed)) return launch_inline(q, k, l, args, nargs, ev);
+            if (!atomic_load_explicit(&kk->demoted, memory_order_relaxed))
+                return launch_inline(q, k, l, args, nargs, ev, true, false);
         } else {
             /* items >= 1 here (an empty range never reaches the back-end) and
              * <= KA__ADAPT_MAX, so the index is below KA__CL_BUCKETS. */
@@ -199,10 +206,16 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
             if (KA_UNLIKELY(how & KA__ROUTE_TIMED)) return launch_timed(q, k, l, args, nargs, ev, b, how & 1);
             /* Inline only when no launch nobody waits for is pending on the
              * threaded device: finishing it first would serialize what the
-             * pipeline overlaps (cq->main_pipe). */
-            if (how == KA__PATH_INLINE && atomic_load_explicit(&cq->main_pipe, memory_order_relaxed) <=
-                                              atomic_load_explicit(&cq->main_finished, memory_order_relaxed))
-                return launch_inline(q, k, l, args, nargs, ev);
+             * pipeline overlaps (cq->main_pipe). The common case, nothing
+             * pending there at all, tests that alone (main_pipe never passes
+             * main_enqueued). */
+            if (how == KA__PATH_INLINE) {
+                uint64_t done = atomic_load_explicit(&cq->main_finished, memory_order_relaxed);
+                if (atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) == done)
+                    return launch_inline(q, k, l, args, nargs, ev, false, true);
+                if (atomic_load_explicit(&cq->main_pipe, memory_order_relaxed) <= done)
+                    return launch_inline(q, k, l, args, nargs, ev, false, false);
+            }
         }
     }
     return launch_threaded(q, k, l, args, nargs, ev);
