@@ -6,8 +6,11 @@
 
 #include <string.h>
 
-static ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache, uint64_t last_nd[4], const ka__launch *l,
-                          const ka_arg *args, uint32_t nargs) {
+/* Always inlined: called, it cost a launch about 25 instructions of
+ * prologue, epilogue and argument passing. */
+static inline __attribute__((always_inline)) ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache,
+                                                                 uint64_t last_nd[4], const ka__launch *l,
+                                                                 const ka_arg *args, uint32_t nargs) {
     /* The hidden range argument is set only when it changed: argument values
      * persist on the cl_kernel. */
     if (KA_UNLIKELY((last_nd[0] ^ l->nd[0]) | (last_nd[1] ^ l->nd[1]) | (last_nd[2] ^ l->nd[2]) | (last_nd[3] ^ l->nd[3]))) {
@@ -211,10 +214,9 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
              * main_enqueued). */
             if (how == KA__PATH_INLINE) {
                 uint64_t done = atomic_load_explicit(&cq->main_finished, memory_order_relaxed);
-                if (atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) == done)
-                    return launch_inline(q, k, l, args, nargs, ev, false, true);
-                if (atomic_load_explicit(&cq->main_pipe, memory_order_relaxed) <= done)
-                    return launch_inline(q, k, l, args, nargs, ev, false, false);
+                bool idle = atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) == done;
+                if (idle || atomic_load_explicit(&cq->main_pipe, memory_order_relaxed) <= done)
+                    return launch_inline(q, k, l, args, nargs, ev, false, idle);
             }
         }
     }
