@@ -70,9 +70,9 @@ typedef struct ka__cl_queue {
  * skips clSetKernelArg for an argument that did not change. One per user
  * argument (ka__cl_argcache_new). */
 typedef struct ka__cl_argcache {
-    uint64_t v;
-    uint32_t size;
     uint32_t kind; /* KA_ARG_*, 0 = never set */
+    uint32_t size; /* kind and size: laid out as ka_arg's, so set_args compares both in one */
+    uint64_t v;
 } ka__cl_argcache;
 
 /* Adaptive routing's record for one size class of one kernel: launches of

@@ -4,6 +4,7 @@
  * hot path's helpers stay static in this file, so they can be inlined. */
 #include "cl_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* Always inlined: called, it cost a launch about 25 instructions of
@@ -20,12 +21,19 @@ static inline __attribute__((always_inline)) ka_status set_args(ka__kernel *k, c
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
         ka__cl_argcache *c = &cache[i];
-        uint64_t v = a->u.u64;
+        /* An argument as last set (the common case but for the one that
+         * changes): kind and size in one compare, then the value. Bytes are
+         * never cached (kind 0); a local's value is not its own, so a new one
+         * takes the switch, which compares its size alone. */
+        uint64_t tag, ctag;
+        _Static_assert(offsetof(ka_arg, u) == 8 && offsetof(ka__cl_argcache, v) == 8, "kind and size first");
+        memcpy(&tag, a, sizeof tag);
+        memcpy(&ctag, c, sizeof ctag);
+        uint64_t v = (uint32_t)tag == KA_ARG_BUFFER ? (uint64_t)(uintptr_t)l->mem[i] : a->u.u64;
+        if (KA_LIKELY(tag == ctag && v == c->v)) continue;
         cl_int err;
         switch (a->kind) {
-        case KA_ARG_BUFFER: /* resolved by the core */
-            v = (uint64_t)(uintptr_t)l->mem[i];
-            if (c->kind == KA_ARG_BUFFER && c->v == v) continue;
+        case KA_ARG_BUFFER: /* resolved by the core (v above) */
             err = clSetKernelArg(ck, i + 1, sizeof(cl_mem), &l->mem[i]);
             break;
         case KA_ARG_LOCAL:
@@ -40,7 +48,6 @@ static inline __attribute__((always_inline)) ka_status set_args(ka__kernel *k, c
         case KA_ARG_INT:
         case KA_ARG_FLOAT:
         case KA_ARG_SCALAR:
-            if (c->kind == a->kind && c->size == a->size && c->v == v) continue;
             err = clSetKernelArg(ck, i + 1, a->size, &a->u);
             break;
         default: /* reaches here only past the fast check: garbage of exactly an unknown argument's tag */
