@@ -19,7 +19,7 @@ count() {
   out=$(mktemp)
   valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="bench_${impl}_loop" \
     "$build/ka-bench" launch --impl "$impl" $flag --iterations "$it" --reps 1 --args "$nargs" --path "$path" >/dev/null 2>&1
-  callgrind_annotate --inclusive=yes "$out" 2>/dev/null | awk '
+  callgrind_annotate --inclusive=yes --threshold=100 "$out" 2>/dev/null | awk '
     /PROGRAM TOTALS/ {gsub(",","",$1); t=$1}
     /\?\?\?:clEnqueueNDRangeKernel \[/ {gsub(",","",$1); e=$1}
     /\?\?\?:clSetKernelArg \[/ {gsub(",","",$1); s=$1}

@@ -70,9 +70,9 @@ typedef struct ka__cl_queue {
  * skips clSetKernelArg for an argument that did not change. One per user
  * argument (ka__cl_argcache_new). */
 typedef struct ka__cl_argcache {
-    uint64_t v;
-    uint32_t size;
     uint32_t kind; /* KA_ARG_*, 0 = never set */
+    uint32_t size; /* kind and size: laid out as ka_arg's, so set_args compares both in one */
+    uint64_t v;
 } ka__cl_argcache;
 
 /* Adaptive routing's record for one size class of one kernel: launches of
@@ -81,8 +81,12 @@ typedef struct ka__cl_argcache {
  * sample, and the launch path takes no lock for it. */
 #define KA__CL_BUCKETS 23 /* up to 2^23 - 1 work-items: KA__ADAPT_MAX (cl_route.c) is 2^22 */
 typedef struct ka__cl_bucket {
-    _Atomic uint32_t n;     /* launches seen */
+    /* Launches left before the next one that ka__cl_route_pick_slow routes
+     * (warm-up, probe, refresh): the launch path only counts it down, so a
+     * launch between two probes reads no clock and computes no phase. */
+    _Atomic uint32_t left;
     _Atomic uint32_t state; /* KA__RB_* bits (cl_route.c) */
+    _Atomic uint32_t next;  /* the index (launches of this class before it) of that launch */
     _Atomic uint32_t ns[2]; /* moving averages of a launch's time, ns: [KA__PATH_THREADED], [KA__PATH_INLINE]; 0 = none yet */
 } ka__cl_bucket;
 enum { KA__PATH_THREADED = 0, KA__PATH_INLINE = 1 };
@@ -201,11 +205,11 @@ ka_status ka__cl_make_inline(ka__kernel *k, ka__cl_kern *kk);
 /* A timed inline launch of k took ns (under kk->inl_spin): may demote k. */
 void ka__cl_route_timed(const ka__kernel *k, ka__cl_kern *kk, const ka__cl_queue *cq, int64_t ns);
 /* Adaptive routing: a launch of `items` work-items of a kernel whose record
- * is b, with b's launch count before it n and its state s: which path, and
- * whether the launch is timed (KA__ROUTE_*). The common case is inlined at
- * the launch (cl_launch.c); the rest is here. */
+ * is b, when b's countdown (left) is out: which path, and whether the launch
+ * is timed (KA__ROUTE_*); it sets the countdown to the next such launch. The
+ * launches between are counted down at the launch (cl_launch.c). */
 enum { KA__ROUTE_TIMED = 2 }; /* | KA__PATH_* */
-unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items, uint32_t n, uint32_t s);
+unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items);
 /* A timed launch on `path` took ns: the record's average, and its choice. */
 void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_t ns);
 /* Tests only: when set, replaces each measured time (ns) of a timed launch of

@@ -4,10 +4,14 @@
  * hot path's helpers stay static in this file, so they can be inlined. */
 #include "cl_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
-static ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache, uint64_t last_nd[4], const ka__launch *l,
-                          const ka_arg *args, uint32_t nargs) {
+/* Always inlined: called, it cost a launch about 25 instructions of
+ * prologue, epilogue and argument passing. */
+static inline __attribute__((always_inline)) ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache,
+                                                                 uint64_t last_nd[4], const ka__launch *l,
+                                                                 const ka_arg *args, uint32_t nargs) {
     /* The hidden range argument is set only when it changed: argument values
      * persist on the cl_kernel. */
     if (KA_UNLIKELY((last_nd[0] ^ l->nd[0]) | (last_nd[1] ^ l->nd[1]) | (last_nd[2] ^ l->nd[2]) | (last_nd[3] ^ l->nd[3]))) {
@@ -17,12 +21,19 @@ static ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache, u
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];
         ka__cl_argcache *c = &cache[i];
-        uint64_t v = a->u.u64;
+        /* An argument as last set (the common case but for the one that
+         * changes): kind and size in one compare, then the value. Bytes are
+         * never cached (kind 0); a local's value is not its own, so a new one
+         * takes the switch, which compares its size alone. */
+        uint64_t tag, ctag;
+        _Static_assert(offsetof(ka_arg, u) == 8 && offsetof(ka__cl_argcache, v) == 8, "kind and size first");
+        memcpy(&tag, a, sizeof tag);
+        memcpy(&ctag, c, sizeof ctag);
+        uint64_t v = (uint32_t)tag == KA_ARG_BUFFER ? (uint64_t)(uintptr_t)l->mem[i] : a->u.u64;
+        if (KA_LIKELY(tag == ctag && v == c->v)) continue;
         cl_int err;
         switch (a->kind) {
-        case KA_ARG_BUFFER: /* resolved by the core */
-            v = (uint64_t)(uintptr_t)l->mem[i];
-            if (c->kind == KA_ARG_BUFFER && c->v == v) continue;
+        case KA_ARG_BUFFER: /* resolved by the core (v above) */
             err = clSetKernelArg(ck, i + 1, sizeof(cl_mem), &l->mem[i]);
             break;
         case KA_ARG_LOCAL:
@@ -37,7 +48,6 @@ static ka_status set_args(ka__kernel *k, cl_kernel ck, ka__cl_argcache *cache, u
         case KA_ARG_INT:
         case KA_ARG_FLOAT:
         case KA_ARG_SCALAR:
-            if (c->kind == a->kind && c->size == a->size && c->v == v) continue;
             err = clSetKernelArg(ck, i + 1, a->size, &a->u);
             break;
         default: /* reaches here only past the fast check: garbage of exactly an unknown argument's tag */
@@ -81,16 +91,21 @@ static ka_status __attribute__((noinline)) set_assert(ka__queue *q, const ka__ke
  * binds as an event complete at once (saving PoCL's event, a status query and
  * a release per launch + wait). */
 /* Always inlined: a second caller (launch_timed) must not make GCC call it
- * out of line from ka__cl_launch (+30 instructions per launch). */
+ * out of line from ka__cl_launch (+30 instructions per launch); and its
+ * flags are constants there. demote: the size rule's timing of inline
+ * launches (adaptive routing times its own). main_done: the caller found
+ * nothing pending on the threaded device. */
 static inline __attribute__((always_inline)) ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
-                                                                      const ka_arg *args, uint32_t nargs, void **ev) {
+                                                                      const ka_arg *args, uint32_t nargs, void **ev,
+                                                                      bool demote, bool main_done) {
     ka__cl_queue *cq = q->native;
     ka__cl_kern *kk = k->bk;
     ka_status st;
     if (KA_UNLIKELY(!atomic_load_explicit((void *_Atomic *)&kk->inl, memory_order_acquire)) &&
         (st = ka__cl_make_inline(k, kk)) != KA_OK)
         return st;
-    if (atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) !=
+    if (!main_done &&
+        atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) !=
             atomic_load_explicit(&cq->main_finished, memory_order_relaxed) &&
         (st = ka__cl_finish_main(cq)) != KA_OK)
         return st;
@@ -99,7 +114,7 @@ static inline __attribute__((always_inline)) ka_status launch_inline(ka__queue *
     /* Few work-items need not mean little work: the second inline launch of
      * a kernel and every 8th after are timed (the first may compile); the
      * verdict is ka__cl_route_timed's. */
-    bool timed = (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
+    bool timed = demote && (kk->inl_count++ & 7) == 1 && cq->inline_slow_ns;
     int64_t t0 = timed ? ka__now_ns() : 0;
     st = set_args(k, kk->inl, kk->inl_cache, kk->inl_nd, l, args, nargs);
     if (KA_UNLIKELY(kk->asserts) && st == KA_OK) st = set_assert(q, k, kk->inl, &kk->inl_arec);
@@ -145,16 +160,17 @@ static inline __attribute__((always_inline)) ka_status launch_threaded(ka__queue
 }
 
 /* Adaptive routing's choice for this launch (KA__PATH_*, | KA__ROUTE_TIMED
- * for a measured one). The common case, a launch between two probes, is a
- * load, a store and a load here; warm-up, probes and seeding are
- * ka__cl_route_pick_slow's. */
+ * for a measured one). The common case, a launch between two probes, counts
+ * the bucket's countdown down (a load and a store: no locked instruction, a
+ * lost count only shifts a probe) and reads the chosen path; warm-up,
+ * probes and seeding are ka__cl_route_pick_slow's. */
 static inline unsigned route_pick(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items) {
-    uint32_t n = atomic_load_explicit(&b->n, memory_order_relaxed);
-    atomic_store_explicit(&b->n, n + 1, memory_order_relaxed); /* no locked instruction: a lost count only shifts a probe */
-    uint32_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
-    uint32_t mask = (1u << KA__RB_PERIOD(s)) - 1;
-    if (KA_LIKELY(n >= 4 && (n & mask) > 1)) return s & KA__RB_INLINE;
-    return ka__cl_route_pick_slow(cq, b, items, n, s);
+    uint32_t left = atomic_load_explicit(&b->left, memory_order_relaxed);
+    if (KA_LIKELY(left)) {
+        atomic_store_explicit(&b->left, left - 1, memory_order_relaxed);
+        return atomic_load_explicit(&b->state, memory_order_relaxed) & KA__RB_INLINE;
+    }
+    return ka__cl_route_pick_slow(cq, b, items);
 }
 
 /* A measured launch: the time of this launch alone, from the host's clock,
@@ -175,7 +191,7 @@ static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel
         (st = ka__cl_finish_main(cq)) != KA_OK)
         return st;
     int64_t t0 = ka__now_ns();
-    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev);
+    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev, false, true); /* main finished above */
     else st = launch_threaded(q, k, l, args, nargs, ev);
     /* A threaded launch is enqueued (its event made) whatever the finish
      * gives: a failed finish costs the sample, and the wait reports it. */
@@ -190,7 +206,8 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
     ka__cl_kern *kk = k->bk;
     if (cq->inl && l->items <= cq->inline_max && !(l->flags & KA_LAUNCH_ASYNC)) {
         if (!cq->adaptive) {
-            if (!atomic_load_explicit(&kk->demoted, memory_order_relaxed)) return launch_inline(q, k, l, args, nargs, ev);
+            if (!atomic_load_explicit(&kk->demoted, memory_order_relaxed))
+                return launch_inline(q, k, l, args, nargs, ev, true, false);
         } else {
             /* items >= 1 here (an empty range never reaches the back-end) and
              * <= KA__ADAPT_MAX, so the index is below KA__CL_BUCKETS. */
@@ -199,10 +216,15 @@ ka_status ka__cl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const 
             if (KA_UNLIKELY(how & KA__ROUTE_TIMED)) return launch_timed(q, k, l, args, nargs, ev, b, how & 1);
             /* Inline only when no launch nobody waits for is pending on the
              * threaded device: finishing it first would serialize what the
-             * pipeline overlaps (cq->main_pipe). */
-            if (how == KA__PATH_INLINE && atomic_load_explicit(&cq->main_pipe, memory_order_relaxed) <=
-                                              atomic_load_explicit(&cq->main_finished, memory_order_relaxed))
-                return launch_inline(q, k, l, args, nargs, ev);
+             * pipeline overlaps (cq->main_pipe). The common case, nothing
+             * pending there at all, tests that alone (main_pipe never passes
+             * main_enqueued). */
+            if (how == KA__PATH_INLINE) {
+                uint64_t done = atomic_load_explicit(&cq->main_finished, memory_order_relaxed);
+                bool idle = atomic_load_explicit(&cq->main_enqueued, memory_order_relaxed) == done;
+                if (idle || atomic_load_explicit(&cq->main_pipe, memory_order_relaxed) <= done)
+                    return launch_inline(q, k, l, args, nargs, ev, false, idle);
+            }
         }
     }
     return launch_threaded(q, k, l, args, nargs, ev);

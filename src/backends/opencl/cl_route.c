@@ -133,15 +133,30 @@ void ka__cl_route_timed(const ka__kernel *k, ka__cl_kern *kk, const ka__cl_queue
 
 int64_t (*_Atomic ka__cl_route_sample_hook)(unsigned path, uint64_t items, int64_t ns);
 
+/* The launches of a size class that ka__cl_route_pick_slow routes: its
+ * first four, then those whose index n has (n & mask) <= 1, mask = 2^period
+ * - 1 (the probe and the refresh). After the one of index n, the next: b's
+ * countdown then holds how many launches come between. */
+static void schedule(ka__cl_bucket *b, uint32_t n, uint32_t s) {
+    uint32_t mask = (1u << KA__RB_PERIOD(s)) - 1, next = n < 3 || !(n & mask) ? n + 1 : (n | mask) + 1;
+    atomic_store_explicit(&b->next, next, memory_order_relaxed);
+    atomic_store_explicit(&b->left, next - n - 1, memory_order_relaxed);
+}
+
 /* A size class's first four launches: twice on the seed model's path (the
  * first untimed: it may build the kernel for `basic` or a new local size),
  * then twice on the other; then, every 2^period launches, one timed on the
- * other path (the probe) and one timed on the chosen path (its refresh). */
-unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items, uint32_t n, uint32_t s) {
+ * other path (the probe) and one timed on the chosen path (its refresh).
+ * Racing threads may lose counts: a probe then comes a little late, or a
+ * launch whose turn has passed goes untimed on the chosen path. */
+unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items) {
+    uint32_t n = atomic_load_explicit(&b->next, memory_order_relaxed);
+    uint32_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
     if (!(s & KA__RB_SEEDED)) {
         s = KA__RB_SEEDED | (items <= cq->seed_items ? KA__RB_INLINE : 0) | KA__PERIOD_MIN << 4;
         atomic_store_explicit(&b->state, s, memory_order_relaxed);
     }
+    schedule(b, n, s);
     unsigned chosen = s & KA__RB_INLINE, other = chosen ^ 1;
     if (n < 4) return (n < 2 ? chosen : other) | (n & 1 ? KA__ROUTE_TIMED : 0);
     uint32_t phase = n & ((1u << KA__RB_PERIOD(s)) - 1);
@@ -200,4 +215,8 @@ void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_
         s = (s & ~(15u << 4)) | (period + 1) << 4;
     else return;
     atomic_store_explicit(&b->state, s, memory_order_relaxed);
+    /* The period changed: the next probe by the new one, counted from this
+     * launch (the one before next, less the launches counted down since). */
+    uint32_t left = atomic_load_explicit(&b->left, memory_order_relaxed);
+    schedule(b, atomic_load_explicit(&b->next, memory_order_relaxed) - left - 1, s);
 }
