@@ -85,13 +85,15 @@ struct ka_nd_t {
 #else
 #define KA__DPARAM KA__D
 #endif
-#define KA__INSTANTIATE(name, D, params) template __global__ void ka_k_##name<D> params;
-#define KA__KERNEL_DECL(name, params)                                                                             \
-    template <int KA__DPARAM> __global__ void KA__WG_ATTR ka_k_##name params;                                    \
-    KA__INSTANTIATE(name, 1, params) KA__INSTANTIATE(name, 2, params) KA__INSTANTIATE(name, 3, params)           \
-    template <int KA__DPARAM> __global__ void KA__WG_ATTR ka_k_##name params
-#define KA_KERNEL(name, ...) KA__KERNEL_DECL(name, (const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS))
-#define KA_KERNEL_NOARGS(name) KA__KERNEL_DECL(name, (const ka_nd_t ka__nd KA__ASSERT_PARAMS))
+/* KA__KERNEL_DECL takes the pasted ka_k_<name>: a name passed on unpasted
+ * would be macro-expanded on the way. */
+#define KA__INSTANTIATE(fn, D, params) template __global__ void fn<D> params;
+#define KA__KERNEL_DECL(fn, params)                                                                               \
+    template <int KA__DPARAM> __global__ void KA__WG_ATTR fn params;                                             \
+    KA__INSTANTIATE(fn, 1, params) KA__INSTANTIATE(fn, 2, params) KA__INSTANTIATE(fn, 3, params)                 \
+    template <int KA__DPARAM> __global__ void KA__WG_ATTR fn params
+#define KA_KERNEL(name, ...) KA__KERNEL_DECL(ka_k_##name, (const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS))
+#define KA_KERNEL_NOARGS(name) KA__KERNEL_DECL(ka_k_##name, (const ka_nd_t ka__nd KA__ASSERT_PARAMS))
 /* A program that calls ka_assert is built with KA__ASSERT: its kernels take
  * the queue's assertion record and their own handle last. */
 #ifdef KA__ASSERT
