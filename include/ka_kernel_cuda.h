@@ -85,13 +85,15 @@ struct ka_nd_t {
 #else
 #define KA__DPARAM KA__D
 #endif
-#define KA__INSTANTIATE(name, D, params) template __global__ void ka_k_##name<D> params;
-#define KA__KERNEL_DECL(name, params)                                                                             \
-    template <int KA__DPARAM> __global__ void KA__WG_ATTR ka_k_##name params;                                    \
-    KA__INSTANTIATE(name, 1, params) KA__INSTANTIATE(name, 2, params) KA__INSTANTIATE(name, 3, params)           \
-    template <int KA__DPARAM> __global__ void KA__WG_ATTR ka_k_##name params
-#define KA_KERNEL(name, ...) KA__KERNEL_DECL(name, (const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS))
-#define KA_KERNEL_NOARGS(name) KA__KERNEL_DECL(name, (const ka_nd_t ka__nd KA__ASSERT_PARAMS))
+/* KA__KERNEL_DECL takes the pasted ka_k_<name>: a name passed on unpasted
+ * would be macro-expanded on the way. */
+#define KA__INSTANTIATE(fn, D, params) template __global__ void fn<D> params;
+#define KA__KERNEL_DECL(fn, params)                                                                               \
+    template <int KA__DPARAM> __global__ void KA__WG_ATTR fn params;                                             \
+    KA__INSTANTIATE(fn, 1, params) KA__INSTANTIATE(fn, 2, params) KA__INSTANTIATE(fn, 3, params)                 \
+    template <int KA__DPARAM> __global__ void KA__WG_ATTR fn params
+#define KA_KERNEL(name, ...) KA__KERNEL_DECL(ka_k_##name, (const ka_nd_t ka__nd, __VA_ARGS__ KA__ASSERT_PARAMS))
+#define KA_KERNEL_NOARGS(name) KA__KERNEL_DECL(ka_k_##name, (const ka_nd_t ka__nd KA__ASSERT_PARAMS))
 /* A program that calls ka_assert is built with KA__ASSERT: its kernels take
  * the queue's assertion record and their own handle last. */
 #ifdef KA__ASSERT
@@ -143,25 +145,26 @@ KA__FN ka_size_t ka_group_size(unsigned d) { return d == 0 ? blockDim.x : d == 1
  * is known when the kernel is compiled (1, 2 or 3), else 0 (read from the
  * hidden range at run time). A dimension past it is one item (global id 0,
  * size 1), its ids constants; dimensions 1 and 2 fit 32 bits (CUDA's grid),
- * so their ids are computed in 32 bits. Helpers (KA_CTX_PARAM) see 0. */
+ * so their ids are computed in 32 bits. Helpers (KA_CTX_PARAM) see 0.
+ * Template parameters have reserved names: a build's -D defines reach here. */
 enum { KA__D = 0 }; /* outside a kernel's body: a helper's (KA_CTX_PARAM) */
-template <int D> KA__FN ka_size_t ka__gid(unsigned d) {
-    if constexpr (D == 0) return ka_group_id(d) * ka_group_size(d) + ka_local_id(d);
-    else if (d >= (unsigned)D) return 0;
+template <int KA__N> KA__FN ka_size_t ka__gid(unsigned d) {
+    if constexpr (KA__N == 0) return ka_group_id(d) * ka_group_size(d) + ka_local_id(d);
+    else if (d >= (unsigned)KA__N) return 0;
     else if (d == 0) return ka_group_id(0) * ka_group_size(0) + ka_local_id(0); /* 64 bits: IMAD.WIDE */
     else return (unsigned)ka_group_id(d) * (unsigned)ka_group_size(d) + (unsigned)ka_local_id(d);
 }
-template <int D> KA__FN ka_size_t ka__ndr(const ka_nd_t &nd, unsigned d) {
-    if constexpr (D != 0)
-        if (d >= (unsigned)D) return 1;
+template <int KA__N> KA__FN ka_size_t ka__ndr(const ka_nd_t &nd, unsigned d) {
+    if constexpr (KA__N != 0)
+        if (d >= (unsigned)KA__N) return 1;
     return d == 0 ? nd.x : d == 1 ? nd.y : d == 2 ? nd.z : 1;
 }
-template <int D> KA__FN bool ka__in_range(const ka_nd_t &nd) {
-    if constexpr (D == 0) /* a uniform test of the dimension count, then the ids it needs */
+template <int KA__N> KA__FN bool ka__in_range(const ka_nd_t &nd) {
+    if constexpr (KA__N == 0) /* a uniform test of the dimension count, then the ids it needs */
         return ka__gid<0>(0) < nd.x && (nd.w < 2 || (ka__gid<0>(1) < nd.y && (nd.w < 3 || ka__gid<0>(2) < nd.z)));
     else
-        return (ka__gid<D>(0) < nd.x) & (D < 2 || (unsigned)ka__gid<D>(1) < (unsigned)nd.y) &
-               (D < 3 || (unsigned)ka__gid<D>(2) < (unsigned)nd.z); /* one branch, as `x >= n || y >= n` */
+        return (ka__gid<KA__N>(0) < nd.x) & (KA__N < 2 || (unsigned)ka__gid<KA__N>(1) < (unsigned)nd.y) &
+               (KA__N < 3 || (unsigned)ka__gid<KA__N>(2) < (unsigned)nd.z); /* one branch, as `x >= n || y >= n` */
 }
 #define ka_global_id(d) ka__gid<KA__D>(d)
 #define KA__OWN_NDRANGE 1

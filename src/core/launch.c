@@ -115,7 +115,11 @@ static inline __attribute__((always_inline)) ka_status check_args(const ka__kern
             argp[i + 1] = &mem[i];
         } else {
             argp[i + 1] = (void *)&a->u; /* a scalar's bytes lead the union */
-            if (KA_UNLIKELY((uint32_t)tag == KA_ARG_LOCAL || (uint32_t)tag == KA_ARG_BYTES)) *plain = false;
+            /* Local memory, bytes, and an unknown kind (garbage of exactly a
+             * struct parameter's tag passes the one compare) take the
+             * back-end's own loop, which refuses the last. */
+            uint32_t kind = (uint32_t)tag;
+            if (KA_UNLIKELY(kind != KA_ARG_INT && kind != KA_ARG_FLOAT && kind != KA_ARG_SCALAR)) *plain = false;
         }
     }
     return KA_OK;
