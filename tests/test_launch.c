@@ -201,6 +201,42 @@ static void test_launch_released_buffer_arg(void **state) {
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {4}}, a2, 3, NULL));
 }
 
+/* Ranges long in dimension 1 or 2 with libka's work-group choice: on a GPU
+ * the default group is short there (64 x 4, 64 x 4 x 1), so a narrow range
+ * gives dimension 0's unused share to the next one and a tall range takes
+ * items from the earlier dimensions (CUDA's grid has at most 65535 groups in
+ * y and z); every row runs once. */
+static void test_launch_tall_ranges(void **state) {
+    (void)state;
+    static const char *src =
+        "KA_KERNEL(mark_rows, KA_GLOBAL uint *a) {\n"
+        "    if (!ka_in_range()) return;\n"
+        "    uint r = (uint)(ka_ndims() == 3 ? ka_global_id(2) : ka_global_id(1));\n"
+        "    if (ka_global_id(0) == 0 && (ka_ndims() == 2 || ka_global_id(1) == 0)) a[r] = r + 1;\n"
+        "}\n";
+    ka_program p;
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, src, NULL, &p));
+    KA_OK_OR_FAIL(ka_kernel_get(p, "mark_rows", NULL, &k));
+    const ka_range ranges[] = {{.dims = 2, .size = {1, 300000}}, {.dims = 2, .size = {4, 300000}},
+                               {.dims = 3, .size = {64, 4, 70000}}};
+    uint32_t *h = malloc(300000 * sizeof *h);
+    assert_non_null(h);
+    ka_buffer b = make_buffer(g_dev, 300000 * sizeof *h);
+    for (size_t c = 0; c < sizeof ranges / sizeof ranges[0]; c++) {
+        uint32_t rows = (uint32_t)ranges[c].size[ranges[c].dims - 1];
+        KA_OK_OR_FAIL(ka_buffer_fill(g_q, b, 0, &(uint32_t){0}, 4, 300000 * sizeof *h, NULL));
+        ka_arg a[] = {ka_arg_buffer(b)};
+        KA_OK_OR_FAIL(ka_launch(g_q, k, &ranges[c], a, 1, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(g_q, h, b, 0, rows * sizeof *h));
+        for (uint32_t r = 0; r < rows; r++)
+            if (h[r] != r + 1) fail_msg("range %zu: row %u holds %u", c, r, h[r]);
+    }
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_OK_OR_FAIL(ka_program_release(p));
+    free(h);
+}
+
 static void test_launch_empty_range(void **state) {
     (void)state;
     ka_kernel k = get_kernel("fill_idx");
@@ -274,6 +310,7 @@ int main(void) {
         cmocka_unit_test(test_launch_wrong_arg_type),
         cmocka_unit_test(test_launch_released_buffer_arg),
         cmocka_unit_test(test_launch_empty_range),
+        cmocka_unit_test(test_launch_tall_ranges),
         cmocka_unit_test(test_launch_bad_handles),
         cmocka_unit_test(test_launch_kernel_queue_other_device),
     };

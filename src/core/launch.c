@@ -137,6 +137,8 @@ static inline uint32_t pow2ceil(uint64_t n) {
     return p;
 }
 
+#define KA__GRID_YZ_MAX 65535u
+
 static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const ka__launch *l, size_t local[3]) {
     const uint32_t *given = r->workgroup;
     uint32_t dims = l->dims;
@@ -182,18 +184,31 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
     /* Chosen: the kernel's default for this dimensionality, shrunk to the
      * next power of two of a small range so a 7-item launch is not padded to
      * 256 (powers of two bound the local sizes a driver compiles for). */
-    const uint32_t *w = k->auto_wg[dims - 1];
+    const uint32_t *w = k->auto_wg[dims - 1], *dmax = k->prog->dev->info.max_workgroup;
+    bool cpu = k->auto_rows;
     /* CPU (auto_rows): dimension 0 takes up to w[0] items; the next ones
-     * share what is left of that product (a 16-wide row leaves 16 rows). */
-    uint32_t room = k->auto_rows ? w[0] : UINT32_MAX;
+     * share what is left of that product (a 16-wide row leaves 16 rows).
+     * GPU: dimension 0 takes up to w[0], the next ones what is left of the
+     * default's product, so a narrow range (4 x N) still gets a full group. */
+    uint32_t room = cpu ? w[0] : w[0] * w[1] * w[2];
     for (uint32_t d = 0; d < 3; d++) {
         uint64_t n = l->nd[d];
-        uint32_t cap = w[d] < room ? w[d] : room;
+        uint32_t cap = cpu || d == 0 ? (w[d] < room ? w[d] : room) : room;
+        if (!cpu && dmax[d] && cap > dmax[d]) cap = dmax[d];
         uint32_t p2 = n < cap ? pow2ceil(n) : cap;
         local[d] = p2 < cap ? p2 : cap; /* cap need not be a power of two */
         room /= (uint32_t)local[d];
         if (!room) room = 1;
     }
+    /* GPU: dimensions 1 and 2 count at most 65535 groups (CUDA's grid): a
+     * tall range takes items from the earlier dimensions' share. */
+    for (uint32_t d = 1; !cpu && d < 3; d++)
+        while (l->nd[d] > (uint64_t)local[d] * KA__GRID_YZ_MAX && (!dmax[d] || local[d] * 2 <= dmax[d])) {
+            uint32_t from = local[0] > 1 ? 0 : d == 2 && local[1] > 1 ? 1 : d;
+            if (from == d) break;
+            local[from] /= 2;
+            local[d] *= 2;
+        }
     return KA_OK;
 }
 
