@@ -144,14 +144,16 @@ KA__FN ka_size_t ka_group_size(unsigned d) { return d == 0 ? blockDim.x : d == 1
 /* Dimensionality variants. KA__D is the launch's dimension count where it
  * is known when the kernel is compiled (1, 2 or 3), else 0 (read from the
  * hidden range at run time). A dimension past it is one item (global id 0,
- * size 1), its ids constants; dimensions 1 and 2 fit 32 bits (CUDA's grid),
- * so their ids are computed in 32 bits. Helpers (KA_CTX_PARAM) see 0.
+ * size 1), its ids constants. Ids are computed in 32 bits but in a 1-D
+ * launch's dimension 0: dimensions 1 and 2 fit (CUDA's grid), and the
+ * back-end refuses a 2- or 3-D range whose dimension 0 does not (padded, at
+ * most 2^32 - 1 items). Helpers (KA_CTX_PARAM) see 0.
  * Template parameters have reserved names: a build's -D defines reach here. */
 enum { KA__D = 0 }; /* outside a kernel's body: a helper's (KA_CTX_PARAM) */
 template <int KA__N> KA__FN ka_size_t ka__gid(unsigned d) {
     if constexpr (KA__N == 0) return ka_group_id(d) * ka_group_size(d) + ka_local_id(d);
     else if (d >= (unsigned)KA__N) return 0;
-    else if (d == 0) return ka_group_id(0) * ka_group_size(0) + ka_local_id(0); /* 64 bits: IMAD.WIDE */
+    else if (d == 0 && KA__N == 1) return ka_group_id(0) * ka_group_size(0) + ka_local_id(0); /* 64 bits */
     else return (unsigned)ka_group_id(d) * (unsigned)ka_group_size(d) + (unsigned)ka_local_id(d);
 }
 template <int KA__N> KA__FN ka_size_t ka__ndr(const ka_nd_t &nd, unsigned d) {
@@ -163,7 +165,7 @@ template <int KA__N> KA__FN bool ka__in_range(const ka_nd_t &nd) {
     if constexpr (KA__N == 0) /* a uniform test of the dimension count, then the ids it needs */
         return ka__gid<0>(0) < nd.x && (nd.w < 2 || (ka__gid<0>(1) < nd.y && (nd.w < 3 || ka__gid<0>(2) < nd.z)));
     else
-        return (ka__gid<KA__N>(0) < nd.x) & (KA__N < 2 || (unsigned)ka__gid<KA__N>(1) < (unsigned)nd.y) &
+        return (KA__N == 1 ? ka__gid<KA__N>(0) < nd.x : (unsigned)ka__gid<KA__N>(0) < (unsigned)nd.x) & (KA__N < 2 || (unsigned)ka__gid<KA__N>(1) < (unsigned)nd.y) &
                (KA__N < 3 || (unsigned)ka__gid<KA__N>(2) < (unsigned)nd.z); /* one branch, as `x >= n || y >= n` */
 }
 #define ka_global_id(d) ka__gid<KA__D>(d)

@@ -227,6 +227,12 @@ static void arguments(void **state) {
               ka_launch(F.q, k, &(ka_range){.dims = 1, .size = {4096}, .workgroup = {4096}}, good, 2, NULL));
     KA_EXPECT(KA_ERR_INVALID_RANGE,
               ka_launch(F.q, k, &(ka_range){.dims = 2, .size = {1, 1u << 20}, .workgroup = {1, 1}}, good, 2, NULL));
+    /* The 2- and 3-D entry points index dimension 0 in 32 bits. */
+    KA_EXPECT(KA_ERR_INVALID_RANGE,
+              ka_launch(F.q, k, &(ka_range){.dims = 2, .size = {(1ull << 32) + 1, 2}}, good, 2, NULL));
+    EXPECT_DETAIL("dimension 0 is at most 2^32 - 1 items on CUDA");
+    KA_EXPECT(KA_ERR_INVALID_RANGE,
+              ka_launch(F.q, k, &(ka_range){.dims = 3, .size = {1ull << 32, 1, 1}, .workgroup = {64, 1, 1}}, good, 2, NULL));
     /* every scalar width reaches the kernel intact */
     KA_OK_OR_FAIL(ka_kernel_get(F.prog, "values", NULL, &kv));
     ka_arg vals[] = {ka_arg_buffer(b), ka_arg_i8(-5), ka_arg_i16(-30000), ka_arg_i32(-2000000000),

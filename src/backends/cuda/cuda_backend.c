@@ -162,6 +162,12 @@ static inline ka_status kernel_params(const char *call, ka__kernel *k, const ka_
                         "%zu work-groups, over CUDA's grid limit (2^31-1 x 65535 x 65535)",
                         call, k->name, (unsigned long long)l->nd[0], (unsigned long long)l->nd[1],
                         (unsigned long long)l->nd[2], l->local[0], l->local[1], l->local[2], gx, gy, gz);
+    /* The 2- and 3-D entry points index dimension 0 in 32 bits (ka_kernel_cuda.h). */
+    if (KA_UNLIKELY(l->dims > 1 && l->global[0] > UINT32_MAX))
+        return ka__fail(KA_ERR_INVALID_RANGE,
+                        "%s: kernel '%s': a %u-D range's dimension 0 is at most 2^32 - 1 items on CUDA (padded to "
+                        "work-groups: %zu); a 1-D range may be longer",
+                        call, k->name, l->dims, l->global[0]);
     if (KA_UNLIKELY(shmem > atomic_load_explicit(&ck->dyn_smem, memory_order_acquire))) {
         ka_status st = raise_dyn_smem(call, k, ck, shmem);
         if (st != KA_OK) return st;
