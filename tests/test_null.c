@@ -157,12 +157,75 @@ static void test_null_events(void **state) {
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_queue_release(q));
 }
 
+/* The GPU work-group rule (the null device is not a CPU), as the launches'
+ * trace records it: dimension 0 up to 64, the later dimensions what the
+ * earlier leave of 256, and a dimension 1 or 2 past 65535 groups taking items
+ * from the earlier ones (docs/API.md, "Work-group choice"). */
+static struct {
+    uint32_t n;
+    uint64_t local[16][3];
+} wg_seen;
+
+static void wg_tracer(const ka_trace_event *ev, void *user) {
+    (void)user;
+    if (ev->kind != KA_TRACE_LAUNCH || ev->end || wg_seen.n == 16) return;
+    for (int d = 0; d < 3; d++) wg_seen.local[wg_seen.n][d] = ev->local[d];
+    wg_seen.n++;
+}
+
+static void test_null_gpu_workgroups(void **state) {
+    (void)state;
+    static const struct {
+        ka_range r;
+        uint64_t want[3];
+    } cases[] = {{{.dims = 1, .size = {1000}}, {256, 1, 1}},
+                 {{.dims = 1, .size = {7}}, {8, 1, 1}},
+                 {{.dims = 2, .size = {1000, 1000}}, {64, 4, 1}},
+                 {{.dims = 2, .size = {5, 3}}, {8, 4, 1}},
+                 {{.dims = 2, .size = {4, 100000}}, {4, 64, 1}},
+                 {{.dims = 2, .size = {1, 300000}}, {1, 256, 1}},
+                 {{.dims = 3, .size = {3, 3, 3}}, {4, 4, 4}},
+                 {{.dims = 3, .size = {1000, 1000, 1000}}, {64, 4, 1}},
+                 {{.dims = 3, .size = {64, 4, 70000}}, {32, 4, 2}},
+                 {{.dims = 3, .size = {1, 1, 100}}, {1, 1, 128}}};
+    const uint32_t nc = sizeof cases / sizeof cases[0];
+    memset(&wg_seen, 0, sizeof wg_seen);
+    ka_set_tracer(wg_tracer, NULL);
+    ka_device d;
+    ka_queue q;
+    ka_program p;
+    ka_kernel k;
+    ka_status st = ka_device_open("null", &d); /* traced: opened with the tracer installed */
+    ka_set_tracer(NULL, NULL);
+    KA_OK_OR_FAIL(st);
+    ka_set_tracer(wg_tracer, NULL);
+    KA_OK_OR_FAIL(ka_queue_create(d, NULL, &q));
+    KA_OK_OR_FAIL(ka_program_build(d, "KA_KERNEL_NOARGS(k) { }\n", NULL, &p));
+    KA_OK_OR_FAIL(ka_kernel_get(p, "k", NULL, &k));
+    for (uint32_t c = 0; c < nc; c++) KA_OK_OR_FAIL(ka_launch(q, k, &cases[c].r, NULL, 0, NULL));
+    ka_set_tracer(NULL, NULL);
+    assert_int_equal(wg_seen.n, nc);
+    for (uint32_t c = 0; c < nc; c++)
+        for (int i = 0; i < 3; i++)
+            if (wg_seen.local[c][i] != cases[c].want[i])
+                fail_msg("case %u (%u-D %llu x %llu x %llu): work-group %llu x %llu x %llu, want %llu x %llu x %llu", c,
+                         cases[c].r.dims, (unsigned long long)cases[c].r.size[0], (unsigned long long)cases[c].r.size[1],
+                         (unsigned long long)cases[c].r.size[2], (unsigned long long)wg_seen.local[c][0],
+                         (unsigned long long)wg_seen.local[c][1], (unsigned long long)wg_seen.local[c][2],
+                         (unsigned long long)cases[c].want[0], (unsigned long long)cases[c].want[1],
+                         (unsigned long long)cases[c].want[2]);
+    KA_OK_OR_FAIL(ka_program_release(p));
+    KA_OK_OR_FAIL(ka_queue_release(q));
+    KA_OK_OR_FAIL(ka_device_close(d));
+}
+
 int main(void) {
     const struct CMUnitTest null_dev[] = {
         cmocka_unit_test(test_null_device_info),
         cmocka_unit_test(test_null_buffers),
         cmocka_unit_test(test_null_programs_and_launch),
         cmocka_unit_test(test_null_events),
+        cmocka_unit_test(test_null_gpu_workgroups),
     };
     /* The null group borrows the default device for cross-device checks. */
     if (group_setup(NULL) != 0) return 1;
