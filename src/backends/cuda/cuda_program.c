@@ -260,17 +260,25 @@ void ka__cuda_module_release(ka__program *p, void *module, uint32_t target) {
 }
 
 /* ---- kernels ------------------------------------------------------------- */
+/* The name of the next `.entry` of PTX at or after *s (*len bytes, not
+ * terminated); *s moves past it. NULL when there is none. */
+static const char *ptx_next_entry(const char **s, size_t *len) {
+    const char *e = strstr(*s, ".entry ");
+    if (!e) return NULL;
+    e += 7;
+    while (*e == ' ' || *e == '\t') e++;
+    *len = strcspn(e, "( \t\n\v\f\r");
+    *s = e + *len;
+    return e;
+}
+
 /* Parameter sizes of `.entry name(...)` in PTX; -1 if not found. */
 static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int cap) {
-    size_t nl = strlen(name);
-    const char *s = ptx;
-    while ((s = strstr(s, ".entry ")) != NULL) {
-        s += 7;
-        while (*s == ' ' || *s == '\t') s++;
-        if (!strncmp(s, name, nl) && (s[nl] == '(' || isspace((unsigned char)s[nl]))) break;
-    }
-    if (!s) return -1;
-    s = strchr(s, '(');
+    size_t nl = strlen(name), len;
+    const char *s = ptx, *e;
+    while ((e = ptx_next_entry(&s, &len)) != NULL && (len != nl || strncmp(e, name, nl))) {}
+    if (!e) return -1;
+    s = strchr(e, '(');
     if (!s) return -1;
     const char *end = strchr(s, ')');
     if (!end) return -1;
@@ -298,57 +306,58 @@ static int entry_prefix(const char *native_name, int dims, char *out, size_t cap
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
+/* name (NUL-terminated) as the entry point fn[d] when it starts with pre[d];
+ * mangled (cap bytes) gets the 1-D one's name. */
+static CUresult take_entry(const ka__cumod *m, char pre[3][300], const char *name, CUfunction fn[3], char *mangled,
+                           size_t cap) {
+    for (int d = 0; d < 3; d++) {
+        if (strncmp(name, pre[d], strlen(pre[d]))) continue;
+        CUresult r = ka__cu.cuModuleGetFunction(&fn[d], m->mod, name);
+        if (r != CUDA_SUCCESS) return r;
+        if (d == 0) snprintf(mangled, cap, "%s", name);
+    }
+    return CUDA_SUCCESS;
+}
+
 /* The entry points of KA_KERNEL's instantiations for 1, 2 and 3 dimensions:
  * from the PTX where the module keeps it (an older driver), else from the
  * driver's list of the module's functions (CUDA 12.4). Found: every fn set;
- * mangled (cap bytes) the first one's name. */
+ * mangled (cap bytes) the first one's name. Each is taken by its name
+ * through cuModuleGetFunction: the listed handles may be unloaded (lazy
+ * module loading). */
 static ka_status find_entries(const ka__cumod *m, const char *native_name, CUfunction fn[3], char *mangled, size_t cap) {
     char pre[3][300];
     for (int d = 0; d < 3; d++)
         if (entry_prefix(native_name, d + 1, pre[d], sizeof pre[d])) return KA_ERR_KERNEL_NOT_FOUND;
     fn[0] = fn[1] = fn[2] = NULL;
     mangled[0] = 0;
+    CUresult r = CUDA_SUCCESS;
     if (m->ptx) {
-        for (const char *s = m->ptx; (s = strstr(s, ".entry ")) != NULL;) {
-            s += 7;
-            while (*s == ' ' || *s == '\t') s++;
-            size_t len = strcspn(s, "( \t\r\n");
-            for (int d = 0; d < 3; d++) {
-                size_t pl = strlen(pre[d]);
-                if (len < pl || len >= cap || strncmp(s, pre[d], pl)) continue;
-                char name[sizeof pre[0] + 512];
-                if (len >= sizeof name) continue;
-                memcpy(name, s, len);
-                name[len] = 0;
-                CUresult r = ka__cu.cuModuleGetFunction(&fn[d], m->mod, name);
-                if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
-                if (d == 0) memcpy(mangled, name, len + 1);
-            }
+        size_t len;
+        for (const char *s = m->ptx, *e; r == CUDA_SUCCESS && (e = ptx_next_entry(&s, &len)) != NULL;) {
+            char name[512];
+            if (len >= cap || len >= sizeof name) continue; /* its signature could not be read back by name */
+            memcpy(name, e, len);
+            name[len] = 0;
+            r = take_entry(m, pre, name, fn, mangled, cap);
         }
     } else if (ka__cu.cuModuleGetFunctionCount && ka__cu.cuModuleEnumerateFunctions && ka__cu.cuFuncGetName) {
         unsigned count = 0;
-        CUresult r = ka__cu.cuModuleGetFunctionCount(&count, m->mod);
-        if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunctionCount");
+        if ((r = ka__cu.cuModuleGetFunctionCount(&count, m->mod)) != CUDA_SUCCESS)
+            return ka__cu_fail(r, "cuModuleGetFunctionCount");
         CUfunction *all = ka__calloc(count ? count : 1, sizeof *all);
         if (!all) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
         if ((r = ka__cu.cuModuleEnumerateFunctions(all, count, m->mod)) != CUDA_SUCCESS) {
             ka__free(all, sizeof *all * (count ? count : 1));
             return ka__cu_fail(r, "cuModuleEnumerateFunctions");
         }
-        /* The listed handles may be unloaded (lazy module loading):
-         * cuModuleGetFunction by the name gives a loaded one. */
         for (unsigned i = 0; i < count && r == CUDA_SUCCESS; i++) {
             const char *name = NULL;
-            if (ka__cu.cuFuncGetName(&name, all[i]) != CUDA_SUCCESS || !name) continue;
-            for (int d = 0; d < 3; d++)
-                if (!strncmp(name, pre[d], strlen(pre[d]))) {
-                    if ((r = ka__cu.cuModuleGetFunction(&fn[d], m->mod, name)) != CUDA_SUCCESS) break;
-                    if (d == 0) snprintf(mangled, cap, "%s", name);
-                }
+            if (ka__cu.cuFuncGetName(&name, all[i]) == CUDA_SUCCESS && name) r = take_entry(m, pre, name, fn, mangled, cap);
         }
         ka__free(all, sizeof *all * (count ? count : 1));
-        if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
     }
+    if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
     return fn[0] && fn[1] && fn[2] ? KA_OK : KA_ERR_KERNEL_NOT_FOUND;
 }
 
