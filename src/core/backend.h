@@ -58,6 +58,10 @@ typedef struct ka__launch {
     void **argp;
 } ka__launch;
 
+/* Work-groups a GPU grid holds at most in dimensions 1 and 2 (CUDA's limit):
+ * the core's work-group choice keeps within it, the CUDA launch checks it. */
+#define KA__GRID_YZ_MAX 65535u
+
 typedef void (*ka__native_cb)(void *ctx, ka_status st);
 
 /* What a build is for: the opened device, or the back-end's alternate

@@ -137,8 +137,6 @@ static inline uint32_t pow2ceil(uint64_t n) {
     return p;
 }
 
-#define KA__GRID_YZ_MAX 65535u
-
 static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const ka__launch *l, size_t local[3]) {
     const uint32_t *given = r->workgroup;
     uint32_t dims = l->dims;

@@ -156,7 +156,7 @@ static inline ka_status kernel_params(const char *call, ka__kernel *k, const ka_
         }
     }
     size_t gx = l->global[0] / l->local[0], gy = l->global[1] / l->local[1], gz = l->global[2] / l->local[2];
-    if (KA_UNLIKELY(gx > 0x7fffffffu || gy > 65535 || gz > 65535))
+    if (KA_UNLIKELY(gx > 0x7fffffffu || gy > KA__GRID_YZ_MAX || gz > KA__GRID_YZ_MAX))
         return ka__fail(KA_ERR_INVALID_RANGE,
                         "%s: kernel '%s': the range (%llu,%llu,%llu) in work-groups of (%zu,%zu,%zu) needs %zu x %zu x "
                         "%zu work-groups, over CUDA's grid limit (2^31-1 x 65535 x 65535)",
