@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench_cuda.h"
+#include "bench_launch_src.h"
 
 typedef struct raw raw;
 typedef struct kactx kactx;
@@ -27,25 +28,6 @@ struct raw {
     cl_mem buf;
 };
 
-/* Kernel with nargs user arguments: a buffer, then floats. The raw forms
- * take the same parameters as libka's kernel: the 32-byte range first. */
-enum { SRC_KA, SRC_OPENCL, SRC_CUDA };
-static char *kernel_source(int nargs, int form) {
-    static const char cuda_head[] = "struct nd_t { unsigned long long x, y, z, w; };\n"
-                                    "extern \"C\" __global__ void k(const nd_t nd, float *p0";
-    static const char *head[] = {"KA_KERNEL(k, KA_GLOBAL float *p0", "__kernel void k(ulong4 nd, __global float *p0",
-                                 cuda_head};
-    static const char *body[] = {") { if (ka_global_id(0) == 0) p0[0] = 1.0f; }\n",
-                                 ") { if (get_global_id(0) == 0) p0[0] = 1.0f; }\n",
-                                 ") { if (blockIdx.x * blockDim.x + threadIdx.x == 0) p0[0] = 1.0f; }\n"};
-    size_t cap = 256 + (size_t)nargs * 32;
-    char *s = malloc(cap);
-    int n = snprintf(s, cap, "%s", head[form]);
-    for (int i = 1; i < nargs; i++) n += snprintf(s + n, cap - (size_t)n, ", float s%d", i);
-    snprintf(s + n, cap - (size_t)n, "%s", body[form]);
-    return s;
-}
-
 /* The raw loop runs in libka's own context (ctx), so both loops see the same
  * devices, buffers and PoCL state; only its program, kernel and queue are its
  * own. */
@@ -55,7 +37,7 @@ static int raw_init(raw *r, cl_context ctx, cl_device_id dev, int nargs, size_t 
     r->ctx = ctx;
     r->q = clCreateCommandQueue(r->ctx, dev, 0, &err);
     if (err) return err;
-    char *src = kernel_source(nargs, SRC_OPENCL);
+    char *src = bench_launch_source(nargs, SRC_OPENCL);
     const char *s = src;
     r->prog = clCreateProgramWithSource(r->ctx, 1, &s, NULL, &err);
     free(src);
@@ -188,7 +170,7 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
     kactx c;
     ka_program prog;
     ka_buffer buf;
-    char *src = kernel_source(nargs, SRC_KA);
+    char *src = bench_launch_source(nargs, SRC_KA);
     c.q = q;
     if (ka_program_build(dev, src, NULL, &prog) || ka_kernel_get(prog, "k", NULL, &c.k) ||
         ka_buffer_create(dev, 64 * sizeof(float), &buf)) {
@@ -206,7 +188,7 @@ static int measure(ka_device dev, ka_queue q, cl_context rawctx, cl_device_id ra
     uint64_t cubuf = 0;
     if (o->run_raw && cu) {
         char why[4096];
-        char *rsrc = kernel_source(nargs, SRC_CUDA);
+        char *rsrc = bench_launch_source(nargs, SRC_CUDA);
         int bad = bench_cu_build(cu, rsrc, "k", why, sizeof why) || bench_cu_alloc(cu, 64 * sizeof(float), &cubuf);
         free(rsrc);
         if (bad) {

@@ -4,6 +4,7 @@
  * ones (its libka-internal hook: this program links libka's objects), so the
  * path does not depend on how slow valgrind makes each launch.
  * Usage: ka-route-count ITERATIONS ARGS [launch|wait] [inline|threaded] */
+#include "bench_launch_src.h"
 #include "cl_internal.h"
 
 #include <stdio.h>
@@ -46,18 +47,17 @@ int main(int argc, char **argv) {
     int wait = argc > 3 && !strcmp(argv[3], "wait");
     faster = argc > 4 && !strcmp(argv[4], "threaded") ? KA__PATH_THREADED : KA__PATH_INLINE;
     atomic_store(&ka__cl_route_sample_hook, fixed_time);
-    char src[4096];
-    int n = snprintf(src, sizeof src, "KA_KERNEL(k, KA_GLOBAL float *p0");
-    for (int i = 1; i < nargs; i++) n += snprintf(src + n, sizeof src - (size_t)n, ", float s%d", i);
-    snprintf(src + n, sizeof src - (size_t)n, ") { if (ka_global_id(0) == 0) p0[0] = 1.0f; }\n");
+    char *src = bench_launch_source(nargs, SRC_KA);
     ka_device d;
     ka_program p;
     ka_buffer b;
     if (ka_device_open(NULL, &d) || ka_program_build(d, src, NULL, &p) || ka_kernel_get(p, "k", NULL, &k) ||
         ka_buffer_create(d, 4096, &b) || ka_queue_create(d, NULL, &q)) {
         fprintf(stderr, "ka-route-count: %s\n", ka_last_error());
+        free(src);
         return 1;
     }
+    free(src);
     args[0] = ka_arg_buffer(b);
     for (int i = 1; i < nargs; i++) args[i] = ka_arg_f32((float)i);
     route_count_loop(50, nargs, 1); /* warm-up: builds, the first local size, routing's first samples */
