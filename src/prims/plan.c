@@ -1,34 +1,26 @@
-/* Plans of the primitives: the kernels built once for (device, type) and the
- * scratch buffers sized for the largest n, so calls allocate nothing. */
+/* Plans of the primitives: the kernels built once for (device, type,
+ * operator) and the scratch buffers sized for the largest n, so calls
+ * allocate nothing. The primitive-specific parts are each primitive's hooks
+ * (prims.h); this file checks the desc, sets the default layout, composes the
+ * source and builds it. */
 #include "prims.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "prims_kernels.h"
+#include "src_common.h"
 
-static const char *const kernel_names[KP_NKERNELS] = {
-    "kaprims_red1", "kaprims_red2", "kaprims_scan1", "kaprims_scan2", "kaprims_scan3",
-    "kaprims_hist", "kaprims_hist_scan", "kaprims_scatter"};
-
-static const char *kind_name(ka_prim_kind k) {
-    return k == KA_PRIM_REDUCE ? "reduce" : k == KA_PRIM_SCAN ? "scan" : k == KA_PRIM_SORT ? "sort" : "?";
-}
-
-ka_status ka__plan_check(const ka_prims_plan *p, ka_prim_kind kind, const char *fn) {
-    if (!p || p->magic != KA__PLAN_MAGIC) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: plan is NULL or not a live plan", fn);
-    if (p->kind != kind)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the plan was made for %s, not %s", fn, kind_name(p->kind),
-                        kind_name(kind));
-    return KA_OK;
+static const ka__prim_impl *impl_of(ka_prim_kind k) {
+    static const ka__prim_impl *const all[] = {&ka__prim_reduce, &ka__prim_scan, &ka__prim_sort};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]->kind == k) return all[i];
+    return NULL;
 }
 
 static void plan_free(ka_prims_plan *p) {
-    if (p->part.id) ka_buffer_release(p->part);
-    if (p->counts.id) ka_buffer_release(p->counts);
-    if (p->kscratch.id) ka_buffer_release(p->kscratch);
-    if (p->vscratch.id) ka_buffer_release(p->vscratch);
+    for (int i = 0; i < KA__PLAN_BUFFERS; i++)
+        if (p->b[i].id) ka_buffer_release(p->b[i]);
     if (p->prog.id) ka_program_release(p->prog);
     p->magic = 0;
     ka__free(p, sizeof *p);
@@ -42,9 +34,8 @@ ka_status ka_prims_plan_release(ka_prims_plan *p) {
     return KA_OK;
 }
 
-/* A buffer of bytes, with the call's name in the detail on failure. */
-static ka_status scratch(ka_device dev, size_t bytes, ka_buffer *b, const char *what) {
-    ka_status st = ka_buffer_create(dev, bytes ? bytes : 8, b);
+ka_status ka__plan_scratch(ka_prims_plan *p, int i, size_t bytes, const char *what) {
+    ka_status st = ka_buffer_create(p->dev, bytes ? bytes : 8, &p->b[i]);
     if (st != KA_OK) {
         char d[256];
         snprintf(d, sizeof d, "%s", ka_last_error());
@@ -53,33 +44,73 @@ static ka_status scratch(ka_device dev, size_t bytes, ka_buffer *b, const char *
     return KA_OK;
 }
 
-ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype, size_t max_n, uint32_t flags,
-                               ka_prims_plan **out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: out is NULL");
+/* The program's source: the layout's defines, the user's expressions as
+ * macros, the primitive's own defines, the common source, the user's
+ * definitions, the operators built on them, the primitive's kernels. */
+static char *compose(const ka_prims_plan *p, const ka_prims_desc *d, const ka__prim_impl *im, int no_subgroups,
+                     size_t *capp) {
+    const char *usrc = d->source ? d->source : "";
+    size_t cap = strlen(ka__prims_src_common) + strlen(ka__prims_src_ops) + strlen(im->src) + strlen(usrc) +
+                 sizeof p->defs + 1024 + (d->op ? strlen(d->op) : 0) + (d->identity ? strlen(d->identity) : 0) +
+                 (d->map ? strlen(d->map) : 0) + (d->predicate ? strlen(d->predicate) : 0);
+    char *s = ka__alloc(cap);
+    if (!s) return NULL;
+    *capp = cap;
+    size_t n = (size_t)snprintf(s, cap, "#define TID %d\n#define WG %u\n#define K %u\n#define CONTIG %d\n%s",
+                                (int)p->dtype, p->wg, p->tile / p->wg, p->contig,
+                                no_subgroups ? "#define KA_PRIMS_NO_SUBGROUPS 1\n" : "");
+    if (d->op)
+        n += (size_t)snprintf(s + n, cap - n, "#define PRIMS_USER_OP(a, b) (%s)\n#define PRIMS_USER_IDENTITY (%s)\n",
+                              d->op, d->identity);
+    if (d->map) n += (size_t)snprintf(s + n, cap - n, "#define PRIMS_USER_MAP(x) (%s)\n", d->map);
+    if (d->predicate) n += (size_t)snprintf(s + n, cap - n, "#define PRIMS_USER_PREDICATE(x) (%s)\n", d->predicate);
+    snprintf(s + n, cap - n, "%s%s\n%s\n%s%s", p->defs, ka__prims_src_common, usrc, ka__prims_src_ops, im->src);
+    return s;
+}
+
+static size_t dtype_size(ka_dtype t) {
+    return t == KA_DTYPE_I32 || t == KA_DTYPE_U32 || t == KA_DTYPE_F32 ? 4 : 8;
+}
+
+ka_status ka_prims_plan_create_desc(ka_device dev, const ka_prims_desc *d, ka_prims_plan **out) {
+    static const char fn[] = "ka_prims_plan_create";
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     *out = NULL;
-    if (kind != KA_PRIM_REDUCE && kind != KA_PRIM_SCAN && kind != KA_PRIM_SORT)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: unknown kind %d", (int)kind);
-    if (dtype < KA_DTYPE_I32 || dtype > KA_DTYPE_F64)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: unknown dtype %d", (int)dtype);
-    if (max_n == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: max_n is 0");
-    if (flags & ~KA_PRIM_SORT_VALUES || (flags && kind != KA_PRIM_SORT))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: flags 0x%x not valid for %s", flags,
-                        kind_name(kind));
+    if (!d) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
+    const ka__prim_impl *im = impl_of(d->kind);
+    if (!im) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: unknown kind %d", fn, (int)d->kind);
+    if (d->dtype < KA_DTYPE_I32 || d->dtype > KA_DTYPE_F64)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d", fn, (int)d->dtype);
+    if (d->max_n == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n is 0", fn);
+    if (!d->op != !d->identity)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: an operator needs both op and identity", fn);
+    if (d->op && d->kind != KA_PRIM_REDUCE && d->kind != KA_PRIM_SCAN && d->kind != KA_PRIM_SEGMENTED_REDUCE)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: a %s plan takes no operator", fn, ka__prim_name(d->kind));
+    if (d->map && !d->op)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: map is applied with a user operator only (set op)", fn);
+    if (d->predicate && d->kind != KA_PRIM_SELECT)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: a %s plan takes no predicate", fn, ka__prim_name(d->kind));
+    if (d->bins && d->kind != KA_PRIM_HISTOGRAM)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: bins is for histogram plans", fn);
+    if (d->flags && d->kind != KA_PRIM_SORT)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: flags 0x%x not valid for %s", fn, d->flags,
+                        ka__prim_name(d->kind));
     const ka_device_info *di;
     ka_status st = ka_device_get_info(dev, &di);
     if (st != KA_OK) return st;
-    if (dtype == KA_DTYPE_F64 && !di->has_double)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_prims_plan_create: %s has no double", di->name);
-    size_t esize = dtype == KA_DTYPE_I32 || dtype == KA_DTYPE_U32 || dtype == KA_DTYPE_F32 ? 4 : 8;
-    if (max_n > SIZE_MAX / 8 / esize)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: max_n %zu too large", max_n);
+    if (d->dtype == KA_DTYPE_F64 && !di->has_double)
+        return ka__fail(KA_ERR_UNSUPPORTED, "%s: %s has no double", fn, di->name);
+    size_t esize = dtype_size(d->dtype);
+    if (d->max_n > SIZE_MAX / 8 / esize) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n %zu too large", fn, d->max_n);
 
     ka_prims_plan *p = ka__calloc(1, sizeof *p);
-    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_prims_plan_create: out of memory");
+    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     p->magic = KA__PLAN_MAGIC;
-    p->kind = kind, p->dtype = dtype, p->flags = flags, p->max_n = max_n, p->esize = esize, p->dev = dev;
+    p->kind = d->kind, p->dtype = d->dtype, p->flags = d->flags, p->max_n = d->max_n, p->esize = esize;
+    p->bins = d->bins, p->user_op = d->op != NULL, p->predicate = d->predicate != NULL;
+    p->dev = dev, p->di = di;
     /* GPUs: 256 work-items of 8 scan elements each, 8 groups per
-     * multiprocessor; CPUs (PoCL): 64 of 16, 4 groups per core. */
+     * multiprocessor; CPUs: 64 of 16, 4 groups per core. */
     const char *lay = getenv("KA_PRIMS_LAYOUT"); /* tests: "gpu" runs the GPU layout on a CPU */
     int cpu = di->is_cpu && !(lay && !strcmp(lay, "gpu"));
     uint32_t wg = cpu ? 64 : 256, kk = cpu ? 16 : 8;
@@ -88,37 +119,32 @@ ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype,
     uint64_t groups = (uint64_t)(di->compute_units ? di->compute_units : 1) * (cpu ? 4 : 8);
     const char *env = getenv("KA_PRIMS_GROUPS"); /* tests: many groups over a small input */
     if (env && atoi(env) > 0) groups = (uint64_t)atoi(env);
-    /* A sort group counts its chunk's digits in 32-bit local counters. */
-    if (kind == KA_PRIM_SORT && max_n / groups >= (1ull << 31)) groups = max_n / (1ull << 31) + 1;
     p->max_groups = groups;
 
-    char d_kind[16], d_tid[16], d_wg[16], d_k[16], d_contig[16];
-    snprintf(d_kind, sizeof d_kind, "KIND=%d", (int)kind);
-    snprintf(d_tid, sizeof d_tid, "TID=%d", (int)dtype);
-    snprintf(d_wg, sizeof d_wg, "WG=%u", wg);
-    snprintf(d_k, sizeof d_k, "K=%u", kk);
-    snprintf(d_contig, sizeof d_contig, "CONTIG=%d", cpu);
-    const char *defs[] = {d_kind, d_tid, d_wg, d_k, d_contig, "KA_PRIMS_NO_SUBGROUPS"};
-    const char *sg = getenv("KA_PRIMS_SUBGROUPS"); /* "0": the local-memory scans on CUDA too */
-    ka_build_options bo = {.options = NULL, .defines = defs, .num_defines = sg && !strcmp(sg, "0") ? 6 : 5};
-    st = ka_program_build(dev, ka__prims_src, &bo, &p->prog);
-    for (int i = 0; st == KA_OK && i < KP_NKERNELS; i++) {
-        int need = kind == KA_PRIM_REDUCE ? i <= KP_RED2
-                 : kind == KA_PRIM_SCAN   ? i >= KP_SCAN1 && i <= KP_SCAN3
-                                          : i >= KP_HIST;
-        if (need) st = ka_kernel_get(p->prog, kernel_names[i], NULL, &p->k[i]);
+    st = im->setup ? im->setup(p, d) : KA_OK;
+    if (st == KA_OK) {
+        const char *sg = getenv("KA_PRIMS_SUBGROUPS"); /* "0": the local-memory scans on CUDA too */
+        size_t cap = 0;
+        char *src = compose(p, d, im, sg && !strcmp(sg, "0"), &cap);
+        if (!src) st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        else {
+            ka_build_options bo = {.name = "prims"};
+            st = ka_program_build(dev, src, &bo, &p->prog);
+            ka__free(src, cap);
+        }
     }
-    uint64_t parts = kind != KA_PRIM_REDUCE && cpu ? groups * wg : groups; /* CPU scan, sort: per work-item */
-    if (st == KA_OK && kind != KA_PRIM_SORT) st = scratch(dev, parts * esize, &p->part, "partials");
-    if (st == KA_OK && kind == KA_PRIM_SORT) {
-        st = scratch(dev, 256 * parts * 8, &p->counts, "digit counts");
-        if (st == KA_OK) st = scratch(dev, max_n * esize, &p->kscratch, "keys");
-        if (st == KA_OK && (flags & KA_PRIM_SORT_VALUES)) st = scratch(dev, max_n * 4, &p->vscratch, "values");
-    }
+    for (int i = 0; st == KA_OK && im->kernels[i]; i++) st = ka_kernel_get(p->prog, im->kernels[i], NULL, &p->k[i]);
+    if (st == KA_OK && im->alloc) st = im->alloc(p);
     if (st != KA_OK) {
         plan_free(p);
         return st;
     }
     *out = p;
     return KA_OK;
+}
+
+ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype, size_t max_n, uint32_t flags,
+                               ka_prims_plan **out) {
+    ka_prims_desc d = {.kind = kind, .dtype = dtype, .max_n = max_n, .flags = flags};
+    return ka_prims_plan_create_desc(dev, &d, out);
 }

@@ -1,13 +1,13 @@
-/* What the primitives' files share: the plan. */
+/* What the primitives' files share: the plan, each primitive's hooks, the
+ * checks of a call's arguments. */
 #ifndef KA_PRIMS_INTERNAL_H
 #define KA_PRIMS_INTERNAL_H
 #include "ka_internal.h"
 #include "ka_prims.h"
 
 #define KA__PLAN_MAGIC 0x6b615052u /* "kaPR": a plan pointer that is not one is refused */
-
-enum { KP_RED1, KP_RED2,
-       KP_SCAN1, KP_SCAN2, KP_SCAN3, KP_HIST, KP_HIST_SCAN, KP_SCATTER, KP_NKERNELS };
+#define KA__PLAN_KERNELS 12
+#define KA__PLAN_BUFFERS 6
 
 struct ka_prims_plan {
     uint32_t magic;
@@ -15,17 +15,50 @@ struct ka_prims_plan {
     ka_dtype dtype;
     uint32_t flags;
     size_t max_n, esize;
+    uint32_t bins;           /* histogram */
+    int user_op, predicate;  /* made with desc.op; with desc.predicate */
     ka_device dev;
+    const ka_device_info *di;
     ka_program prog;
-    ka_kernel k[KP_NKERNELS];
+    ka_kernel k[KA__PLAN_KERNELS];   /* the primitive's, in the order of its impl's names */
+    ka_buffer b[KA__PLAN_BUFFERS];   /* scratch, each primitive's own meaning; released with the plan */
     uint32_t wg, tile;       /* work-group; scan tile (wg * K elements) */
-    int contig;              /* CPU layout: a scan has one partial per work-item */
+    int contig;              /* CPU layout: work-items own contiguous runs */
     uint64_t max_groups;     /* work-groups of a call at most (scratch is sized for them) */
-    ka_buffer part;          /* reduce and scan: one partial per group */
-    ka_buffer counts;        /* sort: 256 digit counts per group (ulong) */
-    ka_buffer kscratch, vscratch; /* sort: the other half of each pass's ping-pong */
+    char defs[256];          /* source lines the primitive's setup adds before the common source */
 };
 
-/* KA_OK if p is a live plan of kind, else the failure with its detail. */
+/* One primitive: its kernels' source and names, and the two hooks of plan
+ * creation. setup runs before the build, on a plan whose fields above are set
+ * with the default layout (GPUs: 256 work-items, K 8, 8 groups a compute
+ * unit; CPUs: 64, 16, 4 a core, contig); it may change the layout, append to
+ * defs, and refuse the desc (KA_ERR_INVALID_ARGUMENT, KA_ERR_UNSUPPORTED).
+ * alloc runs after the kernels are fetched and makes the scratch buffers with
+ * ka__plan_scratch. Either may be NULL. */
+typedef struct ka__prim_impl {
+    ka_prim_kind kind;
+    const char *name;
+    const char *src;
+    const char *const *kernels; /* NULL-terminated, at most KA__PLAN_KERNELS */
+    ka_status (*setup)(ka_prims_plan *p, const ka_prims_desc *d);
+    ka_status (*alloc)(ka_prims_plan *p);
+} ka__prim_impl;
+
+extern const ka__prim_impl ka__prim_reduce, ka__prim_scan, ka__prim_sort;
+
+const char *ka__prim_name(ka_prim_kind k);
+/* A scratch buffer of bytes (at least 8) into p->b[i], with what in the detail on failure. */
+ka_status ka__plan_scratch(ka_prims_plan *p, int i, size_t bytes, const char *what);
+
+/* The checks of a call: each KA_OK or the failure with fn and its detail. */
 ka_status ka__plan_check(const ka_prims_plan *p, ka_prim_kind kind, const char *fn);
+ka_status ka__prims_check_n(const ka_prims_plan *p, size_t n, const char *fn);
+/* A byte offset of a call: a multiple of the element size es, inside the
+ * buffer with room for n elements after it; *el gets it in elements. */
+ka_status ka__prims_check_at(ka_buffer b, size_t off, size_t n, size_t es, const char *fn, const char *what,
+                             uint64_t *el);
+/* A 1-D launch of groups work-groups of wg. */
+ka_status ka__prims_launch(ka_queue q, ka_kernel k, uint64_t groups, uint32_t wg, const ka_arg *a, uint32_t na,
+                           ka_event *ev);
+static inline uint64_t ka__cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 #endif

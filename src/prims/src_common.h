@@ -1,6 +1,5 @@
-/* The kernels of ka_reduce, ka_scan and ka_sort, in libka's dialect: one
- * source, built once per plan with the plan's defines:
- *   KIND   the primitive whose kernels are built: 1 reduce, 2 scan, 3 sort
+/* The source every primitive's program starts with, in libka's dialect,
+ * after the plan's defines (plan.c):
  *   TID    element type: 1 int, 2 uint, 3 long, 4 ulong, 5 float, 6 double
  *   WG     work-group size (local arrays are sized by it)
  *   K      elements per work-item in a scan tile
@@ -8,15 +7,16 @@
  *          work-item's loop to its end before the next one's, so a strided
  *          run would touch a new cache line per element); 0: consecutive
  *          work-items read consecutive elements (GPUs: coalesced loads)
- * Indices and sizes are 64-bit (ulong) throughout: inputs past 2^32 elements. */
-#ifndef KA_PRIMS_KERNELS_H
-#define KA_PRIMS_KERNELS_H
-static const char ka__prims_src[] =
+ * then the user's operator (plan.c), then the primitive's own kernels
+ * (src_<kind>.h). Indices and sizes are 64-bit (ulong) throughout: inputs
+ * past 2^32 elements. Here: types, operators, work-group scans. */
+#ifndef KA_PRIMS_SRC_COMMON_H
+#define KA_PRIMS_SRC_COMMON_H
+static const char ka__prims_src_common[] =
 "#ifndef WG\n#define WG 64\n#endif\n"
 "#ifndef K\n#define K 8\n#endif\n"
 "#ifndef CONTIG\n#define CONTIG 0\n#endif\n"
 "#ifndef TID\n#define TID 2\n#endif\n"
-"#ifndef KIND\n#define KIND 1\n#endif\n"
 /* T: the element type; UT: the unsigned type of its width (integer sums wrap
  * through it, so overflow is defined); KT: the sort key's bit pattern. */
 "#if TID == 1\n"
@@ -90,32 +90,6 @@ static const char ka__prims_src[] =
 "    if (op == 1u) return prims_reduce_items(in, lo, hi, r, S, 1u);\n"
 "    return prims_reduce_items(in, lo, hi, r, S, 2u);\n"
 "}\n"
-"#if KIND == 1\n"
-/* Pass 1: group g's partial over a share of [0, n), into part[g]. */
-"KA_KERNEL(kaprims_red1, KA_CONST(T) in, ulong io, KA_GLOBAL T *part, ulong n, uint op) {\n"
-"    in += io;\n"
-"    KA_LOCAL T s[WG];\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), G = ka_num_groups(0);\n"
-"#if CONTIG\n"
-"    ulong per = (n + G - 1) / G, lo = g * per < n ? g * per : n, hi = lo + per < n ? lo + per : n;\n"
-"    T v = prims_reduce_items_op(in, lo, hi, lid, WG, op);\n"
-"#else\n"
-"    T v = prims_reduce_items_op(in, 0, n, g * WG + lid, G * WG, op);\n"
-"#endif\n"
-"    v = prims_reduce_local(s, lid, v, op);\n"
-"    if (lid == 0u) part[g] = v;\n"
-"}\n"
-/* Pass 2: one group folds the G partials into out[oi]. */
-"KA_KERNEL(kaprims_red2, KA_CONST(T) part, ulong G, KA_GLOBAL T *out, ulong oi, uint op) {\n"
-"    KA_LOCAL T s[WG];\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    T v = prims_identity(op);\n"
-"    for (ulong i = lid; i < G; i += WG) v = prims_op(v, part[i], op);\n"
-"    v = prims_reduce_local(s, lid, v, op);\n"
-"    if (lid == 0u) out[oi] = v;\n"
-"}\n"
-"#endif\n"
 /* ---- scan: reduce, then scan of the partials, then scan with carries ---- */
 /* Tiles of WG*K elements sit in local memory with one skip every 32, so the
  * K consecutive ones of a work-item fall in different banks (GPUs). */
@@ -211,169 +185,27 @@ static const char ka__prims_src[] =
 "    }                                                                          \\\n"
 "}\n"
 "PRIMS_RANGE_SCAN(prims_range_scan, T, prims_tile_scan, ADD)\n"
-"PRIMS_RANGE_SCAN(prims_range_scan_ul, ulong, prims_tile_scan_ul, ADDU)\n"
-"#if KIND == 2\n"
-/* Phase 1: the sum of group g's chunk [g*C, (g+1)*C) into part[g]. */
-"#if CONTIG\n"
-/* CPUs: no barriers at all (PoCL runs a barrier-laden loop far slower than
- * a plain one). Each work-item owns a contiguous run of its group's chunk:
- * phase 1 sums it into part[g*WG + lid], phase 2 scans the G*WG sums, phase 3
- * scans the run serially from its carry, as an OpenMP scan does per thread. */
-"KA_KERNEL(kaprims_scan1, KA_CONST(T) in, ulong io, KA_GLOBAL T *part, ulong n, ulong C) {\n"
-"    in += io;\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
-"    part[g * WG + lid] = prims_reduce_items(in, lo, hi, lid, WG, 0u);\n"
-"}\n"
-"KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, ulong io, KA_GLOBAL T *out, ulong oo, KA_CONST(T) part, ulong n, ulong C,\n"
-"          uint excl) {\n"
-"    in += io;\n"
-"    out += oo;\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
-"    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
-"    T c = part[g * WG + lid];\n"
-"    if (excl) for (; i < e; i++) { T x = in[i]; out[i] = c; c = ADD(c, x); }\n"
-"    else for (; i < e; i++) { c = ADD(c, in[i]); out[i] = c; }\n"
-"}\n"
+"PRIMS_RANGE_SCAN(prims_range_scan_ul, ulong, prims_tile_scan_ul, ADDU)\n";
+#endif
+
+/* After the user's definitions (desc.source): the user's operator, map and
+ * predicate as functions of T, from the macros the plan defines from the desc
+ * (PRIMS_USER_OP(a, b), PRIMS_USER_IDENTITY, PRIMS_USER_MAP(x),
+ * PRIMS_USER_PREDICATE(x)); absent ones are the identity map and no
+ * operator. */
+#ifndef KA_PRIMS_SRC_OPS_H
+#define KA_PRIMS_SRC_OPS_H
+static const char ka__prims_src_ops[] =
+"#ifdef PRIMS_USER_OP\n"
+"KA_DEVICE_FN T prims_user_op(T a, T b) { return (T)PRIMS_USER_OP(a, b); }\n"
+"KA_DEVICE_FN T prims_user_identity(void) { return (T)PRIMS_USER_IDENTITY; }\n"
+"#endif\n"
+"#ifdef PRIMS_USER_MAP\n"
+"KA_DEVICE_FN T prims_user_map(T x) { return (T)PRIMS_USER_MAP(x); }\n"
 "#else\n"
-/* Phase 1: the sum of group g's chunk [g*C, (g+1)*C) into part[g]. */
-"KA_KERNEL(kaprims_scan1, KA_CONST(T) in, ulong io, KA_GLOBAL T *part, ulong n, ulong C) {\n"
-"    in += io;\n"
-"    KA_LOCAL T s[WG];\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
-"    T v = prims_reduce_local(s, lid, prims_reduce_items(in, lo, hi, lid, WG, 0u), 0u);\n"
-"    if (lid == 0u) part[g] = v;\n"
-"}\n"
-/* Phase 3: group g scans its chunk from its carry, a tile at a time. in may be out. */
-"KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, ulong io, KA_GLOBAL T *out, ulong oo, KA_CONST(T) part, ulong n, ulong C,\n"
-"          uint excl) {\n"
-"    in += io;\n"
-"    out += oo;\n"
-"    KA_LOCAL T buf[TILE_LOCAL];\n"
-"    KA_LOCAL T tot[2 * WG];\n"
-"    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
-"    prims_range_scan(in, out, lo, hi, part[g], excl, buf, tot);\n"
-"}\n"
+"KA_DEVICE_FN T prims_user_map(T x) { return x; }\n"
 "#endif\n"
-/* Phase 2: one group, exclusive scan of the partials in place. */
-"KA_KERNEL(kaprims_scan2, KA_GLOBAL T *part, ulong G) {\n"
-"    KA_LOCAL T buf[TILE_LOCAL];\n"
-"    KA_LOCAL T tot[2 * WG];\n"
-"    prims_range_scan(part, part, 0, G, (T)0, 1u, buf, tot);\n"
-"}\n"
-"#endif\n"
-"#if KIND == 3\n"
-/* ---- sort: LSD radix, 8 bits a pass: histograms, their scan, a stable scatter */
-"#define DIGIT(u, shift) ((uint)((KEYX(u) >> (shift)) & 255u))\n"
-"#if CONTIG\n"
-/* CPUs: no barriers, the OpenMP radix sort's scheme. Each work-item owns a
- * contiguous run of its group's chunk and counts its digits privately into
- * counts[d*W + w] (W = G*WG work-items, w its index): their digit-major
- * scan is every (digit, work-item)'s first place, and each work-item then
- * moves its run in order, which keeps the sort stable. */
-"KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
-"    keys += ko;\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), W = ka_num_groups(0) * WG, w = g * WG + lid;\n"
-"    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
-"    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
-"    uint h[256];\n"
-"    for (uint d = 0; d < 256u; d++) h[d] = 0u;\n"
-"    for (; i < e; i++) h[DIGIT(keys[i], shift)]++;\n"
-"    for (uint d = 0; d < 256u; d++) counts[(ulong)d * W + w] = h[d];\n"
-"}\n"
-"KA_KERNEL(kaprims_scatter, KA_CONST(KT) ksrc, KA_GLOBAL KT *kdst, KA_CONST(uint) vsrc, KA_GLOBAL uint *vdst,\n"
-"          KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vals, ulong kso, ulong kdo, ulong vso, ulong vdo) {\n"
-"    ksrc += kso; kdst += kdo; vsrc += vso; vdst += vdo;\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), W = ka_num_groups(0) * WG, w = g * WG + lid;\n"
-"    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
-"    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
-"    ulong off[256];\n"
-"    for (uint d = 0; d < 256u; d++) off[d] = counts[(ulong)d * W + w];\n"
-"    for (; i < e; i++) {\n"
-"        KT k = ksrc[i];\n"
-"        ulong p = off[DIGIT(k, shift)]++;\n"
-"        kdst[p] = k;\n"
-"        if (vals) vdst[p] = vsrc[i];\n"
-"    }\n"
-"}\n"
-"#else\n"
-/* Group g's digit counts over its chunk, into counts[d*G + g] (digit-major:
- * their exclusive scan is every (digit, group)'s first output position). */
-"KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
-"    keys += ko;\n"
-"    KA_LOCAL uint h[256];\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), G = ka_num_groups(0);\n"
-"    for (uint d = lid; d < 256u; d += WG) h[d] = 0u;\n"
-"    ka_barrier_local();\n"
-"    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
-"    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
-"    for (; i < e; i += st) ka_atomic_add(&h[DIGIT(keys[i], shift)], 1u);\n"
-"    ka_barrier_local();\n"
-"    for (uint d = lid; d < 256u; d += WG) counts[(ulong)d * G + g] = h[d];\n"
-"}\n"
-"#endif\n"
-"KA_KERNEL(kaprims_hist_scan, KA_GLOBAL ulong *counts, ulong m) {\n"
-"    KA_LOCAL ulong buf[TILE_LOCAL];\n"
-"    KA_LOCAL ulong tot[2 * WG];\n"
-"    prims_range_scan_ul(counts, counts, 0, m, 0UL, 1u, buf, tot);\n"
-"}\n"
-"#if !CONTIG\n"
-/* Group g moves its chunk, tile of WG keys by tile, in order. Each tile is
- * sorted by digit in local memory, stably: four splits of 2 bits, each an
- * exclusive group scan (prims_group_scan_ul) of four 16-bit counters packed in a ulong
- * (a work-item's rank among the earlier ones of its 2 bits). A key's place is
- * then its digit's running position plus its rank in the tile's run of that
- * digit. Lanes past n carry digit 255 and sort after every real key. */
-"KA_KERNEL(kaprims_scatter, KA_CONST(KT) ksrc, KA_GLOBAL KT *kdst, KA_CONST(uint) vsrc, KA_GLOBAL uint *vdst,\n"
-"          KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vals, ulong kso, ulong kdo, ulong vso, ulong vdo) {\n"
-"    ksrc += kso; kdst += kdo; vsrc += vso; vdst += vdo;\n"
-"    KA_LOCAL ulong run[256];\n"
-"    KA_LOCAL uint start[256];\n"
-"    KA_LOCAL ulong sc[2 * WG];\n"
-"    KA_LOCAL KT lk[WG];\n"
-"    KA_LOCAL uint lv[WG];\n"
-"    KA_LOCAL uint ld[WG + 1];\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), G = ka_num_groups(0);\n"
-"    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
-"    for (uint d = lid; d < 256u; d += WG) run[d] = counts[(ulong)d * G + g];\n"
-"    ka_barrier_local();\n"
-"    for (ulong base = lo; base < hi; base += WG) {\n"
-"        ulong i = base + lid;\n"
-"        uint m = hi - base < (ulong)WG ? (uint)(hi - base) : (uint)WG;\n"
-"        KT key = i < hi ? ksrc[i] : (KT)0;\n"
-"        uint val = (vals && i < hi) ? vsrc[i] : 0u;\n"
-"        uint d = i < hi ? DIGIT(key, shift) : 255u;\n"
-"        for (uint r = 0; r < 8u; r += 2u) {\n"
-"            uint b = (d >> r) & 3u;\n"
-"            ulong mine = 1UL << (16u * b), total;\n"
-"            ulong ex = prims_group_scan_ul(mine, lid, sc, &total);\n"
-"            uint rank = (uint)((ex >> (16u * b)) & 0xffffUL);\n"
-"            uint t0 = (uint)(total & 0xffffUL), t1 = (uint)((total >> 16) & 0xffffUL), t2 = (uint)((total >> 32) & 0xffffUL);\n"
-"            uint pos = rank + (b > 0u ? t0 : 0u) + (b > 1u ? t1 : 0u) + (b > 2u ? t2 : 0u);\n"
-"            lk[pos] = key; lv[pos] = val; ld[pos] = d;\n"
-"            ka_barrier_local();\n"
-"            key = lk[lid]; val = lv[lid]; d = ld[lid];\n"
-"            ka_barrier_local();\n"
-"        }\n"
-/* ld[] holds the tile's digits in order: runs start where the digit changes. */
-"        if (lid == 0u || ld[lid - 1] != d) start[d] = lid;\n"
-"        ka_barrier_local();\n"
-"        if (lid < m) {\n"
-"            ulong p = run[d] + (lid - start[d]);\n"
-"            kdst[p] = key;\n"
-"            if (vals) vdst[p] = val;\n"
-"        }\n"
-"        ka_barrier_local();\n"
-"        if (lid == WG - 1u || ld[lid + 1] != d) run[d] += lid - start[d] + 1u;\n"
-"        ka_barrier_local();\n"
-"    }\n"
-"}\n"
-"#endif\n"
+"#ifdef PRIMS_USER_PREDICATE\n"
+"KA_DEVICE_FN int prims_user_predicate(T x) { return (PRIMS_USER_PREDICATE(x)) ? 1 : 0; }\n"
 "#endif\n";
 #endif
