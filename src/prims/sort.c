@@ -71,3 +71,15 @@ ka_status ka_sort(ka_queue q, ka_prims_plan *plan, ka_buffer keys, size_t keys_o
     }
     return KA_OK;
 }
+
+ka_status ka_sort_pairs(ka_queue q, ka_prims_plan *plan, ka_buffer keys, size_t keys_offset, ka_buffer values,
+                        size_t values_offset, size_t n, ka_event *ev) {
+    if (!values.id) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_sort_pairs: values is not a buffer");
+    return ka_sort(q, plan, keys, keys_offset, values, values_offset, n, ev);
+}
+
+ka_status ka_argsort(ka_queue q, ka_prims_plan *plan, ka_buffer perm, size_t perm_offset, ka_buffer keys,
+                     size_t keys_offset, size_t n, ka_event *ev) {
+    (void)q, (void)plan, (void)perm, (void)perm_offset, (void)keys, (void)keys_offset, (void)n, (void)ev;
+    return ka__fail(KA_ERR_UNSUPPORTED, "ka_argsort: not implemented");
+}
