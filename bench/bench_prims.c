@@ -305,25 +305,28 @@ typedef struct row {
     double *t[NI];
 } row;
 
+#define ROW(k, l, u, pe, hv, nw, cb, gc, gp)                                                      \
+    {.key = k, .label = l, .unit = u, .per_elem = pe, .heavy = hv, .newer = nw, .cub = cb, .goal_cub = gc,          \
+     .goal_cpu = gp}
 static row rows[NR] = {
-    [R_COPY] = {"copy", "ka_buffer_copy u32", GBS, 8, 0, 0, "cudaMemcpyAsync", 0, 0},
-    [R_RED_U32] = {"reduce_u32", "ka_reduce sum u32", GBS, 4, 0, 0, "DeviceReduce::Sum", 1.0, 1.0},
-    [R_RED_F32] = {"reduce_f32", "ka_reduce sum f32", GBS, 4, 0, 0, "DeviceReduce::Sum", 1.0, 1.0},
-    [R_SUMSQ] = {"reduce_sumsq_f32", "ka_reduce user op f32 x*x, a+b", GBS, 4, 0, 1, "DeviceReduce::TransformReduce",
-                 1.0, 1.0},
-    [R_SCAN] = {"scan_u32", "ka_scan inclusive u32", GBS, 8, 0, 0, "DeviceScan::InclusiveSum", 0.95, 1.0},
-    [R_SORT] = {"sort_u32", "ka_sort u32 keys", GELS, 0, 1, 0, "DeviceRadixSort::SortKeys", 0.8, 1.0},
-    [R_PAIRS] = {"sort_pairs_u32", "ka_sort_pairs u32/u32", GELS, 0, 1, 1, "DeviceRadixSort::SortPairs", 0.8, 1.0},
-    [R_SORT64] = {"sort_u64", "ka_sort u64 keys", GELS, 0, 1, 1, "DeviceRadixSort::SortKeys", 0.7, 1.0},
-    [R_ARGSORT] = {"argsort_u32", "ka_argsort u32", GELS, 0, 1, 1, "DeviceRadixSort::SortPairs (iota)", 0, 0},
-    [R_SEL_FLAG] = {"select_flagged_u32", "ka_select flagged u32", GELS, 0, 0, 1, "DeviceSelect::Flagged", 0.9, 1.0},
-    [R_SEL_IF] = {"select_if_u32", "ka_select if x < 512 u32", GELS, 0, 0, 1, "DeviceSelect::If", 0.9, 1.0},
-    [R_HIST_U32] = {"histogram_u32", "ka_histogram 256 bins u32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
-                    0.9, 1.0},
-    [R_HIST_F32] = {"histogram_f32", "ka_histogram 256 bins f32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
-                    0.9, 1.0},
-    [R_SEARCH] = {"searchsorted_u32", "ka_searchsorted u32", GELS, 0, 0, 1, NULL, 0, 0},
-    [R_SEGRED] = {"segreduce_u32", "ka_segmented_reduce sum u32", GELS, 0, 0, 1, "DeviceSegmentedReduce::Sum", 0, 0},
+    [R_COPY] = ROW("copy", "ka_buffer_copy u32", GBS, 8, 0, 0, "cudaMemcpyAsync", 0, 0),
+    [R_RED_U32] = ROW("reduce_u32", "ka_reduce sum u32", GBS, 4, 0, 0, "DeviceReduce::Sum", 1.0, 1.0),
+    [R_RED_F32] = ROW("reduce_f32", "ka_reduce sum f32", GBS, 4, 0, 0, "DeviceReduce::Sum", 1.0, 1.0),
+    [R_SUMSQ] = ROW("reduce_sumsq_f32", "ka_reduce user op f32 x*x, a+b", GBS, 4, 0, 1, "DeviceReduce::TransformReduce",
+                 1.0, 1.0),
+    [R_SCAN] = ROW("scan_u32", "ka_scan inclusive u32", GBS, 8, 0, 0, "DeviceScan::InclusiveSum", 0.95, 1.0),
+    [R_SORT] = ROW("sort_u32", "ka_sort u32 keys", GELS, 0, 1, 0, "DeviceRadixSort::SortKeys", 0.8, 1.0),
+    [R_PAIRS] = ROW("sort_pairs_u32", "ka_sort_pairs u32/u32", GELS, 0, 1, 1, "DeviceRadixSort::SortPairs", 0.8, 1.0),
+    [R_SORT64] = ROW("sort_u64", "ka_sort u64 keys", GELS, 0, 1, 1, "DeviceRadixSort::SortKeys", 0.7, 1.0),
+    [R_ARGSORT] = ROW("argsort_u32", "ka_argsort u32", GELS, 0, 1, 1, "DeviceRadixSort::SortPairs (iota)", 0, 0),
+    [R_SEL_FLAG] = ROW("select_flagged_u32", "ka_select flagged u32", GELS, 0, 0, 1, "DeviceSelect::Flagged", 0.9, 1.0),
+    [R_SEL_IF] = ROW("select_if_u32", "ka_select if x < 512 u32", GELS, 0, 0, 1, "DeviceSelect::If", 0.9, 1.0),
+    [R_HIST_U32] = ROW("histogram_u32", "ka_histogram 256 bins u32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
+                    0.9, 1.0),
+    [R_HIST_F32] = ROW("histogram_f32", "ka_histogram 256 bins f32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
+                    0.9, 1.0),
+    [R_SEARCH] = ROW("searchsorted_u32", "ka_searchsorted u32", GELS, 0, 0, 1, NULL, 0, 0),
+    [R_SEGRED] = ROW("segreduce_u32", "ka_segmented_reduce sum u32", GELS, 0, 0, 1, "DeviceSegmentedReduce::Sum", 0, 0),
 };
 
 /* What the rows share: the device, the sizes, the inputs (host and device, made when a row needs them). */
@@ -712,7 +715,8 @@ static void json_str(const char *k, const char *v) {
 int bench_prims_main(int argc, char **argv) {
     static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_ITERATIONS, BENCH_OPT_REPS, BENCH_OPT_JSON,
                                        {"n", required_argument, NULL, 'n'}, {"sort-n", required_argument, NULL, 's'},
-                                       {"only", required_argument, NULL, 'o'}, {"omp-reps", required_argument, NULL, 'm'},
+                                       {"only", required_argument, NULL, 'o'},
+                                       {"omp-reps", required_argument, NULL, 'm'},
                                        {"cub", required_argument, NULL, 'c'}, BENCH_OPT_END};
     bench_opts o = {.iters = 3, .reps = 7};
     uint64_t n = 0, sn = 0;
@@ -887,7 +891,8 @@ int bench_prims_main(int argc, char **argv) {
             json_num("cub_rate", rate(c, r, med[CUB]), has_cub);
             json_num("ka_vs_cub", vc, has_cub);
             json_num("goal_vs_cub", r->goal_cub, r->goal_cub > 0);
-            printf(",\"checked\":%s}", !r->avail ? "null" : r->bad[KA] || r->bad[OMP] || r->bad[CUB] ? "false" : "true");
+            int wrong = r->bad[KA] || r->bad[OMP] || r->bad[CUB];
+            printf(",\"checked\":%s}", !r->avail ? "null" : wrong ? "false" : "true");
             first = 0;
         } else if (!r->avail) {
             printf("%-32s not available: %s\n", r->label, r->na);

@@ -41,7 +41,7 @@ for prog in ka ka-bench; do
 done
 # CUB's primitives for `ka-bench primitives` (libka_cub_bench.so): built by the build where
 # CMake found nvcc; then it must be there.
-if grep -q '^KA_NVCC:FILEPATH=/' "$build/CMakeCache.txt" 2>/dev/null; then
+if grep -q '^KA_NVCC:FILEPATH=/' "$build/CMakeCache.txt" 2>/dev/null && ! grep -q '^KA_BUILD_CUB_BENCH:BOOL=OFF' "$build/CMakeCache.txt"; then
   [[ -f $build/libka_cub_bench.so ]] || { echo "gpu-pack: nvcc found but no libka_cub_bench.so in $build"; exit 1; }
   echo "gpu-pack: CUB's primitives: $build/libka_cub_bench.so"
 else
