@@ -325,7 +325,7 @@ static row rows[NR] = {
                     0.9, 1.0),
     [R_HIST_F32] = ROW("histogram_f32", "ka_histogram 256 bins f32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
                     0.9, 1.0),
-    [R_SEARCH] = ROW("searchsorted_u32", "ka_searchsorted u32", GELS, 0, 0, 1, NULL, 0, 0),
+    [R_SEARCH] = ROW("searchsorted_u32", "ka_searchsorted u32", GELS, 0, 0, 1, "thrust::lower_bound", 0, 0),
     [R_SEGRED] = ROW("segreduce_u32", "ka_segmented_reduce sum u32", GELS, 0, 0, 1, "DeviceSegmentedReduce::Sum", 0, 0),
 };
 
@@ -603,6 +603,7 @@ static int cub_setup(ctx *c, row *r, int id) {
     case R_PAIRS: case R_ARGSORT: in0 = c->hk, in1 = c->hiota, n = c->sn; break;
     case R_SEL_FLAG: in0 = c->hu, in1 = c->hflags; break;
     case R_SEGRED: in0 = c->hu, in1 = c->hoff, aux = c->nseg; break;
+    case R_SEARCH: in0 = c->hsorted, in1 = c->hneedles, aux = c->m; break;
     }
     int e = c->cub.setup(c->cub_ordinal, r->key, n, aux, in0, in1);
     if (e) snprintf(r->cub_na, sizeof r->cub_na, "CUB setup failed: %s", c->cub.error());

@@ -28,9 +28,13 @@
  *   histogram_u32        u32 -> 256 u32 counts of [0, 1024) (DeviceHistogram::HistogramEven)
  *   histogram_f32        f32 -> 256 u32 counts of [0, 1)
  *   segreduce_u32        u32 (n), u64 offsets (aux + 1) -> aux u32 sums (DeviceSegmentedReduce::Sum)
+ *   searchsorted_u32     aux ascending u32, n u32 needles -> n u64 lower bounds (thrust::lower_bound:
+ *                        CUB has no device-wide search)
  */
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
+#include <thrust/binary_search.h>
+#include <thrust/execution_policy.h>
 
 #include <climits>
 #include <cstdint>
@@ -49,7 +53,7 @@ struct Row {
 
 const char *const kWhat[] = {"copy", "reduce_u32", "reduce_f32", "reduce_sumsq_f32", "scan_u32", "sort_u32",
                              "sort_u64", "sort_pairs_u32", "argsort_u32", "select_flagged_u32", "select_if_u32",
-                             "histogram_u32", "histogram_f32", "segreduce_u32"};
+                             "histogram_u32", "histogram_f32", "segreduce_u32", "searchsorted_u32"};
 constexpr int kRows = sizeof kWhat / sizeof kWhat[0];
 Row g_rows[kRows];
 cudaStream_t g_stream = nullptr;
@@ -121,6 +125,18 @@ cudaError_t call(Row &r, void *temp, size_t &bytes) {
         return cub::DeviceSegmentedReduce::Sum(temp, bytes, (const uint32_t *)r.in0, (uint32_t *)r.out0, (int)r.aux,
                                                off, off + 1, s);
     }
+    if (!strcmp(w, "searchsorted_u32")) {
+        if (!temp) return bytes = 0, cudaSuccess;
+        const uint32_t *sorted = (const uint32_t *)r.in0, *needles = (const uint32_t *)r.in1;
+        try { /* thrust reports failures by exceptions: they must not reach the C caller */
+            thrust::lower_bound(thrust::cuda::par_nosync.on(s), sorted, sorted + r.aux, needles, needles + r.n,
+                                (uint64_t *)r.out0);
+        } catch (const std::exception &) {
+            cudaError_t e = cudaGetLastError();
+            return e != cudaSuccess ? e : cudaErrorUnknown;
+        }
+        return cudaGetLastError();
+    }
     return cudaErrorInvalidValue;
 }
 
@@ -131,6 +147,10 @@ void sizes(const Row &r, size_t &in0, size_t &in1, size_t &out0, size_t &out1) {
     in0 = in1 = out0 = out1 = 0;
     size_t es = !strcmp(w, "sort_u64") ? 8 : 4;
     in0 = n * es;
+    if (!strcmp(w, "searchsorted_u32")) {
+        in0 = r.aux * 4, in1 = n * 4, out0 = n * 8;
+        return;
+    }
     if (!strncmp(w, "reduce", 6)) out0 = 4;
     else if (!strncmp(w, "histogram", 9)) out0 = 256 * 4;
     else if (!strcmp(w, "segreduce_u32")) out0 = r.aux * 4, in1 = (r.aux + 1) * 8;
