@@ -32,7 +32,8 @@ static const char usage[] =
     "  this libka does not provide makes its row 'not available'. I calls per repetition (sorts: 1), R\n"
     "  interleaved repetitions (OpenMP: --omp-reps, default R on CPUs, min(R, 3) on GPUs), medians.\n"
     "  N, S: 1 to 2^34. Default: N = S = 2^28 on GPUs, 2^24 on CPUs; --iterations 3 --reps 7.\n"
-    "  --cub PATH: CUB's shared object (default: libka_cub_bench.so beside ka-bench); 'none': no CUB.\n";
+    "  --cub PATH: CUB's shared object (default: libka_cub_bench.so beside ka-bench, on CUDA devices; a\n"
+    "  PATH given is loaded on any device); 'none': no CUB.\n";
 
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
@@ -775,7 +776,8 @@ int bench_prims_main(int argc, char **argv) {
     /* CUB: on a CUDA device, where its object loads. */
     char cub_state[300] = "not a CUDA device";
     int cub = 0;
-    if (di->backend == KA_BACKEND_CUDA) {
+    /* An explicit --cub PATH loads on any device: a stand-in object tests the CUB columns without a GPU. */
+    if (di->backend == KA_BACKEND_CUDA || (cub_path && strcmp(cub_path, "none"))) {
         if (cub_path && !strcmp(cub_path, "none")) snprintf(cub_state, sizeof cub_state, "CUB not run (--cub none)");
         else if (cub_open(&c->cub, cub_path, cub_state, sizeof cub_state) == 0) {
             cub = 1;
