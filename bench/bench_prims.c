@@ -163,16 +163,15 @@ static uint64_t host_select_u32(const uint32_t *in, const uint8_t *fl, uint32_t 
 #pragma omp barrier
         size_t o = 0;
         for (int j = 0; j < t; j++) o += part[j];
-        if (fl)
-            for (size_t i = lo; i < hi; i++) {
-                out[o] = in[i];
-                o += fl[i] != 0;
-            }
-        else
-            for (size_t i = lo; i < hi; i++) {
-                out[o] = in[i];
-                o += in[i] < 512u;
-            }
+        /* Writes of kept elements only: an unconditional store past a block's last kept element
+         * would land on the next block's first. */
+        if (fl) {
+            for (size_t i = lo; i < hi; i++)
+                if (fl[i]) out[o++] = in[i];
+        } else {
+            for (size_t i = lo; i < hi; i++)
+                if (in[i] < 512u) out[o++] = in[i];
+        }
         if (t == T - 1) total = o;
     }
     return total;
