@@ -29,8 +29,9 @@ static const char usage[] =
     "    select_if_u32 (x < 512), histogram_u32, histogram_f32 (256 even bins), searchsorted_u32 (N needles\n"
     "    into 2^20 sorted), segreduce_u32 (N elements in segments of ~1000).\n"
     "  Copy, reduce and scan are rated in GB/s (bytes read + written), the others in G elements/s. A call\n"
-    "  this libka does not provide makes its row 'not available'. I calls per repetition (sorts: 1), R\n"
-    "  interleaved repetitions (OpenMP: --omp-reps, default R on CPUs, min(R, 3) on GPUs), medians.\n"
+    "  this libka does not provide makes its row 'not available'. I calls per repetition (sorts and\n"
+    "  searchsorted: 1), R interleaved repetitions (OpenMP: --omp-reps, default R on CPUs, min(R, 3) on\n"
+    "  GPUs), medians.\n"
     "  N, S: 1 to 2^34. Default: N = S = 2^28 on GPUs, 2^24 on CPUs; --iterations 3 --reps 7.\n"
     "  --cub PATH: CUB's shared object (default: libka_cub_bench.so beside ka-bench, on CUDA devices; a\n"
     "  PATH given is loaded on any device); 'none': no CUB.\n";
@@ -284,13 +285,13 @@ enum {
     R_HIST_U32, R_HIST_F32, R_SEARCH, R_SEGRED, NR
 };
 enum { KA, OMP, CUB, NI };
-enum { GBS, GELS };
+enum { GBS, GELS, GKEYS };
 
 typedef struct row {
     const char *key, *label;
-    int unit;           /* GBS: per_elem bytes an element; GELS: elements (keys, needles) per second */
+    int unit;           /* GBS: per_elem bytes an element; GELS, GKEYS: elements (needles), keys per second */
     double per_elem;
-    int heavy;          /* sorts: one call per timing (in place: fresh keys first) */
+    int heavy;          /* sorts, searchsorted: one call per timing (sorts in place: fresh keys first) */
     int newer;          /* a call still being built in some libkas: refusals make it not available */
     const char *cub;    /* CUB's call, NULL: none */
     double goal_cub;    /* libka speed / CUB speed at least (0: no goal) */
@@ -315,17 +316,17 @@ static row rows[NR] = {
     [R_SUMSQ] = ROW("reduce_sumsq_f32", "ka_reduce user op f32 x*x, a+b", GBS, 4, 0, 1, "DeviceReduce::TransformReduce",
                  1.0, 1.0),
     [R_SCAN] = ROW("scan_u32", "ka_scan inclusive u32", GBS, 8, 0, 0, "DeviceScan::InclusiveSum", 0.95, 1.0),
-    [R_SORT] = ROW("sort_u32", "ka_sort u32 keys", GELS, 0, 1, 0, "DeviceRadixSort::SortKeys", 0.8, 1.0),
-    [R_PAIRS] = ROW("sort_pairs_u32", "ka_sort_pairs u32/u32", GELS, 0, 1, 1, "DeviceRadixSort::SortPairs", 0.8, 1.0),
-    [R_SORT64] = ROW("sort_u64", "ka_sort u64 keys", GELS, 0, 1, 1, "DeviceRadixSort::SortKeys", 0.7, 1.0),
-    [R_ARGSORT] = ROW("argsort_u32", "ka_argsort u32", GELS, 0, 1, 1, "DeviceRadixSort::SortPairs (iota)", 0, 0),
+    [R_SORT] = ROW("sort_u32", "ka_sort u32 keys", GKEYS, 0, 1, 0, "DeviceRadixSort::SortKeys", 0.8, 1.0),
+    [R_PAIRS] = ROW("sort_pairs_u32", "ka_sort_pairs u32/u32", GKEYS, 0, 1, 1, "DeviceRadixSort::SortPairs", 0.8, 1.0),
+    [R_SORT64] = ROW("sort_u64", "ka_sort u64 keys", GKEYS, 0, 1, 1, "DeviceRadixSort::SortKeys", 0.7, 1.0),
+    [R_ARGSORT] = ROW("argsort_u32", "ka_argsort u32", GKEYS, 0, 1, 1, "DeviceRadixSort::SortPairs (iota)", 0, 0),
     [R_SEL_FLAG] = ROW("select_flagged_u32", "ka_select flagged u32", GELS, 0, 0, 1, "DeviceSelect::Flagged", 0.9, 1.0),
     [R_SEL_IF] = ROW("select_if_u32", "ka_select if x < 512 u32", GELS, 0, 0, 1, "DeviceSelect::If", 0.9, 1.0),
     [R_HIST_U32] = ROW("histogram_u32", "ka_histogram 256 bins u32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
                     0.9, 1.0),
     [R_HIST_F32] = ROW("histogram_f32", "ka_histogram 256 bins f32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
                     0.9, 1.0),
-    [R_SEARCH] = ROW("searchsorted_u32", "ka_searchsorted u32", GELS, 0, 0, 1, "thrust::lower_bound", 0, 0),
+    [R_SEARCH] = ROW("searchsorted_u32", "ka_searchsorted u32", GELS, 0, 1, 1, "thrust::lower_bound", 0, 0),
     [R_SEGRED] = ROW("segreduce_u32", "ka_segmented_reduce sum u32", GELS, 0, 0, 1, "DeviceSegmentedReduce::Sum", 0, 0),
 };
 
@@ -872,7 +873,7 @@ int bench_prims_main(int argc, char **argv) {
             }
         int has_cub = r->avail && r->cub_on;
         double vo = r->avail ? med[OMP] / med[KA] : 0, vc = has_cub ? med[CUB] / med[KA] : 0;
-        const char *unit = r->unit == GBS ? "GB/s" : r->heavy ? "Gkey/s" : "Gel/s";
+        const char *unit = r->unit == GBS ? "GB/s" : r->unit == GKEYS ? "Gkey/s" : "Gel/s";
         if (o.json) {
             printf("%s{\"row\":\"%s\"", first ? "" : ",", r->key);
             json_str("label", r->label);
