@@ -417,16 +417,19 @@ static int need(ctx *c, void **h, ka_buffer *b, size_t n, size_t es, int what) {
 /* Segments of 1 to 1999 elements (~1000) covering the n elements. */
 static int make_offsets(ctx *c) {
     if (c->hoff) return 0;
-    size_t cap = c->n / 500 + 2, s = 0;
-    if (!(c->hoff = xmalloc((cap + 1) * 8))) FAIL("out of host memory");
-    uint64_t o = 0;
-    c->hoff[0] = 0;
-    while (o < c->n) {
-        uint64_t len = 1 + mix(s + (6ull << 40)) % 1999;
-        o = o + len < c->n ? o + len : c->n;
-        c->hoff[++s] = o;
+    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+        size_t s = 0;
+        uint64_t o = 0;
+        if (pass) c->hoff[0] = 0;
+        while (o < c->n) {
+            uint64_t len = 1 + mix(s + (6ull << 40)) % 1999;
+            o = o + len < c->n ? o + len : c->n;
+            s++;
+            if (pass) c->hoff[s] = o;
+        }
+        c->nseg = s;
+        if (!pass && !(c->hoff = xmalloc((s + 1) * 8))) FAIL("out of host memory");
     }
-    c->nseg = s;
     return 0;
 }
 
