@@ -414,7 +414,7 @@ if [[ $STEPS == *p* ]]; then
     local name=$1 cap=$2
     shift 2
     run "p_$name" "$cap" sh -c 'j=$1 e=$2; shift 2; "$@" --json > "$j" 2> "$e"; rc=$?; cat "$j" "$e"; exit $rc' \
-      _ "$LOGS/bench_$name.json" "$LOGS/bench_$name.stderr" "$KA_BENCH" primitives "$@" "${prims_extra[@]}"
+      _ "$LOGS/bench_$name.json" "$LOGS/bench_$name.stderr" "$KA_BENCH" primitives "$@" ${prims_extra[@]+"${prims_extra[@]}"}
   }
   pb primitives_cuda 150 --device "$DEV" --omp-reps 2
   pb primitives_pocl 150 --device pocl --reps 5
