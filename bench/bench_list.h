@@ -12,7 +12,7 @@
     X(compile, bench_compile_main, "persistent kernel cache: a new process, cold against warm")    \
     X(saxpy, bench_saxpy_main, "saxpy bandwidth against the device's copy bandwidth")              \
     X(graph, bench_graph_main, "recorded graph replay against its launches and the raw driver's") \
-    X(primitives, bench_prims_main, "ka_reduce, ka_scan, ka_sort against copy bandwidth and OpenMP") \
+    X(primitives, bench_prims_main, "every primitive of ka_prims.h against OpenMP loops and (CUDA) CUB") \
     X(hostmem, bench_hostmem_main, "a time loop reading its field each step: copy against wrap + map") \
     X(timeloop, bench_timeloop_main, "heat-equation time loop (2-D, 3-D): libka against serial C, OpenMP and hand-written CUDA, by grid size") \
     X(barriers, bench_barriers_main, "kernels with barriers and local memory: tiled matmul, histogram, reduction") \

@@ -1,13 +1,17 @@
-/* ka-bench primitives: ka_reduce, ka_scan and ka_sort against the device's
- * copy bandwidth (ka_buffer_copy, measured in the same run) and against a
- * plain host reference on the CPU (OpenMP loops over all cores): a reduce
- * loop, a two-pass scan, a parallel LSD radix sort. Every figure is one call
- * + its wait; the kinds interleave within each repetition; medians. The
- * results are checked against the host's. */
+/* ka-bench primitives: every primitive of ka_prims.h, one row each, against
+ * OpenMP loops on the host's cores (the goal on a CPU device, informative on
+ * a GPU) and, on a CUDA device, against CUB's device-wide call in the same
+ * process (bench/cub_prims.cu, loaded with dlopen). Every figure is one call +
+ * its wait; the rows and implementations interleave within each repetition;
+ * medians. Every result is checked against the OpenMP loop's, whose sorts
+ * are checked themselves. A call this build of libka does not provide yet
+ * (KA_ERR_UNSUPPORTED) makes its row "not available", not a failure. */
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -16,12 +20,21 @@
 #include <ka_prims.h>
 
 static const char usage[] =
-    "usage: ka-bench primitives [--device SEL] [--n N] [--sort-n S] [--iterations I] [--reps R] [--json]\n"
-    "  ka_reduce (sum of N u32 and of N f32), ka_scan (inclusive, N u32) and ka_sort (S u32 keys) against\n"
-    "  ka_buffer_copy of N u32 on the same device and against OpenMP host loops on every core. Reduce is\n"
-    "  rated by bytes read / time, scan by bytes read + written, the copy by bytes read + written; sort\n"
-    "  in keys per second. I calls per repetition (sort: 1), R interleaved repetitions, medians.\n"
-    "  N, S: 1 to 2^34. Default: N = S = 2^28 on GPUs, 2^24 on CPUs; --iterations 3 --reps 7.\n";
+    "usage: ka-bench primitives [--device SEL] [--n N] [--sort-n S] [--only LIST] [--iterations I] [--reps R]\n"
+    "                           [--omp-reps R] [--cub PATH] [--json]\n"
+    "  Each primitive of ka_prims.h against OpenMP loops on every host core and, on a CUDA device, against\n"
+    "  CUB (in the same process, interleaved). Rows (LIST: comma-separated names or prefixes, e.g. sort,scan):\n"
+    "    copy, reduce_u32, reduce_f32, reduce_sumsq_f32 (user op a + b, map x * x), scan_u32 (inclusive),\n"
+    "    sort_u32, sort_pairs_u32, sort_u64, argsort_u32 (S keys), select_flagged_u32 (1-byte flags, ~50%),\n"
+    "    select_if_u32 (x < 512), histogram_u32, histogram_f32 (256 even bins), searchsorted_u32 (N needles\n"
+    "    into 2^20 sorted), segreduce_u32 (N elements in segments of ~1000).\n"
+    "  Copy, reduce and scan are rated in GB/s (bytes read + written), the others in G elements/s. A call\n"
+    "  this libka does not provide makes its row 'not available'. I calls per repetition (sorts and\n"
+    "  searchsorted: 1), R interleaved repetitions (OpenMP: --omp-reps, default R on CPUs, min(R, 3) on\n"
+    "  GPUs), medians.\n"
+    "  N, S: 1 to 2^34. Default: N = S = 2^28 on GPUs, 2^24 on CPUs; --iterations 3 --reps 7.\n"
+    "  --cub PATH: CUB's shared object (default: libka_cub_bench.so beside ka-bench, on CUDA devices; a\n"
+    "  PATH given is loaded on any device); 'none': no CUB.\n";
 
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
@@ -34,19 +47,7 @@ static const char usage[] =
         if ((call) != KA_OK) FAIL("%s: %s", #call, ka_last_error());                               \
     } while (0)
 
-/* ---- the host reference ------------------------------------------------ */
-static uint32_t host_sum_u32(const uint32_t *a, size_t n) {
-    uint32_t s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
-    for (size_t i = 0; i < n; i++) s += a[i];
-    return s;
-}
-static float host_sum_f32(const float *a, size_t n) {
-    float s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
-    for (size_t i = 0; i < n; i++) s += a[i];
-    return s;
-}
+/* ---- OpenMP references ---------------------------------------------------- */
 static int nthreads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
@@ -61,67 +62,671 @@ static int thread_id(void) {
     return 0;
 #endif
 }
-/* Inclusive scan: each thread sums its block, a serial scan of the block
- * sums, each thread scans its block from its offset. */
-static void host_scan_u32(const uint32_t *in, uint32_t *out, size_t n, uint32_t *part) {
+/* Thread t's block [*lo, *hi) of n split over T. */
+static void block(size_t n, int T, int t, size_t *lo, size_t *hi) {
+    size_t per = (n + (size_t)T - 1) / (size_t)T;
+    *lo = per * (size_t)t < n ? per * (size_t)t : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+static uint32_t host_sum_u32(const uint32_t *a, size_t n) {
+    uint32_t s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (size_t i = 0; i < n; i++) s += a[i];
+    return s;
+}
+static float host_sum_f32(const float *a, size_t n) {
+    float s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (size_t i = 0; i < n; i++) s += a[i];
+    return s;
+}
+static float host_sumsq_f32(const float *a, size_t n) {
+    float s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (size_t i = 0; i < n; i++) s += a[i] * a[i];
+    return s;
+}
+/* Inclusive scan: each thread sums its block, then scans it from the sum of the blocks before. */
+static void host_scan_u32(const uint32_t *in, uint32_t *out, size_t n, uint64_t *part) {
     int T = nthreads();
 #pragma omp parallel num_threads(T)
     {
         int t = thread_id();
-        size_t per = (n + (size_t)T - 1) / (size_t)T, lo = per * (size_t)t < n ? per * (size_t)t : n,
-               hi = lo + per < n ? lo + per : n;
+        size_t lo, hi;
+        block(n, T, t, &lo, &hi);
         uint32_t s = 0;
         for (size_t i = lo; i < hi; i++) s += in[i];
         part[t] = s;
 #pragma omp barrier
         uint32_t c = 0;
-        for (int j = 0; j < t; j++) c += part[j];
+        for (int j = 0; j < t; j++) c += (uint32_t)part[j];
         for (size_t i = lo; i < hi; i++) out[i] = c += in[i];
     }
 }
-/* LSD radix sort, 8 bits a pass, each thread a block with its own counts. */
-static void host_sort_u32(uint32_t *a, uint32_t *tmp, size_t n, size_t (*cnt)[256]) {
+/* LSD radix sort, 8 bits a pass (an even number of passes: the result ends
+ * in a), each thread a block with its own digit counts; v (or NULL) moves
+ * with the keys; stable. */
+#define HOST_RADIX(NAME, KT)                                                                        \
+    static void NAME(KT *a, KT *ta, uint32_t *v, uint32_t *tv, size_t n, size_t (*cnt)[256]) {     \
+        int T = nthreads();                                                                         \
+        for (int shift = 0; shift < (int)sizeof(KT) * 8; shift += 8) {                              \
+            _Pragma("omp parallel num_threads(T)") {                                                \
+                int t = thread_id();                                                                \
+                size_t lo, hi, *c = cnt[t];                                                         \
+                block(n, T, t, &lo, &hi);                                                           \
+                memset(c, 0, 256 * sizeof *c);                                                      \
+                for (size_t i = lo; i < hi; i++) c[(a[i] >> shift) & 255]++;                        \
+                _Pragma("omp barrier") _Pragma("omp single") {                                      \
+                    size_t off = 0;                                                                 \
+                    for (int d = 0; d < 256; d++)                                                   \
+                        for (int j = 0; j < T; j++) {                                               \
+                            size_t x = cnt[j][d];                                                   \
+                            cnt[j][d] = off;                                                        \
+                            off += x;                                                               \
+                        }                                                                           \
+                }                                                                                   \
+                if (v)                                                                              \
+                    for (size_t i = lo; i < hi; i++) {                                              \
+                        size_t to = c[(a[i] >> shift) & 255]++;                                     \
+                        ta[to] = a[i], tv[to] = v[i];                                               \
+                    }                                                                               \
+                else                                                                                \
+                    for (size_t i = lo; i < hi; i++) ta[c[(a[i] >> shift) & 255]++] = a[i];         \
+            }                                                                                       \
+            KT *s = a;                                                                              \
+            a = ta, ta = s;                                                                         \
+            uint32_t *w = v;                                                                        \
+            v = tv, tv = w;                                                                         \
+        }                                                                                           \
+    }
+HOST_RADIX(host_radix_u32, uint32_t)
+HOST_RADIX(host_radix_u64, uint64_t)
+
+static void host_iota(uint32_t *v, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) v[i] = (uint32_t)i;
+}
+/* Stable compaction: each thread counts its block's kept elements, then
+ * writes them after the counts of the blocks before. fl NULL: keep x < 512. */
+static uint64_t host_select_u32(const uint32_t *in, const uint8_t *fl, uint32_t *out, size_t n, uint64_t *part) {
     int T = nthreads();
-    for (int shift = 0; shift < 32; shift += 8) {
+    uint64_t total = 0;
 #pragma omp parallel num_threads(T)
-        {
-            int t = thread_id();
-            size_t per = (n + (size_t)T - 1) / (size_t)T, lo = per * (size_t)t < n ? per * (size_t)t : n,
-                   hi = lo + per < n ? lo + per : n;
-            size_t *c = cnt[t];
-            memset(c, 0, 256 * sizeof *c);
-            for (size_t i = lo; i < hi; i++) c[(a[i] >> shift) & 255]++;
+    {
+        int t = thread_id();
+        size_t lo, hi, k = 0;
+        block(n, T, t, &lo, &hi);
+        if (fl)
+            for (size_t i = lo; i < hi; i++) k += fl[i] != 0;
+        else
+            for (size_t i = lo; i < hi; i++) k += in[i] < 512u;
+        part[t] = k;
 #pragma omp barrier
-#pragma omp single
-            {
-                size_t off = 0;
-                for (int d = 0; d < 256; d++)
-                    for (int j = 0; j < T; j++) {
-                        size_t x = cnt[j][d];
-                        cnt[j][d] = off;
-                        off += x;
-                    }
-            }
-            for (size_t i = lo; i < hi; i++) tmp[c[(a[i] >> shift) & 255]++] = a[i];
+        size_t o = 0;
+        for (int j = 0; j < t; j++) o += part[j];
+        /* Writes of kept elements only: an unconditional store past a block's last kept element
+         * would land on the next block's first. */
+        if (fl) {
+            for (size_t i = lo; i < hi; i++)
+                if (fl[i]) out[o++] = in[i];
+        } else {
+            for (size_t i = lo; i < hi; i++)
+                if (in[i] < 512u) out[o++] = in[i];
         }
-        uint32_t *s = a;
-        a = tmp, tmp = s;
+        if (t == T - 1) total = o;
+    }
+    return total;
+}
+/* 256 even bins of [0, 1024) (u32) or [0, 1) (f32): per-thread counts, then summed. */
+static void host_hist(const uint32_t *u, const float *f, size_t n, uint32_t *counts, uint32_t (*tc)[256]) {
+    int T = nthreads();
+#pragma omp parallel num_threads(T)
+    {
+        int t = thread_id();
+        size_t lo, hi;
+        block(n, T, t, &lo, &hi);
+        uint32_t *c = tc[t];
+        memset(c, 0, 256 * sizeof *c);
+        if (u) {
+            for (size_t i = lo; i < hi; i++)
+                if (u[i] < 1024u) c[u[i] >> 2]++;
+        } else {
+            for (size_t i = lo; i < hi; i++)
+                if (f[i] >= 0.0f && f[i] < 1.0f) c[(int)(f[i] * 256.0f)]++;
+        }
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int b = 0; b < 256; b++) {
+            uint32_t s = 0;
+            for (int j = 0; j < T; j++) s += tc[j][b];
+            counts[b] = s;
+        }
+    }
+}
+/* Lower bound of each needle in the ascending sorted[0, m). */
+static void host_search(const uint32_t *sorted, size_t m, const uint32_t *needles, uint64_t *out, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t j = 0; j < n; j++) {
+        size_t lo = 0, hi = m;
+        uint32_t x = needles[j];
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (sorted[mid] < x) lo = mid + 1;
+            else hi = mid;
+        }
+        out[j] = lo;
+    }
+}
+static void host_segreduce(const uint32_t *in, const uint64_t *off, size_t nseg, uint32_t *out) {
+#pragma omp parallel for schedule(static)
+    for (size_t s = 0; s < nseg; s++) {
+        uint32_t a = 0;
+        for (uint64_t i = off[s]; i < off[s + 1]; i++) a += in[i];
+        out[s] = a;
     }
 }
 
-enum { COPY, RED_U32, RED_F32, SCAN, SORT, H_RED_U32, H_RED_F32, H_SCAN, H_SORT, NK };
-static const char *names[NK] = {"ka_buffer_copy (N u32)", "ka_reduce sum u32", "ka_reduce sum f32",
-                                "ka_scan inclusive u32", "ka_sort u32 keys", "host OpenMP reduce u32",
-                                "host OpenMP reduce f32", "host OpenMP scan u32", "host OpenMP radix sort u32"};
-static const char *keys[NK] = {"copy", "reduce_u32", "reduce_f32", "scan_u32", "sort_u32",
-                               "host_reduce_u32", "host_reduce_f32", "host_scan_u32", "host_sort_u32"};
+/* ---- CUB, loaded at run time ------------------------------------------------- */
+typedef struct cub_api {
+    void *so;
+    const char *(*error)(void);
+    int (*version)(void);
+    int (*setup)(int, const char *, uint64_t, uint64_t, const void *, const void *);
+    int (*run)(const char *);
+    int (*result)(const char *, void *, void *);
+    void (*release)(void);
+} cub_api;
+
+/* Opens CUB's object: path, or libka_cub_bench.so beside this program, then
+ * where the build put it. *why: the reason when it is not loaded. */
+static int cub_open(cub_api *c, const char *path, char *why, size_t whylen) {
+    char self[4096], buf[4200];
+    if (!path) {
+        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (k > 0) {
+            self[k] = 0;
+            char *sl = strrchr(self, '/');
+            if (sl) *sl = 0;
+            snprintf(buf, sizeof buf, "%s/libka_cub_bench.so", self);
+            if (access(buf, R_OK) == 0) path = buf;
+        }
+#ifdef KA_CUB_BENCH_SO
+        if (!path && access(KA_CUB_BENCH_SO, R_OK) == 0) path = KA_CUB_BENCH_SO;
+#endif
+        if (!path) {
+            snprintf(why, whylen, "CUB not built");
+            return -1;
+        }
+    }
+    c->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!c->so) {
+        const char *e = dlerror();
+        snprintf(why, whylen, "CUB not loaded: %.200s", e ? e : path);
+        return -1;
+    }
+    *(void **)&c->error = dlsym(c->so, "kacub_error");
+    *(void **)&c->version = dlsym(c->so, "kacub_version");
+    *(void **)&c->setup = dlsym(c->so, "kacub_setup");
+    *(void **)&c->run = dlsym(c->so, "kacub_run");
+    *(void **)&c->result = dlsym(c->so, "kacub_result");
+    *(void **)&c->release = dlsym(c->so, "kacub_release");
+    if (!c->error || !c->version || !c->setup || !c->run || !c->result || !c->release) {
+        snprintf(why, whylen, "CUB not loaded: %.200s lacks kacub_* functions", path);
+        dlclose(c->so);
+        c->so = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the rows ------------------------------------------------------------------ */
+enum {
+    R_COPY, R_RED_U32, R_RED_F32, R_SUMSQ, R_SCAN, R_SORT, R_PAIRS, R_SORT64, R_ARGSORT, R_SEL_FLAG, R_SEL_IF,
+    R_HIST_U32, R_HIST_F32, R_SEARCH, R_SEGRED, NR
+};
+enum { KA, OMP, CUB, NI };
+enum { GBS, GELS, GKEYS };
+
+typedef struct row {
+    const char *key, *label;
+    int unit;           /* GBS: per_elem bytes an element; GELS, GKEYS: elements (needles), keys per second */
+    double per_elem;
+    int heavy;          /* sorts, searchsorted: one call per timing (sorts in place: fresh keys first) */
+    int newer;          /* a call still being built in some libkas: refusals make it not available */
+    const char *cub;    /* CUB's call, NULL: none */
+    double goal_cub;    /* libka speed / CUB speed at least (0: no goal) */
+    double goal_cpu;    /* on a CPU device, libka speed / OpenMP speed at least */
+    /* state */
+    int on, avail, cub_on, bad[NI];
+    char na[256], cub_na[256];
+    size_t count;       /* elements a call rates by */
+    ka_prims_plan *plan;
+    ka_buffer b[2];
+    void *h[4];         /* the OpenMP loop's outputs and scratch: keys, their scratch, values, theirs */
+    double *t[NI];
+} row;
+
+#define ROW(k, l, u, pe, hv, nw, cb, gc, gp)                                                      \
+    {.key = k, .label = l, .unit = u, .per_elem = pe, .heavy = hv, .newer = nw, .cub = cb, .goal_cub = gc,          \
+     .goal_cpu = gp}
+static row rows[NR] = {
+    [R_COPY] = ROW("copy", "ka_buffer_copy u32", GBS, 8, 0, 0, "cudaMemcpyAsync", 0, 0),
+    [R_RED_U32] = ROW("reduce_u32", "ka_reduce sum u32", GBS, 4, 0, 0, "DeviceReduce::Sum", 1.0, 1.0),
+    [R_RED_F32] = ROW("reduce_f32", "ka_reduce sum f32", GBS, 4, 0, 0, "DeviceReduce::Sum", 1.0, 1.0),
+    [R_SUMSQ] = ROW("reduce_sumsq_f32", "ka_reduce user op f32 x*x, a+b", GBS, 4, 0, 1, "DeviceReduce::TransformReduce",
+                 1.0, 1.0),
+    [R_SCAN] = ROW("scan_u32", "ka_scan inclusive u32", GBS, 8, 0, 0, "DeviceScan::InclusiveSum", 0.95, 1.0),
+    [R_SORT] = ROW("sort_u32", "ka_sort u32 keys", GKEYS, 0, 1, 0, "DeviceRadixSort::SortKeys", 0.8, 1.0),
+    [R_PAIRS] = ROW("sort_pairs_u32", "ka_sort_pairs u32/u32", GKEYS, 0, 1, 1, "DeviceRadixSort::SortPairs", 0.8, 1.0),
+    [R_SORT64] = ROW("sort_u64", "ka_sort u64 keys", GKEYS, 0, 1, 1, "DeviceRadixSort::SortKeys", 0.7, 1.0),
+    [R_ARGSORT] = ROW("argsort_u32", "ka_argsort u32", GKEYS, 0, 1, 1, "DeviceRadixSort::SortPairs (iota)", 0, 0),
+    [R_SEL_FLAG] = ROW("select_flagged_u32", "ka_select flagged u32", GELS, 0, 0, 1, "DeviceSelect::Flagged", 0.9, 1.0),
+    [R_SEL_IF] = ROW("select_if_u32", "ka_select if x < 512 u32", GELS, 0, 0, 1, "DeviceSelect::If", 0.9, 1.0),
+    [R_HIST_U32] = ROW("histogram_u32", "ka_histogram 256 bins u32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
+                    0.9, 1.0),
+    [R_HIST_F32] = ROW("histogram_f32", "ka_histogram 256 bins f32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
+                    0.9, 1.0),
+    [R_SEARCH] = ROW("searchsorted_u32", "ka_searchsorted u32", GELS, 0, 1, 1, "thrust::lower_bound", 0, 0),
+    [R_SEGRED] = ROW("segreduce_u32", "ka_segmented_reduce sum u32", GELS, 0, 0, 1, "DeviceSegmentedReduce::Sum", 0, 0),
+};
+
+/* What the rows share: the device, the sizes, the inputs (host and device, made when a row needs them). */
+typedef struct ctx {
+    ka_device dev;
+    ka_queue q;
+    const ka_device_info *di;
+    size_t n, sn, m, nseg;
+    int T;
+    uint64_t *part;
+    size_t (*cnt)[256];
+    uint32_t (*tc)[256];
+    uint32_t *hu, *hk, *hiota, *hsorted, *hneedles;
+    float *hf;
+    uint64_t *hk64, *hoff;
+    uint8_t *hflags;
+    ka_buffer bu, bf, bk, bk64, biota, bflags, bsorted, bneedles, boff;
+    cub_api cub;
+    int cub_ordinal;
+} ctx;
+
+static uint64_t mix(uint64_t x) { /* splitmix64's finalizer: the inputs, reproducible and made in parallel */
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static void *xmalloc(size_t bytes) { return malloc(bytes ? bytes : 8); }
+
+/* Host input and its device copy, each made once. */
+static int need(ctx *c, void **h, ka_buffer *b, size_t n, size_t es, int what) {
+    size_t bytes = n * es;
+    if (!*h) {
+        if (!(*h = xmalloc(bytes))) FAIL("out of host memory (%zu bytes)", bytes);
+        switch (what) {
+        case 0: { /* u32 in [0, 1024) */
+            uint32_t *u = *h;
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < n; i++) u[i] = (uint32_t)mix(i) & 1023u;
+        } break;
+        case 1: { /* f32: the same values / 1024, exact */
+            float *f = *h;
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < n; i++) f[i] = (float)((uint32_t)mix(i) & 1023u) / 1024.0f;
+        } break;
+        case 2: { /* random u32 keys */
+            uint32_t *u = *h;
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < n; i++) u[i] = (uint32_t)(mix(i + (1ull << 40)) >> 32);
+        } break;
+        case 3: { /* random u64 keys */
+            uint64_t *u = *h;
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < n; i++) u[i] = mix(i + (2ull << 40));
+        } break;
+        case 4: { /* ascending u32 (gaps of 0 to 4095: duplicates, below 2^32) */
+            uint32_t *u = *h, s = 0;
+            for (size_t i = 0; i < n; i++) u[i] = s += (uint32_t)mix(i + (3ull << 40)) & 4095u;
+        } break;
+        case 5: host_iota(*h, n); break;
+        case 6: { /* flags: one byte, 0 or 1, half of each */
+            uint8_t *u = *h;
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < n; i++) u[i] = (uint8_t)(mix(i + (4ull << 40)) >> 63);
+        } break;
+        case 8: { /* needles: random u32 across the sorted array's range and past it */
+            uint32_t *u = *h, top = c->hsorted[c->m - 1];
+            uint64_t span = (uint64_t)top + top / 16 + 1;
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < n; i++) u[i] = (uint32_t)(mix(i + (5ull << 40)) % span);
+        } break;
+        default: break; /* 7: offsets, made by the caller */
+        }
+    }
+    if (b && !b->id) {
+        CHECK(ka_buffer_create(c->dev, bytes, b));
+        CHECK(ka_buffer_write(c->q, *b, 0, *h, bytes));
+    }
+    return 0;
+}
+#define NEED(field, buf, count, what)                                                              \
+    do {                                                                                           \
+        if (need(c, (void **)&c->field, buf, count, sizeof *c->field, what)) return 1;             \
+    } while (0)
+
+/* Segments of 1 to 1999 elements (~1000) covering the n elements. */
+static int make_offsets(ctx *c) {
+    if (c->hoff) return 0;
+    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+        size_t s = 0;
+        uint64_t o = 0;
+        if (pass) c->hoff[0] = 0;
+        while (o < c->n) {
+            uint64_t len = 1 + mix(s + (6ull << 40)) % 1999;
+            o = o + len < c->n ? o + len : c->n;
+            s++;
+            if (pass) c->hoff[s] = o;
+        }
+        c->nseg = s;
+        if (!pass && !(c->hoff = xmalloc((s + 1) * 8))) FAIL("out of host memory");
+    }
+    return 0;
+}
+
+/* A refusal of a row's plan or first call: not available (UNSUPPORTED, or
+ * INVALID_ARGUMENT for a call still being built), else a failure (1). */
+static int refused(row *r, ka_status st, const char *where) {
+    if (st == KA_ERR_UNSUPPORTED || (r->newer && st == KA_ERR_INVALID_ARGUMENT)) {
+        snprintf(r->na, sizeof r->na, "%s", ka_last_error());
+        r->avail = 0;
+        return 0;
+    }
+    fprintf(stderr, "ka-bench primitives: %s: %s: %s\n", r->key, where, ka_last_error());
+    return 1;
+}
+
+/* The row's plan, buffers and inputs. 1: failure; r->avail 0: not available. */
+static int setup_row(ctx *c, row *r, int id) {
+    size_t n = c->n, sn = c->sn;
+    ka_prims_desc d = {.dtype = KA_DTYPE_U32, .max_n = n};
+    switch (id) {
+    case R_COPY: d.kind = 0; break;
+    case R_RED_U32: d.kind = KA_PRIM_REDUCE; break;
+    case R_RED_F32: d.kind = KA_PRIM_REDUCE, d.dtype = KA_DTYPE_F32; break;
+    case R_SUMSQ:
+        d.kind = KA_PRIM_REDUCE, d.dtype = KA_DTYPE_F32, d.op = "a + b", d.identity = "0.0f", d.map = "x * x";
+        break;
+    case R_SCAN: d.kind = KA_PRIM_SCAN; break;
+    case R_SORT: d.kind = KA_PRIM_SORT, d.max_n = sn; break;
+    case R_PAIRS: d.kind = KA_PRIM_SORT, d.max_n = sn, d.flags = KA_PRIM_SORT_VALUES; break;
+    case R_SORT64: d.kind = KA_PRIM_SORT, d.max_n = sn, d.dtype = KA_DTYPE_U64; break;
+    case R_ARGSORT: d.kind = KA_PRIM_SORT, d.max_n = sn, d.flags = KA_PRIM_ARGSORT; break;
+    case R_SEL_FLAG: d.kind = KA_PRIM_SELECT; break;
+    case R_SEL_IF: d.kind = KA_PRIM_SELECT, d.predicate = "x < 512u"; break;
+    case R_HIST_U32: d.kind = KA_PRIM_HISTOGRAM, d.bins = 256; break;
+    case R_HIST_F32: d.kind = KA_PRIM_HISTOGRAM, d.dtype = KA_DTYPE_F32, d.bins = 256; break;
+    case R_SEARCH: d.kind = KA_PRIM_SEARCHSORTED; break;
+    case R_SEGRED:
+        if (make_offsets(c)) return 1;
+        d.kind = KA_PRIM_SEGMENTED_REDUCE, d.max_n = c->nseg;
+        break;
+    }
+    r->avail = 1;
+    if (d.kind) {
+        ka_status st = ka_prims_plan_create_desc(c->dev, &d, &r->plan);
+        if (st != KA_OK) return refused(r, st, "ka_prims_plan_create_desc");
+    }
+    size_t ob = 0, ob1 = 0, hb[4] = {0}; /* device outputs; host outputs */
+    r->count = n;
+    switch (id) {
+    case R_COPY: NEED(hu, &c->bu, n, 0); ob = n * 4, hb[0] = n * 4; break;
+    case R_RED_U32:
+    case R_SUMSQ:
+    case R_RED_F32:
+        if (id == R_RED_U32) NEED(hu, &c->bu, n, 0);
+        else NEED(hf, &c->bf, n, 1);
+        ob = 8, hb[0] = 8;
+        break;
+    case R_SCAN: NEED(hu, &c->bu, n, 0); ob = n * 4, hb[0] = n * 4; break;
+    case R_SORT: NEED(hk, &c->bk, sn, 2); ob = sn * 4, hb[0] = hb[1] = sn * 4, r->count = sn; break;
+    case R_PAIRS:
+    case R_ARGSORT:
+        NEED(hk, &c->bk, sn, 2);
+        NEED(hiota, id == R_PAIRS ? &c->biota : NULL, sn, 5);
+        ob = sn * 4, ob1 = id == R_PAIRS ? sn * 4 : 0, r->count = sn;
+        hb[0] = hb[1] = hb[2] = hb[3] = sn * 4;
+        break;
+    case R_SORT64: NEED(hk64, &c->bk64, sn, 3); ob = sn * 8, hb[0] = hb[1] = sn * 8, r->count = sn; break;
+    case R_SEL_FLAG:
+    case R_SEL_IF:
+        NEED(hu, &c->bu, n, 0);
+        if (id == R_SEL_FLAG) NEED(hflags, &c->bflags, n, 6);
+        ob = n * 4, ob1 = 8, hb[0] = n * 4, hb[1] = 8;
+        break;
+    case R_HIST_U32: NEED(hu, &c->bu, n, 0); ob = 256 * 4, hb[0] = 256 * 4; break;
+    case R_HIST_F32: NEED(hf, &c->bf, n, 1); ob = 256 * 4, hb[0] = 256 * 4; break;
+    case R_SEARCH:
+        NEED(hsorted, &c->bsorted, c->m, 4);
+        NEED(hneedles, &c->bneedles, n, 8);
+        ob = n * 8, hb[0] = n * 8;
+        break;
+    case R_SEGRED:
+        NEED(hu, &c->bu, n, 0);
+        NEED(hoff, &c->boff, c->nseg + 1, 7);
+        ob = c->nseg * 4, hb[0] = c->nseg * 4;
+        break;
+    }
+    if (ob) CHECK(ka_buffer_create(c->dev, ob, &r->b[0]));
+    if (ob1) CHECK(ka_buffer_create(c->dev, ob1, &r->b[1]));
+    for (int i = 0; i < 4; i++)
+        if (hb[i] && !(r->h[i] = xmalloc(hb[i]))) FAIL("out of host memory");
+    return 0;
+}
+
+/* Untimed work before a timed call: the in-place sorts' fresh input. */
+static int prepare(ctx *c, row *r, int id, int impl) {
+    size_t sn = c->sn;
+    if (impl == KA) {
+        if (id == R_SORT || id == R_PAIRS) CHECK(ka_buffer_copy(c->q, r->b[0], 0, c->bk, 0, sn * 4, NULL));
+        if (id == R_PAIRS) CHECK(ka_buffer_copy(c->q, r->b[1], 0, c->biota, 0, sn * 4, NULL));
+        if (id == R_SORT64) CHECK(ka_buffer_copy(c->q, r->b[0], 0, c->bk64, 0, sn * 8, NULL));
+        if (id == R_SORT || id == R_PAIRS || id == R_SORT64) CHECK(ka_queue_finish(c->q));
+    } else if (impl == OMP) {
+        if (id == R_SORT) memcpy(r->h[0], c->hk, sn * 4);
+        if (id == R_PAIRS) memcpy(r->h[0], c->hk, sn * 4), memcpy(r->h[2], c->hiota, sn * 4);
+        if (id == R_SORT64) memcpy(r->h[0], c->hk64, sn * 8);
+    }
+    return 0;
+}
+
+/* One libka call of the row and its wait. */
+static ka_status ka_call(ctx *c, row *r, int id) {
+    size_t n = c->n, sn = c->sn;
+    ka_event ev = {0};
+    ka_status st = KA_OK;
+    ka_queue q = c->q;
+    switch (id) {
+    case R_COPY: st = ka_buffer_copy(q, r->b[0], 0, c->bu, 0, n * 4, &ev); break;
+    case R_RED_U32: st = ka_reduce(q, r->plan, r->b[0], 0, c->bu, 0, n, KA_REDUCE_SUM, &ev); break;
+    case R_RED_F32: st = ka_reduce(q, r->plan, r->b[0], 0, c->bf, 0, n, KA_REDUCE_SUM, &ev); break;
+    case R_SUMSQ: st = ka_reduce(q, r->plan, r->b[0], 0, c->bf, 0, n, KA_REDUCE_USER, &ev); break;
+    case R_SCAN: st = ka_scan(q, r->plan, r->b[0], 0, c->bu, 0, n, 0, &ev); break;
+    case R_SORT:
+    case R_SORT64: st = ka_sort(q, r->plan, r->b[0], 0, (ka_buffer){0}, 0, sn, &ev); break;
+    case R_PAIRS: st = ka_sort_pairs(q, r->plan, r->b[0], 0, r->b[1], 0, sn, &ev); break;
+    case R_ARGSORT: st = ka_argsort(q, r->plan, r->b[0], 0, c->bk, 0, sn, &ev); break;
+    case R_SEL_FLAG: st = ka_select(q, r->plan, r->b[0], 0, r->b[1], 0, c->bu, 0, c->bflags, 0, n, &ev); break;
+    case R_SEL_IF: st = ka_select(q, r->plan, r->b[0], 0, r->b[1], 0, c->bu, 0, (ka_buffer){0}, 0, n, &ev); break;
+    case R_HIST_U32: st = ka_histogram(q, r->plan, r->b[0], 0, c->bu, 0, n, 0.0, 1024.0, &ev); break;
+    case R_HIST_F32: st = ka_histogram(q, r->plan, r->b[0], 0, c->bf, 0, n, 0.0, 1.0, &ev); break;
+    case R_SEARCH: st = ka_searchsorted(q, r->plan, r->b[0], 0, c->bsorted, 0, c->m, c->bneedles, 0, n, 0, &ev); break;
+    case R_SEGRED:
+        st = ka_segmented_reduce(q, r->plan, r->b[0], 0, c->bu, 0, c->boff, 0, c->nseg, KA_REDUCE_SUM, &ev);
+        break;
+    }
+    if (st != KA_OK) return st;
+    st = ka_event_wait(ev, KA_WAIT_FOREVER);
+    ka_event_release(ev);
+    return st;
+}
+
+/* One OpenMP run of the row (results in r->h). */
+static void omp_call(ctx *c, row *r, int id) {
+    size_t n = c->n, sn = c->sn;
+    switch (id) {
+    case R_COPY: bench_omp_copy(r->h[0], c->hu, n * 4); break;
+    case R_RED_U32: *(uint32_t *)r->h[0] = host_sum_u32(c->hu, n); break;
+    case R_RED_F32: *(float *)r->h[0] = host_sum_f32(c->hf, n); break;
+    case R_SUMSQ: *(float *)r->h[0] = host_sumsq_f32(c->hf, n); break;
+    case R_SCAN: host_scan_u32(c->hu, r->h[0], n, c->part); break;
+    case R_SORT: host_radix_u32(r->h[0], r->h[1], NULL, NULL, sn, c->cnt); break;
+    case R_SORT64: host_radix_u64(r->h[0], r->h[1], NULL, NULL, sn, c->cnt); break;
+    case R_PAIRS: host_radix_u32(r->h[0], r->h[1], r->h[2], r->h[3], sn, c->cnt); break;
+    case R_ARGSORT: /* the keys stay: sort a copy with the indices */
+        bench_omp_copy(r->h[0], c->hk, sn * 4);
+        host_iota(r->h[2], sn);
+        host_radix_u32(r->h[0], r->h[1], r->h[2], r->h[3], sn, c->cnt);
+        break;
+    case R_SEL_FLAG: *(uint64_t *)r->h[1] = host_select_u32(c->hu, c->hflags, r->h[0], n, c->part); break;
+    case R_SEL_IF: *(uint64_t *)r->h[1] = host_select_u32(c->hu, NULL, r->h[0], n, c->part); break;
+    case R_HIST_U32: host_hist(c->hu, NULL, n, r->h[0], c->tc); break;
+    case R_HIST_F32: host_hist(NULL, c->hf, n, r->h[0], c->tc); break;
+    case R_SEARCH: host_search(c->hsorted, c->m, c->hneedles, r->h[0], n); break;
+    case R_SEGRED: host_segreduce(c->hu, c->hoff, c->nseg, r->h[0]); break;
+    }
+}
+
+static int cub_setup(ctx *c, row *r, int id) {
+    const void *in0 = NULL, *in1 = NULL;
+    uint64_t n = c->n, aux = 0;
+    switch (id) {
+    case R_COPY: case R_RED_U32: case R_SCAN: case R_SEL_IF: case R_HIST_U32: in0 = c->hu; break;
+    case R_RED_F32: case R_SUMSQ: case R_HIST_F32: in0 = c->hf; break;
+    case R_SORT: in0 = c->hk, n = c->sn; break;
+    case R_SORT64: in0 = c->hk64, n = c->sn; break;
+    case R_PAIRS: case R_ARGSORT: in0 = c->hk, in1 = c->hiota, n = c->sn; break;
+    case R_SEL_FLAG: in0 = c->hu, in1 = c->hflags; break;
+    case R_SEGRED: in0 = c->hu, in1 = c->hoff, aux = c->nseg; break;
+    case R_SEARCH: in0 = c->hsorted, in1 = c->hneedles, aux = c->m; break;
+    }
+    int e = c->cub.setup(c->cub_ordinal, r->key, n, aux, in0, in1);
+    if (e) snprintf(r->cub_na, sizeof r->cub_na, "CUB setup failed: %s", c->cub.error());
+    return e;
+}
+
+/* ---- checks ---------------------------------------------------------------------- */
+static int mismatch(const row *r, const char *who, const void *got, const void *want, size_t bytes, size_t es) {
+    if (!memcmp(got, want, bytes)) return 0;
+    size_t i = 0;
+    while (i + es <= bytes && !memcmp((const char *)got + i, (const char *)want + i, es)) i += es;
+    uint64_t g = 0, w = 0;
+    memcpy(&g, (const char *)got + i, es), memcpy(&w, (const char *)want + i, es);
+    fprintf(stderr, "ka-bench primitives: %s: %s's [%zu] = %llu, OpenMP's %llu\n", r->key, who, i / es,
+            (unsigned long long)g, (unsigned long long)w);
+    return 1;
+}
+static int near(const row *r, const char *who, double got, double want) {
+    if (got > want * (1 - 1e-3) && got < want * (1 + 1e-3)) return 0;
+    fprintf(stderr, "ka-bench primitives: %s: %s's %.9g, the exact value %.9g\n", r->key, who, got, want);
+    return 1;
+}
+
+/* The OpenMP loop's result checked on its own, then libka's and CUB's against it. */
+static int check_row(ctx *c, row *r, int id) {
+    size_t n = c->n, sn = c->sn;
+    size_t o0 = 0, o1 = 0, es = 4; /* bytes of the outputs compared */
+    double exact = 0;
+    int fl = id == R_RED_F32 || id == R_SUMSQ;
+    switch (id) {
+    case R_COPY: case R_SCAN: case R_SEL_FLAG: case R_SEL_IF: o0 = n * 4; break;
+    case R_RED_U32: case R_RED_F32: case R_SUMSQ: o0 = 4; break;
+    case R_SORT: case R_ARGSORT: o0 = sn * 4; break;
+    case R_PAIRS: o0 = o1 = sn * 4; break;
+    case R_SORT64: o0 = sn * 8, es = 8; break;
+    case R_HIST_U32: case R_HIST_F32: o0 = 256 * 4; break;
+    case R_SEARCH: o0 = n * 8, es = 8; break;
+    case R_SEGRED: o0 = c->nseg * 4; break;
+    }
+    if (fl) /* the OpenMP loop's f32 sum is not checked: its serial order per thread rounds more */
+        for (size_t i = 0; i < n; i++) exact += id == R_SUMSQ ? (double)c->hf[i] * c->hf[i] : c->hf[i];
+    if (id == R_SORT || id == R_SORT64 || id == R_PAIRS || id == R_ARGSORT) {
+        /* Ascending, the same key sum, and (pairs, argsort) each value the index of its key. */
+        uint64_t s0 = 0, s1 = 0;
+        int ok = 1;
+        for (size_t i = 0; i < sn; i++) {
+            uint64_t k = id == R_SORT64 ? ((uint64_t *)r->h[0])[i] : ((uint32_t *)r->h[0])[i];
+            uint64_t p = id == R_SORT64 ? ((uint64_t *)r->h[0])[i ? i - 1 : 0] : ((uint32_t *)r->h[0])[i ? i - 1 : 0];
+            s0 += k, s1 += id == R_SORT64 ? c->hk64[i] : c->hk[i];
+            if (p > k) ok = 0;
+            if ((id == R_PAIRS || id == R_ARGSORT) && c->hk[((uint32_t *)r->h[2])[i]] != k) ok = 0;
+        }
+        if (!ok || s0 != s1) {
+            fprintf(stderr, "ka-bench primitives: %s: the OpenMP sort's result is wrong\n", r->key);
+            r->bad[OMP] = 1;
+        }
+    }
+    size_t full0 = o0; /* what CUB's result writes */
+    if (id == R_SEL_FLAG || id == R_SEL_IF) o0 = *(uint64_t *)r->h[1] * 4, o1 = 8;
+    void *g0 = xmalloc(full0), *g1 = xmalloc(o1 ? o1 : 8);
+    if (!g0 || !g1) FAIL("out of host memory");
+    const void *w1 = id == R_PAIRS ? r->h[2] : r->h[1];
+    const void *w0 = id == R_ARGSORT ? r->h[2] : r->h[0];
+    for (int impl = KA; impl < NI; impl += 2) {
+        if (impl == CUB && !r->cub_on) continue;
+        const char *who = impl == KA ? "libka" : "CUB";
+        if (impl == KA) {
+            CHECK(ka_buffer_read(c->q, g0, r->b[0], 0, o0));
+            if (o1) CHECK(ka_buffer_read(c->q, g1, r->b[1], 0, o1));
+        } else if (id == R_ARGSORT ? c->cub.result(r->key, NULL, g0) : c->cub.result(r->key, g0, o1 ? g1 : NULL)) {
+            fprintf(stderr, "ka-bench primitives: %s: CUB's result: %s\n", r->key, c->cub.error());
+            r->bad[impl] = 1;
+            continue;
+        }
+        if (fl) r->bad[impl] = near(r, who, *(float *)g0, exact);
+        else if (id == R_SEL_FLAG || id == R_SEL_IF) {
+            r->bad[impl] = mismatch(r, who, g1, w1, 8, 8) || mismatch(r, who, g0, w0, o0, 4);
+        } else {
+            r->bad[impl] = mismatch(r, who, g0, w0, o0, es) || (o1 && mismatch(r, who, g1, w1, o1, 4));
+        }
+    }
+    free(g0), free(g1);
+    return 0;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+static double rate(const ctx *c, const row *r, double ns) {
+    (void)c;
+    return r->unit == GBS ? r->per_elem * (double)r->count / ns : (double)r->count / ns;
+}
+static void json_num(const char *k, double v, int ok) {
+    if (ok) printf(",\"%s\":%.6g", k, v);
+    else printf(",\"%s\":null", k);
+}
+static void json_str(const char *k, const char *v) {
+    printf(",\"%s\":", k);
+    if (!v) {
+        printf("null");
+        return;
+    }
+    putchar('"');
+    for (const char *s = v; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 32) printf(" ");
+        else putchar(*s);
+    }
+    putchar('"');
+}
 
 int bench_prims_main(int argc, char **argv) {
     static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_ITERATIONS, BENCH_OPT_REPS, BENCH_OPT_JSON,
                                        {"n", required_argument, NULL, 'n'}, {"sort-n", required_argument, NULL, 's'},
-                                       BENCH_OPT_END};
+                                       {"only", required_argument, NULL, 'o'},
+                                       {"omp-reps", required_argument, NULL, 'm'},
+                                       {"cub", required_argument, NULL, 'c'}, BENCH_OPT_END};
     bench_opts o = {.iters = 3, .reps = 7};
     uint64_t n = 0, sn = 0;
+    int omp_reps = 0;
+    const char *only = NULL, *cub_path = NULL;
     cli cl;
     cli_init(&cl, "ka-bench primitives", usage, argc, argv, "h", lo);
     const char *arg;
@@ -134,177 +739,202 @@ int bench_prims_main(int argc, char **argv) {
         case 's':
             if (cli_u64(&cl, arg, 1, 1ull << 34, &sn)) return KA_EXIT_USAGE;
             break;
+        case 'm':
+            if (cli_int(&cl, arg, 1, BENCH_MAX_REPS, &omp_reps)) return KA_EXIT_USAGE;
+            break;
+        case 'o': only = arg; break;
+        case 'c': cub_path = arg; break;
         default:
             if ((st = bench_option(&cl, r, arg, &o)) >= 0) return st;
         }
     }
-    ka_device dev;
-    ka_queue q;
-    if (cli_device_open(&cl, o.sel, &dev)) return KA_EXIT_FAIL;
-    const ka_device_info *di;
-    ka_device_get_info(dev, &di);
+    /* --only: names or prefixes of rows. */
+    for (int i = 0; i < NR; i++) rows[i].on = !only;
+    if (only) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", only);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            int hit = 0;
+            for (int i = 0; i < NR; i++)
+                if (!strncmp(rows[i].key, tok, strlen(tok))) rows[i].on = hit = 1;
+            if (!hit) return cli_error(&cl, "--only: no row '%s' (see --help)", tok);
+        }
+    }
+    ctx C = {0}, *c = &C;
+    if (cli_device_open(&cl, o.sel, &c->dev)) return KA_EXIT_FAIL;
+    ka_device_get_info(c->dev, &c->di);
+    const ka_device_info *di = c->di;
     if (!n) n = di->is_cpu ? 1u << 24 : 1u << 28;
     if (!sn) sn = n;
-    size_t mx = n > sn ? n : sn;
-    CHECK(ka_queue_create(dev, NULL, &q));
-    ka_prims_plan *pr_u, *pr_f, *ps, *pso;
-    CHECK(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_U32, n, 0, &pr_u));
-    CHECK(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_F32, n, 0, &pr_f));
-    CHECK(ka_prims_plan_create(dev, KA_PRIM_SCAN, KA_DTYPE_U32, n, 0, &ps));
-    CHECK(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, sn, 0, &pso));
+    if (!omp_reps) omp_reps = di->is_cpu || o.reps < 3 ? o.reps : 3;
+    if (omp_reps > o.reps) omp_reps = o.reps;
+    c->n = n, c->sn = sn, c->m = 1u << 20;
+    c->T = nthreads();
+    CHECK(ka_queue_create(c->dev, NULL, &c->q));
+    c->part = malloc((size_t)c->T * sizeof *c->part);
+    c->cnt = malloc((size_t)c->T * sizeof *c->cnt);
+    c->tc = malloc((size_t)c->T * sizeof *c->tc);
+    if (!c->part || !c->cnt || !c->tc) FAIL("out of host memory");
 
-    /* Host data: u32 in [0, 1024), f32 the same values (sums exact below 2^24 per
-     * partial are not guaranteed: f32 is checked with a tolerance); sort keys random. */
-    uint32_t *hu = malloc(mx * 4), *hout = malloc(mx * 4), *hk = malloc(sn * 4), *htmp = malloc(sn * 4);
-    float *hf = malloc(n * 4);
-    int T = nthreads();
-    uint32_t *part = malloc((size_t)T * 4);
-    size_t(*cnt)[256] = malloc((size_t)T * sizeof *cnt);
-    if (!hu || !hout || !hk || !htmp || !hf || !part || !cnt) FAIL("out of host memory");
-    uint32_t x = 12345;
-    for (size_t i = 0; i < mx; i++) {
-        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        hu[i] = x & 1023u;
-        if (i < n) hf[i] = (float)(x & 1023u) / 1024.0f;
-        if (i < sn) hk[i] = x * 2654435761u;
+    /* CUB: on a CUDA device, where its object loads. */
+    char cub_state[300] = "not a CUDA device";
+    int cub = 0;
+    /* An explicit --cub PATH loads on any device: a stand-in object tests the CUB columns without a GPU. */
+    if (di->backend == KA_BACKEND_CUDA || (cub_path && strcmp(cub_path, "none"))) {
+        if (cub_path && !strcmp(cub_path, "none")) snprintf(cub_state, sizeof cub_state, "CUB not run (--cub none)");
+        else if (cub_open(&c->cub, cub_path, cub_state, sizeof cub_state) == 0) {
+            cub = 1;
+            c->cub_ordinal = atoi(strchr(di->selector, ':') ? strchr(di->selector, ':') + 1 : "0");
+            snprintf(cub_state, sizeof cub_state, "CUB %d.%d.%d", c->cub.version() / 100000,
+                     c->cub.version() / 100 % 1000, c->cub.version() % 100);
+        }
     }
-    ka_buffer bu, bf, bout, bk, bk0, bcopy, bres;
-    CHECK(ka_buffer_create(dev, n * 4, &bu));
-    CHECK(ka_buffer_create(dev, n * 4, &bf));
-    CHECK(ka_buffer_create(dev, n * 4, &bout));
-    CHECK(ka_buffer_create(dev, n * 4, &bcopy));
-    CHECK(ka_buffer_create(dev, sn * 4, &bk));
-    CHECK(ka_buffer_create(dev, sn * 4, &bk0));
-    CHECK(ka_buffer_create(dev, 16, &bres));
-    CHECK(ka_buffer_write(q, bu, 0, hu, n * 4));
-    CHECK(ka_buffer_write(q, bf, 0, hf, n * 4));
-    CHECK(ka_buffer_write(q, bk0, 0, hk, sn * 4));
 
-    double *t[NK];
-    for (int j = 0; j < NK; j++) t[j] = calloc((size_t)o.reps, sizeof(double));
-    volatile uint32_t sink_u = 0;
-    volatile float sink_f = 0;
-    for (int rep = -1; rep < o.reps; rep++) { /* rep -1 warms up (first launches build per local size) */
-        int it = rep < 0 ? 1 : o.iters;
-        for (int turn = 0; turn < NK; turn++) {
-            int j = (turn + (rep < 0 ? 0 : rep)) % NK; /* rotated order: drift favours none */
-            int64_t t0 = 0, t1 = 0;
-            /* The sorts work in place: fresh keys first, not timed. */
-            if (j == SORT) {
-                CHECK(ka_buffer_copy(q, bk, 0, bk0, 0, sn * 4, NULL));
-                CHECK(ka_queue_finish(q)); /* copies only enqueue: done before the clock starts */
-            }
-            if (j == H_SORT) memcpy(hout, hk, sn * 4);
-            t0 = bench_now_ns();
-            for (int i = 0; i < (j == SORT || j == H_SORT ? 1 : it); i++) {
-                ka_event ev;
-                switch (j) {
-                case COPY:
-                    CHECK(ka_buffer_copy(q, bcopy, 0, bu, 0, n * 4, &ev));
-                    CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
-                    ka_event_release(ev);
+    /* Each row: its plan and inputs, a first call (not available where refused), CUB's setup. */
+    for (int id = 0; id < NR; id++) {
+        row *r = &rows[id];
+        if (!r->on) continue;
+        if (setup_row(c, r, id)) return 1;
+        if (r->avail) {
+            if (prepare(c, r, id, KA)) return 1;
+            ka_status st = ka_call(c, r, id);
+            if (st != KA_OK && refused(r, st, "first call")) return 1;
+        }
+        if (!r->avail) continue;
+        if (!r->cub) snprintf(r->cub_na, sizeof r->cub_na, "no CUB call");
+        else if (!cub) snprintf(r->cub_na, sizeof r->cub_na, "%s", cub_state);
+        else r->cub_on = cub_setup(c, r, id) == 0;
+        for (int i = 0; i < NI; i++)
+            if (!(r->t[i] = calloc((size_t)o.reps, sizeof(double)))) FAIL("out of host memory");
+    }
+
+    /* The runs: every (row, implementation), rotated by one each repetition so
+     * that drift favours none; rep -1 warms up. */
+    int order[NR * NI], no = 0;
+    for (int id = 0; id < NR; id++)
+        for (int i = 0; i < NI; i++)
+            if (rows[id].on && rows[id].avail && (i != CUB || rows[id].cub_on)) order[no++] = id * NI + i;
+    for (int rep = -1; rep < o.reps; rep++) {
+        for (int turn = 0; turn < no; turn++) {
+            int e = order[(turn + (rep < 0 ? 0 : rep)) % no], id = e / NI, impl = e % NI;
+            row *r = &rows[id];
+            if ((impl == OMP && rep >= omp_reps) || (impl == CUB && !r->cub_on)) continue;
+            int it = rep < 0 || r->heavy ? 1 : o.iters;
+            if (prepare(c, r, id, impl)) return 1;
+            if (di->is_cpu) bench_quiet(); /* the last run's spinning threads (PoCL's, OpenMP's) asleep first */
+            int64_t t0 = bench_now_ns();
+            for (int k = 0; k < it; k++) {
+                if (impl == KA) {
+                    if (ka_call(c, r, id) != KA_OK) FAIL("%s: %s", r->key, ka_last_error());
+                } else if (impl == OMP) {
+                    omp_call(c, r, id);
+                } else if (c->cub.run(r->key)) { /* the row goes on without CUB, which says why */
+                    snprintf(r->cub_na, sizeof r->cub_na, "CUB failed: %s", c->cub.error());
+                    fprintf(stderr, "ka-bench primitives: %s: %s\n", r->key, r->cub_na);
+                    r->cub_on = 0;
                     break;
-                case RED_U32:
-                    CHECK(ka_reduce(q, pr_u, bres, 0, bu, 0, n, KA_REDUCE_SUM, &ev));
-                    CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
-                    ka_event_release(ev);
-                    break;
-                case RED_F32:
-                    CHECK(ka_reduce(q, pr_f, bres, 4, bf, 0, n, KA_REDUCE_SUM, &ev));
-                    CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
-                    ka_event_release(ev);
-                    break;
-                case SCAN:
-                    CHECK(ka_scan(q, ps, bout, 0, bu, 0, n, 0, &ev));
-                    CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
-                    ka_event_release(ev);
-                    break;
-                case SORT:
-                    CHECK(ka_sort(q, pso, bk, 0, (ka_buffer){0}, 0, sn, &ev));
-                    CHECK(ka_event_wait(ev, KA_WAIT_FOREVER));
-                    ka_event_release(ev);
-                    break;
-                case H_RED_U32: sink_u = host_sum_u32(hu, n); break;
-                case H_RED_F32: sink_f = host_sum_f32(hf, n); break;
-                case H_SCAN: host_scan_u32(hu, htmp, n, part); break;
-                case H_SORT: host_sort_u32(hout, htmp, sn, cnt); break;
                 }
             }
-            t1 = bench_now_ns();
-            if (rep >= 0) t[j][rep] = (double)(t1 - t0) / (j == SORT || j == H_SORT ? 1 : it);
+            int64_t t1 = bench_now_ns();
+            if (rep >= 0) r->t[impl][rep] = (double)(t1 - t0) / it;
         }
     }
 
-    /* Check every result against the host's. */
     int bad = 0;
-    uint32_t ru;
-    float rf;
-    CHECK(ka_buffer_read(q, &ru, bres, 0, 4));
-    CHECK(ka_buffer_read(q, &rf, bres, 4, 4));
-    uint32_t want_u = host_sum_u32(hu, n);
-    double want_f = 0;
-    for (size_t i = 0; i < n; i++) want_f += hf[i];
-    if (ru != want_u) bad = 1, fprintf(stderr, "ka-bench primitives: reduce u32 %u, host %u\n", ru, want_u);
-    if (!(rf > want_f * (1 - 1e-3) && rf < want_f * (1 + 1e-3)))
-        bad = 1, fprintf(stderr, "ka-bench primitives: reduce f32 %g, host %g\n", (double)rf, want_f);
-    (void)sink_u, (void)sink_f;
-    host_scan_u32(hu, htmp, n, part);
-    CHECK(ka_buffer_read(q, hout, bout, 0, n * 4));
-    for (size_t i = 0; i < n; i++)
-        if (hout[i] != htmp[i]) {
-            bad = 1;
-            fprintf(stderr, "ka-bench primitives: scan[%zu] = %u, host %u\n", i, hout[i], htmp[i]);
-            break;
-        }
-    memcpy(htmp, hk, sn * 4);
-    host_sort_u32(htmp, hout, sn, cnt); /* 4 passes: the result is back in htmp */
-    CHECK(ka_buffer_read(q, hout, bk, 0, sn * 4));
-    for (size_t i = 0; i < sn; i++)
-        if (hout[i] != htmp[i]) {
-            bad = 1;
-            fprintf(stderr, "ka-bench primitives: sort[%zu] = %u, host %u\n", i, hout[i], htmp[i]);
-            break;
-        }
-
-    double med[NK], mn[NK];
-    for (int j = 0; j < NK; j++) med[j] = bench_median(t[j], o.reps), mn[j] = bench_min(t[j], o.reps), free(t[j]);
-    double nb = (double)n * 4, copy_gbps = 2 * nb / med[COPY];
-    double gbps[NK] = {copy_gbps, nb / med[RED_U32], nb / med[RED_F32], 2 * nb / med[SCAN], 0,
-                       nb / med[H_RED_U32], nb / med[H_RED_F32], 2 * nb / med[H_SCAN], 0};
-    double gkeys = (double)sn / med[SORT], hgkeys = (double)sn / med[H_SORT];
-    if (o.json) {
-        printf("{\"device\":\"%s\",\"selector\":\"%s\",\"n\":%llu,\"sort_n\":%llu,\"iterations\":%d,\"reps\":%d,"
-               "\"host_threads\":%d,\"checked\":%s",
-               di->name, di->selector, (unsigned long long)n, (unsigned long long)sn, o.iters, o.reps, T,
-               bad ? "false" : "true");
-        for (int j = 0; j < NK; j++) printf(",\"%s_ns\":%.0f,\"%s_min_ns\":%.0f", keys[j], med[j], keys[j], mn[j]);
-        printf(",\"copy_gbps\":%.2f,\"reduce_u32_gbps\":%.2f,\"reduce_f32_gbps\":%.2f,\"scan_u32_gbps\":%.2f", copy_gbps,
-               gbps[RED_U32], gbps[RED_F32], gbps[SCAN]);
-        printf(",\"reduce_u32_vs_copy\":%.4f,\"reduce_f32_vs_copy\":%.4f,\"scan_u32_vs_copy\":%.4f", gbps[RED_U32] / copy_gbps,
-               gbps[RED_F32] / copy_gbps, gbps[SCAN] / copy_gbps);
-        printf(",\"sort_u32_gkeys\":%.3f,\"host_sort_u32_gkeys\":%.3f", gkeys, hgkeys);
-        printf(",\"reduce_u32_vs_host\":%.4f,\"reduce_f32_vs_host\":%.4f,\"scan_u32_vs_host\":%.4f,\"sort_u32_vs_host\":%.4f}\n",
-               med[H_RED_U32] / med[RED_U32], med[H_RED_F32] / med[RED_F32], med[H_SCAN] / med[SCAN], med[H_SORT] / med[SORT]);
-    } else {
-        printf("ka-bench primitives on %s (%s): n = %llu, sort n = %llu, %d calls x %d interleaved reps, host %d "
-               "OpenMP threads; results %s\n",
-               di->name, di->selector, (unsigned long long)n, (unsigned long long)sn, o.iters, o.reps, T,
-               bad ? "WRONG" : "checked");
-        printf("%-28s %12s %12s %12s\n", "what", "median us", "best us", "GB/s | Gkey/s");
-        for (int j = 0; j < NK; j++)
-            printf("%-28s %12.1f %12.1f %12.3f\n", names[j], med[j] / 1e3, mn[j] / 1e3,
-                   j == SORT ? gkeys : j == H_SORT ? hgkeys : gbps[j]);
-        printf("of the copy bandwidth: reduce u32 %.3f, reduce f32 %.3f, scan %.3f\n", gbps[RED_U32] / copy_gbps,
-               gbps[RED_F32] / copy_gbps, gbps[SCAN] / copy_gbps);
-        printf("against the host (time ratio, >1: libka faster): reduce u32 %.3f, reduce f32 %.3f, scan %.3f, sort %.3f\n",
-               med[H_RED_U32] / med[RED_U32], med[H_RED_F32] / med[RED_F32], med[H_SCAN] / med[SCAN],
-               med[H_SORT] / med[SORT]);
+    for (int id = 0; id < NR; id++) {
+        row *r = &rows[id];
+        if (!r->on || !r->avail) continue;
+        if (check_row(c, r, id)) return 1;
+        for (int i = 0; i < NI; i++) bad |= r->bad[i];
     }
-    free(hu), free(hout), free(hk), free(htmp), free(hf), free(part), free(cnt);
-    ka_buffer_release(bu), ka_buffer_release(bf), ka_buffer_release(bout), ka_buffer_release(bcopy);
-    ka_buffer_release(bk), ka_buffer_release(bk0), ka_buffer_release(bres);
-    ka_prims_plan_release(pr_u), ka_prims_plan_release(pr_f), ka_prims_plan_release(ps), ka_prims_plan_release(pso);
-    ka_queue_release(q);
-    ka_device_close(dev);
+
+    /* Medians, rates, ratios (speed ratios: the other's time / libka's). */
+    if (o.json) {
+        printf("{\"device\":\"%s\",\"selector\":\"%s\",\"backend\":\"%s\",\"is_cpu\":%s,\"n\":%llu,\"sort_n\":%llu,"
+               "\"search_sorted_n\":%zu,\"segments\":%zu,\"iterations\":%d,\"reps\":%d,\"omp_reps\":%d,"
+               "\"host_threads\":%d",
+               di->name, di->selector, ka_backend_name(di->backend), di->is_cpu ? "true" : "false",
+               (unsigned long long)n, (unsigned long long)sn, c->m, c->nseg, o.iters, o.reps, omp_reps, c->T);
+        json_str("cub", cub_state);
+        printf(",\"checked\":%s,\"rows\":[", bad ? "false" : "true");
+    } else {
+        printf("ka-bench primitives on %s (%s): n = %llu, sort n = %llu, %d calls x %d interleaved reps (OpenMP %d), "
+               "host %d OpenMP threads, %s; results %s\n",
+               di->name, di->selector, (unsigned long long)n, (unsigned long long)sn, o.iters, o.reps, omp_reps, c->T,
+               cub_state, bad ? "WRONG" : "checked");
+        printf("speed ratios: the other's time / libka's (> 1: libka faster); goals in [], * missed\n");
+        printf("%-32s %9s %9s %6s | %9s %9s %7s | %9s %9s %7s\n", "row", "libka ms", "rate", "unit", "OpenMP ms",
+               "rate", "ka/OMP", "CUB ms", "rate", "ka/CUB");
+    }
+    int first = 1;
+    for (int id = 0; id < NR; id++) {
+        row *r = &rows[id];
+        if (!r->on) continue;
+        double med[NI] = {0}, mn[NI] = {0};
+        if (r->avail)
+            for (int i = 0; i < NI; i++) {
+                int k = i == OMP ? omp_reps : o.reps;
+                if (i == CUB && !r->cub_on) continue;
+                med[i] = bench_median(r->t[i], k), mn[i] = bench_min(r->t[i], k);
+            }
+        int has_cub = r->avail && r->cub_on;
+        double vo = r->avail ? med[OMP] / med[KA] : 0, vc = has_cub ? med[CUB] / med[KA] : 0;
+        const char *unit = r->unit == GBS ? "GB/s" : r->unit == GKEYS ? "Gkey/s" : "Gel/s";
+        if (o.json) {
+            printf("%s{\"row\":\"%s\"", first ? "" : ",", r->key);
+            json_str("label", r->label);
+            printf(",\"available\":%s", r->avail ? "true" : "false");
+            json_str("not_available", r->avail ? NULL : r->na);
+            printf(",\"unit\":\"%s\",\"count\":%zu", unit, r->count);
+            json_num("ka_ms", med[KA] / 1e6, r->avail);
+            json_num("ka_min_ms", mn[KA] / 1e6, r->avail);
+            json_num("ka_rate", rate(c, r, med[KA]), r->avail);
+            json_num("omp_ms", med[OMP] / 1e6, r->avail);
+            json_num("omp_rate", rate(c, r, med[OMP]), r->avail);
+            json_num("ka_vs_omp", vo, r->avail);
+            json_num("goal_vs_omp", r->goal_cpu, di->is_cpu && r->goal_cpu > 0);
+            json_str("cub_call", r->cub);
+            json_str("cub_not_available", r->avail && !has_cub ? r->cub_na : NULL);
+            json_num("cub_ms", med[CUB] / 1e6, has_cub);
+            json_num("cub_min_ms", mn[CUB] / 1e6, has_cub);
+            json_num("cub_rate", rate(c, r, med[CUB]), has_cub);
+            json_num("ka_vs_cub", vc, has_cub);
+            json_num("goal_vs_cub", r->goal_cub, r->goal_cub > 0);
+            int wrong = r->bad[KA] || r->bad[OMP] || r->bad[CUB];
+            printf(",\"checked\":%s}", !r->avail ? "null" : wrong ? "false" : "true");
+            first = 0;
+        } else if (!r->avail) {
+            printf("%-32s not available: %s\n", r->label, r->na);
+        } else {
+            char gk[32] = "", gc[32] = "", cb[64];
+            if (di->is_cpu && r->goal_cpu > 0)
+                snprintf(gk, sizeof gk, " [%.2f]%s", r->goal_cpu, vo >= r->goal_cpu ? "" : "*");
+            if (has_cub && r->goal_cub > 0)
+                snprintf(gc, sizeof gc, " [%.2f]%s", r->goal_cub, vc >= r->goal_cub ? "" : "*");
+            if (has_cub) snprintf(cb, sizeof cb, "%9.3f %9.3f %7.3f", med[CUB] / 1e6, rate(c, r, med[CUB]), vc);
+            else snprintf(cb, sizeof cb, "%s", r->cub ? r->cub_na : "-");
+            printf("%-32s %9.3f %9.3f %6s | %9.3f %9.3f %7.3f%s | %s%s%s\n", r->label, med[KA] / 1e6,
+                   rate(c, r, med[KA]), unit, med[OMP] / 1e6, rate(c, r, med[OMP]), vo, gk, cb, gc,
+                   r->bad[KA] || r->bad[OMP] || r->bad[CUB] ? "  WRONG" : "");
+        }
+    }
+    if (o.json) printf("]}\n");
+
+    for (int id = 0; id < NR; id++) {
+        row *r = &rows[id];
+        for (int i = 0; i < NI; i++) free(r->t[i]);
+        for (int i = 0; i < 4; i++) free(r->h[i]);
+        for (int i = 0; i < 2; i++)
+            if (r->b[i].id) ka_buffer_release(r->b[i]);
+        ka_prims_plan_release(r->plan);
+    }
+    ka_buffer bs[] = {c->bu, c->bf, c->bk, c->bk64, c->biota, c->bflags, c->bsorted, c->bneedles, c->boff};
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++)
+        if (bs[i].id) ka_buffer_release(bs[i]);
+    free(c->hu), free(c->hk), free(c->hiota), free(c->hsorted), free(c->hneedles), free(c->hf), free(c->hk64);
+    free(c->hoff), free(c->hflags), free(c->part), free(c->cnt), free(c->tc);
+    if (cub) c->cub.release(); /* the object stays loaded: CUDA's runtime may still hold threads of it */
+    ka_queue_release(c->q);
+    ka_device_close(c->dev);
     return bad;
 }

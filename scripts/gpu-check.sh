@@ -12,7 +12,7 @@
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
-#   e  ka-bench launch, wait, saxpy, graph, hostmem and primitives on cuda:0, timeloop on cuda:0
+#   e  ka-bench launch, wait, saxpy, graph and hostmem on cuda:0, timeloop on cuda:0
 #      (libka and its graph against hand-written CUDA and its graph, 2-D and --dims 3), graph,
 #      timeloop and timeloop --kernels 6 on PoCL (--json)
 #   f  the PTX and SASS of libka's saxpy and heat stencils (timeloop, 2-D and 3-D) and of
@@ -24,14 +24,21 @@
 #      ka-bench timeloop, fork, saxpy, barriers (also on PoCL), launch and compile on host, and
 #      timeloop and fork again on two cores (taskset, KA_NUM_THREADS=2, OMP_NUM_THREADS=2),
 #      timeloop on one
+#   p  (not in the default steps) ka-bench primitives: every primitive against CUB (in the same
+#      process, where the build has libka_cub_bench.so) and OpenMP on cuda:0 (2^28 elements), then
+#      against OpenMP on the CPU's cores through PoCL and the host back-end (2^24); the table of
+#      each in the summary, primitives.png where matplotlib is installed
 # Then OUTDIR holds: summary.txt (tests passed/failed per device, the benchmarks' ratios
 # against their goals), ka_kernels.ptx, raw_kernels.ptx and gpu-check.tar.gz (every log, JSON
 # file and the summary).
 #
 # Environment: GPU_CHECK_BUDGET (seconds for the whole run, default 500: under 9 minutes
 # with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefghi"),
-# GPU_CHECK_DEVICE (the device of steps b and e, default cuda:0; another one only to try
-# the script where there is no GPU), GPU_CHECK_HOST (step i's parts, default all).
+# GPU_CHECK_DEVICE (the device of steps b, e and p, default cuda:0; another one only to try
+# the script where there is no GPU), GPU_CHECK_HOST (step i's parts, default all),
+# GPU_CHECK_PRIMS (options added to each of step p's runs, e.g. "--only sort,scan").
+# The primitives alone: GPU_CHECK_STEPS=ap (7 minutes at most: 150 s on the GPU, 150 s on PoCL,
+# 120 s on the host back-end).
 # Exit status: 0 when every step ran and passed, 1 otherwise (the summary says which),
 # 2 usage error.
 set -uo pipefail
@@ -64,10 +71,10 @@ say() { echo "[$(now) +$(elapsed)s] $*" | tee -a "$LOGS/gpu-check.log"; }
 # ---- time: each step gets min(its cap, what is left after the later steps' reserves) --
 # reserve: seconds kept for each step still to come (so a slow step cannot starve them);
 # 15 s more for the summary and the tarball.
-declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=150 [f]=15 [g]=60 [h]=40 [i]=120)
+declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=150 [f]=15 [g]=60 [h]=40 [i]=120 [p]=200)
 reserve_after() { # the reserves of the steps after $1 that will run
   local s=$1 sum=15 later=0 x
-  for x in a b c d e f g h i; do
+  for x in a b c d e f g h i p; do
     [[ $later == 1 && $STEPS == *$x* ]] && sum=$((sum + RESERVE[$x]))
     [[ $x == "$s" ]] && later=1
   done
@@ -265,9 +272,7 @@ if [[ $STEPS == *e* ]]; then
   # The six-kernel step: default routing against all-inline and routing off (PoCL's cores).
   run e_bench_timeloop6_pocl 150 sh -c '"$0" timeloop --kernels 6 --sizes 64,128,256,512,1024 --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_timeloop6_pocl.json" "$LOGS/bench_timeloop6_pocl.stderr"
-  # ka_reduce, ka_scan, ka_sort (2^28 elements) against the copy bandwidth and OpenMP host loops.
-  run e_bench_primitives 100 sh -c '"$0" primitives --device "$3" --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
-    "$KA_BENCH" "$LOGS/bench_primitives.json" "$LOGS/bench_primitives.stderr" "$DEV"
+  # The primitives: step p.
 fi
 
 # ---- f: PTX and SASS of libka's kernels and of hand-written ones ----------------------
@@ -397,6 +402,33 @@ if [[ $STEPS == *i* ]]; then
   hb timeloop_host1 120 env KA_NUM_THREADS=1 OMP_NUM_THREADS=1 taskset -c 2 "$KA_BENCH" timeloop --device host
 fi
 
+# ---- p: the primitives against CUB and OpenMP ------------------------------------------
+# ka-bench primitives: on the GPU every row against CUB in the same process (libka_cub_bench.so
+# beside ka-bench) and the OpenMP loops on the host's cores (informative there: 2 repetitions);
+# on the CPU's cores through PoCL and the host back-end, against the OpenMP loops (the goal
+# there), 2^24 elements, 5 repetitions.
+if [[ $STEPS == *p* ]]; then
+  CUR_STEP=p
+  read -r -a prims_extra <<< "${GPU_CHECK_PRIMS:-}"
+  pb() { # NAME CAP ARGS...: ka-bench primitives ARGS --json into bench_NAME.json
+    local name=$1 cap=$2
+    shift 2
+    run "p_$name" "$cap" sh -c 'j=$1 e=$2; shift 2; "$@" --json > "$j" 2> "$e"; rc=$?; cat "$j" "$e"; exit $rc' \
+      _ "$LOGS/bench_$name.json" "$LOGS/bench_$name.stderr" "$KA_BENCH" primitives "$@" ${prims_extra[@]+"${prims_extra[@]}"}
+  }
+  pb primitives_cuda 150 --device "$DEV" --omp-reps 2
+  pb primitives_pocl 150 --device pocl --reps 5
+  pb primitives_host 120 --device host --reps 5
+  if python3 -c 'import matplotlib' 2>/dev/null; then
+    plots=()
+    for t in cuda:GPU pocl:PoCL host:host; do
+      [[ -s $LOGS/bench_primitives_${t%%:*}.json ]] && plots+=("${t#*:}=$LOGS/bench_primitives_${t%%:*}.json")
+    done
+    [[ ${#plots[@]} -gt 0 ]] && python3 "$REPO/bench/plot_prims.py" "$LOGS/primitives.png" "${plots[@]}" &&
+      cp "$LOGS/primitives.png" "$OUT/"
+  fi
+fi
+
 # ---- summary ---------------------------------------------------------------------------
 jnum() { # jnum FILE KEY [N]: the Nth (default 1st) numeric value of "KEY" in FILE
   grep -oE "\"$2\":-?[0-9][0-9.eE+-]*" "$1" 2>/dev/null | sed -n "${3:-1}p" | cut -d: -f2
@@ -467,12 +499,6 @@ status=0
   printf '  graph on PoCL (%s): ns per kernel: ka_launch %s, ka graph %s, raw OpenCL %s; graph / ka_launch %s [goal <= 0.8: %s]\n' \
     "$(grep -oE '"path":"[^"]*"' "$P" 2>/dev/null | cut -d'"' -f4)" "$(jnum "$P" ka_launch_ns_per_kernel)" \
     "$(jnum "$P" graph_ns_per_kernel)" "$(jnum "$P" raw_launch_ns_per_kernel)" "$pr" "$(goal "$pr" "<=" 0.8)"
-  M=$LOGS/bench_primitives.json
-  mr=$(jnum "$M" reduce_u32_vs_copy) ms=$(jnum "$M" scan_u32_vs_copy) mk=$(jnum "$M" sort_u32_gkeys)
-  printf '  primitives, n = %s: reduce u32 %s of the copy bandwidth [goal >= 0.85: %s] (f32 %s), scan %s [goal >= 0.6: %s], sort %s G keys/s [goal >= 10: %s]; time against OpenMP (> 1: libka faster): reduce %s, scan %s, sort %s; checked %s\n' \
-    "$(jnum "$M" n)" "$mr" "$(goal "$mr" ">=" 0.85)" "$(jnum "$M" reduce_f32_vs_copy)" "$ms" "$(goal "$ms" ">=" 0.6)" \
-    "$mk" "$(goal "$mk" ">=" 10)" "$(jnum "$M" reduce_u32_vs_host)" "$(jnum "$M" scan_u32_vs_host)" \
-    "$(jnum "$M" sort_u32_vs_host)" "$(grep -oE '"checked":(true|false)' "$M" 2>/dev/null | cut -d: -f2)"
   for n in 20 24; do
     X=$LOGS/bench_saxpy$n.json xr=$(jnum "$X" ka_saxpy_time_over_raw)
     printf '  saxpy, 2^%s floats: ka %s ns, raw + stream sync %s ns: %s x [goal <= 1.03: %s]; raw on libka'"'"'s buffers %s x\n' \
@@ -494,6 +520,13 @@ status=0
   done
   echo
   [[ -f $LOGS/ptx_compare.txt ]] && cat "$LOGS/ptx_compare.txt"
+  for t in cuda pocl host; do
+    P=$LOGS/bench_primitives_$t.json
+    [[ -f $P ]] || continue
+    echo
+    echo "primitives ($t; speed ratios: the other's time / libka's; goals):"
+    python3 "$REPO/bench/plot_prims.py" --table "$P" 2>&1 | sed 's/^/  /'
+  done
   for f in h_prims_big h_trace_saxpy; do
     [[ -f $LOGS/$f.log ]] && { echo; echo "$f:"; tail -n 12 "$LOGS/$f.log" | sed 's/^/  /'; }
   done

@@ -10,7 +10,9 @@
 # What it does:
 #   - configures and builds with -DKA_REQUIRE_CUDA=ON (the CUDA back-end must
 #     build: cuda.h is needed here, the driver only there), RelWithDebInfo, with
-#     ka-bench (gpu-check.sh runs it);
+#     ka-bench (gpu-check.sh runs it) and, where the CUDA toolkit's nvcc is
+#     found, CUB's primitives for `ka-bench primitives` (libka_cub_bench.so,
+#     CUDA's runtime and C++ library linked in: it needs only the driver there);
 #   - copies the shared libraries the binaries need that such a machine may
 #     lack (cmocka, xxHash, and libuv where the build found it: found with ldd)
 #     into BUILD_DIR/gpu-libs; where the build has the MPI example, Open MPI's
@@ -37,6 +39,14 @@ build=$(cd "$build" && pwd -P)
 for prog in ka ka-bench; do
   [[ -x $build/$prog ]] || { echo "gpu-pack: no $prog in $build"; exit 1; }
 done
+# CUB's primitives for `ka-bench primitives` (libka_cub_bench.so): built by the build where
+# CMake found nvcc; then it must be there.
+if grep -q '^KA_NVCC:FILEPATH=/' "$build/CMakeCache.txt" 2>/dev/null && ! grep -q '^KA_BUILD_CUB_BENCH:BOOL=OFF' "$build/CMakeCache.txt"; then
+  [[ -f $build/libka_cub_bench.so ]] || { echo "gpu-pack: nvcc found but no libka_cub_bench.so in $build"; exit 1; }
+  echo "gpu-pack: CUB's primitives: $build/libka_cub_bench.so"
+else
+  echo "gpu-pack: no nvcc: ka-bench primitives will run without CUB"
+fi
 
 # ELF files of the build: the library, the tool, tests, examples.
 mapfile -t elves < <(find "$build" -type f \( -perm -u+x -o -name '*.so*' \) -not -path '*/CMakeFiles/*' \

@@ -186,6 +186,8 @@ if [[ -n $kabench ]]; then
   check 0 --stdout '"checked":true' -- barriers --quick --reps 1 --json
   check 0 --stdout '"parallel_over_omp":' -- fork --iterations 20 --reps 1 --json
   check 2 "--iterations" -- fork --iterations 0
+  check 2 "--only" "'bogus'" -- primitives --only bogus
+  check 0 --stdout '"checked":true' '"row":"reduce_u32"' -- primitives --n 4096 --sort-n 4096 --iterations 1 --reps 1 --only copy,reduce_u32 --json
 fi
 
 echo "$checks checks, $fails failed"
