@@ -21,6 +21,12 @@ static const char ka__prims_src_segreduce[] =
 "    *b = x;\n"
 "    *e = y > x ? y : x;\n"
 "}\n"
+/* Part p of F of [*b, *e). */
+"KA_DEVICE_FN void seg_part(ulong *b, ulong *e, ulong p, ulong F) {\n"
+"    ulong len = *e - *b;\n"
+"    *e = *b + len * (p + 1) / F;\n"
+"    *b += len * p / F;\n"
+"}\n"
 /* in[b + r], in[b + r + S], ... below e: four accumulators keep four loads in flight. */
 "KA_DEVICE_FN T seg_items(KA_GLOBAL const T *in, ulong b, ulong e, ulong r, ulong S, uint op) {\n"
 "    T a0 = SEG_ID(op), a1 = a0, a2 = a0, a3 = a0;\n"
@@ -41,11 +47,21 @@ static const char ka__prims_src_segreduce[] =
 "}\n"
 "#if CONTIG\n"
 /* CPUs: no barriers; each work-item reduces a contiguous run of segments,
- * one after the other. */
+ * one after the other. Fewer segments than work-items (F > 1): work-item u
+ * reduces part u % F of segment u / F into part[u], and kaprims_segfix
+ * folds the parts. */
 "KA_KERNEL(kaprims_segred, KA_GLOBAL T *out, ulong oo, KA_CONST(T) in, ulong io, ulong nin, KA_CONST(ulong) offs,\n"
-"          ulong fo, ulong ns, uint op) {\n"
+"          ulong fo, ulong ns, uint op, KA_GLOBAL T *part, ulong F) {\n"
 "    out += oo; in += io; offs += fo;\n"
 "    ulong r = ka_group_id(0) * WG + ka_local_id(0), R = ka_num_groups(0) * WG, s, e, st, b, f;\n"
+"    if (F > 1) {\n"
+"        if (r < ns * F) {\n"
+"            seg_bounds(offs, r / F, nin, &b, &f);\n"
+"            seg_part(&b, &f, r % F, F);\n"
+"            part[r] = seg_items_op(in, b, f, 0, 1, op);\n"
+"        }\n"
+"        return;\n"
+"    }\n"
 "    prims_span(0, ns, r, R, &s, &e, &st);\n"
 "    for (; s < e; s++) {\n"
 "        seg_bounds(offs, s, nin, &b, &f);\n"
@@ -56,7 +72,9 @@ static const char ka__prims_src_segreduce[] =
 /* GPUs: segments of up to SEG_LONG elements go to teams of SEG_TW
  * work-items (a warp's width), SEG_NB segments a group at a time, so many
  * short segments keep every lane busy; longer ones each take a whole group
- * (as CUB's segmented reduce does), in a second loop over the segments. */
+ * (as CUB's segmented reduce does), in a second loop over the segments.
+ * Fewer segments than groups (F > 1): each long one is split in F parts,
+ * a group a part, into part[s * F + p], which kaprims_segfix folds. */
 "#if WG >= 32\n#define SEG_TW 32u\n#else\n#define SEG_TW ((uint)WG)\n#endif\n"
 "#define SEG_NB (WG / SEG_TW)\n"
 "#define SEG_LONG (16u * SEG_TW)\n"
@@ -96,7 +114,7 @@ static const char ka__prims_src_segreduce[] =
 "    return r;\n"
 "}\n"
 "KA_KERNEL(kaprims_segred, KA_GLOBAL T *out, ulong oo, KA_CONST(T) in, ulong io, ulong nin, KA_CONST(ulong) offs,\n"
-"          ulong fo, ulong ns, uint op) {\n"
+"          ulong fo, ulong ns, uint op, KA_GLOBAL T *part, ulong F) {\n"
 "    out += oo; in += io; offs += fo;\n"
 "    KA_LOCAL T s[WG];\n"
 "    uint lid = (uint)ka_local_id(0), lane = lid % SEG_TW, team = lid / SEG_TW;\n"
@@ -111,13 +129,30 @@ static const char ka__prims_src_segreduce[] =
 "        v = seg_team_reduce(s, lid, v, op);\n"
 "        if (mine && lane == 0u) out[sg] = v;\n"
 "    }\n"
-"    for (ulong sg = g; sg < ns; sg += G) {\n"
-"        seg_bounds(offs, sg, nin, &b, &e);\n"
+"    for (ulong u = g; u < ns * F; u += G) {\n"
+"        seg_bounds(offs, u / F, nin, &b, &e);\n"
 "        if (e - b > SEG_LONG) {\n"
+"            seg_part(&b, &e, u % F, F);\n"
 "            T v = seg_group_reduce(s, lid, seg_items_op(in, b, e, lid, WG, op), op);\n"
-"            if (lid == 0u) out[sg] = v;\n"
+"            if (lid == 0u && F > 1) part[u] = v;\n"
+"            if (lid == 0u && F == 1) out[u] = v;\n"
 "        }\n"
 "    }\n"
 "}\n"
-"#endif\n";
+"#endif\n"
+/* The F parts of each split segment into out[s] (GPUs: the long ones; the
+ * teams wrote the others). */
+"KA_KERNEL(kaprims_segfix, KA_GLOBAL T *out, ulong oo, KA_CONST(ulong) offs, ulong fo, ulong nin, ulong ns, uint op,\n"
+"          KA_CONST(T) part, ulong F) {\n"
+"    out += oo; offs += fo;\n"
+"    ulong sg = ka_group_id(0) * WG + ka_local_id(0), b, e;\n"
+"    if (sg >= ns) return;\n"
+"    seg_bounds(offs, sg, nin, &b, &e);\n"
+"#if !CONTIG\n"
+"    if (e - b <= SEG_LONG) return;\n"
+"#endif\n"
+"    T v = SEG_ID(op);\n"
+"    for (ulong p = 0; p < F; p++) v = SEG_OP(v, part[sg * F + p], op);\n"
+"    out[sg] = v;\n"
+"}\n";
 #endif
