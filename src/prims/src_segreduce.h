@@ -63,10 +63,12 @@ static const char ka__prims_src_segreduce[] =
 "        return;\n"
 "    }\n"
 "    prims_span(0, ns, r, R, &s, &e, &st);\n"
-"    for (; s < e; s++) {\n"
-"        seg_bounds(offs, s, nin, &b, &f);\n"
-"        out[s] = seg_items_op(in, b, f, 0, 1, op);\n"
-"    }\n"
+/* The loop specialised per op, outside it: short segments cost a few loads each. */
+"#define SEG_RUN(OPC) for (; s < e; s++) { seg_bounds(offs, s, nin, &b, &f); out[s] = seg_items(in, b, f, 0, 1, OPC); }\n"
+"    if (op == 0u) SEG_RUN(0u)\n"
+"    if (op == 1u) SEG_RUN(1u)\n"
+"    if (op == 2u) SEG_RUN(2u)\n"
+"    SEG_RUN(3u)\n"
 "}\n"
 "#else\n"
 /* GPUs: segments of up to SEG_LONG elements go to teams of SEG_TW
