@@ -133,9 +133,9 @@ KA_API ka_status ka_searchsorted(ka_queue q, ka_prims_plan *plan, ka_buffer out,
  * Offsets are not checked but clamped on the device: one past in's end counts
  * as its end, a segment ending before its start is empty; nothing outside in
  * is read. op: sum, min, max, or KA_REDUCE_USER on a plan made with
- * desc.op (its map, if any, applied to each element first; the built-in ops
- * ignore the map); a user op must be commutative as well as associative. out
- * must not overlap in or offsets. */
+ * desc.op; a plan's map, if any, applies to each element first, whatever the
+ * op. A user op must be commutative as well as associative. out must not
+ * overlap in or offsets. */
 KA_API ka_status ka_segmented_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in,
                                      size_t in_offset, ka_buffer offsets, size_t offsets_offset, size_t n_segments,
                                      ka_reduce_op op, ka_event *ev);

@@ -142,7 +142,7 @@ static void search_float_order(void **state) {
 /* ---- segmented reduce ---------------------------------------------------- */
 
 /* Operators of the tests: 0-2 the built-ins; 3 the user's "a > b ? a : b";
- * 4 the user's "a + b" over the map "x * x" (a sum of squares). */
+ * 4 the user's "a + b". sq: the plan maps each element to its square. */
 static const char *max_identity(ka_dtype t) {
     static const char *id[] = {"?", "(int)0x80000000", "0u", "(long)0x8000000000000000UL", "0UL",
                                "as_float(0xff800000u)", "as_double(0xfff0000000000000UL)"};
@@ -150,7 +150,7 @@ static const char *max_identity(ka_dtype t) {
 }
 
 #define SEG_REF(NAME, TY, ACC, LOWV, HIGHV)                                                                 \
-    static void NAME(const void *in_, const uint64_t *off, size_t ns, size_t nin, int op, void *out_) {    \
+    static void NAME(const void *in_, const uint64_t *off, size_t ns, size_t nin, int op, int sq, void *out_) { \
         const TY *in = in_;                                                                                \
         TY *out = out_;                                                                                    \
         for (size_t s = 0; s < ns; s++) {                                                                  \
@@ -158,10 +158,10 @@ static const char *max_identity(ka_dtype t) {
             TY r = op == 0 || op == 4 ? (TY)0 : op == 1 ? (HIGHV) : (LOWV);                               \
             for (uint64_t i = b; i < e; i++) {                                                             \
                 TY x = in[i];                                                                              \
-                if (op == 4) x = (TY)((ACC)x * (ACC)x);                                                    \
+                if (sq) x = (TY)((ACC)x * (ACC)x);                                                         \
                 if (op == 0 || op == 4) r = (TY)((ACC)r + (ACC)x);                                         \
                 else if (op == 1) r = x < r ? x : r;                                                       \
-                else r = x > r ? x : r;                                                                    \
+                else r = x > r ? x : r; /* 2, 3 */                                                         \
             }                                                                                              \
             out[s] = r;                                                                                    \
         }                                                                                                  \
@@ -172,14 +172,15 @@ SEG_REF(ref_i64, int64_t, uint64_t, INT64_MIN, INT64_MAX)
 SEG_REF(ref_u64, uint64_t, uint64_t, 0, UINT64_MAX)
 SEG_REF(ref_f32, float, double, -INFINITY, INFINITY)
 SEG_REF(ref_f64, double, double, -INFINITY, INFINITY)
-static void host_segred(ka_dtype t, const void *in, const uint64_t *off, size_t ns, size_t nin, int op, void *out) {
+static void host_segred(ka_dtype t, const void *in, const uint64_t *off, size_t ns, size_t nin, int op, int sq,
+                        void *out) {
     switch (t) {
-    case KA_DTYPE_I32: ref_i32(in, off, ns, nin, op, out); break;
-    case KA_DTYPE_U32: ref_u32(in, off, ns, nin, op, out); break;
-    case KA_DTYPE_I64: ref_i64(in, off, ns, nin, op, out); break;
-    case KA_DTYPE_U64: ref_u64(in, off, ns, nin, op, out); break;
-    case KA_DTYPE_F32: ref_f32(in, off, ns, nin, op, out); break;
-    case KA_DTYPE_F64: ref_f64(in, off, ns, nin, op, out); break;
+    case KA_DTYPE_I32: ref_i32(in, off, ns, nin, op, sq, out); break;
+    case KA_DTYPE_U32: ref_u32(in, off, ns, nin, op, sq, out); break;
+    case KA_DTYPE_I64: ref_i64(in, off, ns, nin, op, sq, out); break;
+    case KA_DTYPE_U64: ref_u64(in, off, ns, nin, op, sq, out); break;
+    case KA_DTYPE_F32: ref_f32(in, off, ns, nin, op, sq, out); break;
+    case KA_DTYPE_F64: ref_f64(in, off, ns, nin, op, sq, out); break;
     }
 }
 
@@ -200,7 +201,7 @@ static size_t seg_len(int layout, size_t s, size_t ns, uint32_t *seed) {
  * offset of pad elements, offsets at 2 elements in. Values are small
  * integers (float sums exact, squares without overflow) unless wide. */
 static void check_segred(ka_prims_plan *p, ka_dtype t, const int *ops, int nops, int layout, size_t ns, uint32_t seed,
-                         size_t pad, int wide) {
+                         size_t pad, int wide, int sq) {
     size_t es = esize(t);
     uint64_t *off = malloc((ns + 3) * 8);
     uint32_t sd = seed;
@@ -217,7 +218,7 @@ static void check_segred(ka_prims_plan *p, ka_dtype t, const int *ops, int nops,
         KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
         KA_OK_OR_FAIL(ka_event_release(ev));
         if (ns) KA_OK_OR_FAIL(ka_buffer_read(q, got, ob, pad * es, ns * es));
-        host_segred(t, in + pad * es, off + 2, ns, n, ops[k], want);
+        host_segred(t, in + pad * es, off + 2, ns, n, ops[k], sq, want);
         for (size_t s = 0; s < ns; s++)
             if (memcmp(got + s * es, want + s * es, es)) {
                 uint64_t g = 0, w = 0;
@@ -231,12 +232,12 @@ static void check_segred(ka_prims_plan *p, ka_dtype t, const int *ops, int nops,
     free(off), free(in), free(got), free(want);
 }
 
-static void segred_layouts(ka_prims_plan *p, ka_dtype t, const int *ops, int nops, size_t many) {
-    check_segred(p, t, ops, nops, 0, 2000, 1 + t, 0, 0);
-    check_segred(p, t, ops, nops, 1, 3, 2 + t, 5, 0);
-    check_segred(p, t, ops, nops, 2, many, 3 + t, 1, 0);
-    check_segred(p, t, ops, nops, 0, 1, 4, 0, 0); /* one empty segment */
-    check_segred(p, t, ops, nops, 0, 0, 5, 0, 0); /* none: nothing runs, the event completes */
+static void segred_layouts(ka_prims_plan *p, ka_dtype t, const int *ops, int nops, size_t many, int sq) {
+    check_segred(p, t, ops, nops, 0, 2000, 1 + t, 0, 0, sq);
+    check_segred(p, t, ops, nops, 1, 3, 2 + t, 5, 0, sq);
+    check_segred(p, t, ops, nops, 2, many, 3 + t, 1, 0, sq);
+    check_segred(p, t, ops, nops, 0, 1, 4, 0, 0, sq); /* one empty segment */
+    check_segred(p, t, ops, nops, 0, 0, 5, 0, 0, sq); /* none: nothing runs, the event completes */
 }
 
 static void segred_all_types(void **state) {
@@ -246,28 +247,28 @@ static void segred_all_types(void **state) {
         if (!type_ok(t)) continue;
         ka_prims_plan *p;
         KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SEGMENTED_REDUCE, t, 100000, 0, &p));
-        segred_layouts(p, t, builtin, 3, 100000);
+        segred_layouts(p, t, builtin, 3, 100000, 0);
         int fl = t == KA_DTYPE_F32 || t == KA_DTYPE_F64; /* wide values: integer sums wrap; float sums round */
-        check_segred(p, t, builtin + fl, 3 - fl, 0, 3000, 9, 0, 1);
+        check_segred(p, t, builtin + fl, 3 - fl, 0, 3000, 9, 0, 1, 0);
         KA_OK_OR_FAIL(ka_prims_plan_release(p));
     }
 }
 
 static void segred_user_ops(void **state) {
     (void)state;
-    static const int umax[] = {3, 0}, usq[] = {4, 2};
+    static const int umax[] = {3, 0}, usq[] = {4, 2, 0};
     for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
         if (!type_ok(t)) continue;
         ka_prims_plan *p;
         ka_prims_desc d = {.kind = KA_PRIM_SEGMENTED_REDUCE, .dtype = t, .max_n = 100000, .op = "a > b ? a : b",
                            .identity = max_identity(t)};
         KA_OK_OR_FAIL(ka_prims_plan_create_desc(dev, &d, &p));
-        segred_layouts(p, t, umax, 2, 20000); /* a plan with op serves the built-ins too */
+        segred_layouts(p, t, umax, 2, 20000, 0); /* a plan with op serves the built-ins too */
         KA_OK_OR_FAIL(ka_prims_plan_release(p));
         ka_prims_desc d2 = {.kind = KA_PRIM_SEGMENTED_REDUCE, .dtype = t, .max_n = 100000, .op = "a + b",
                             .identity = "0", .map = "sq(x)", .source = "KA_DEVICE_FN T sq(T x) { return x * x; }\n"};
         KA_OK_OR_FAIL(ka_prims_plan_create_desc(dev, &d2, &p));
-        segred_layouts(p, t, usq, 2, 20000); /* the map applies to KA_REDUCE_USER only */
+        segred_layouts(p, t, usq, 3, 20000, 1); /* the map applies to every op */
         KA_OK_OR_FAIL(ka_prims_plan_release(p));
     }
 }
@@ -314,8 +315,8 @@ static void layouts(void **state) {
         KA_OK_OR_FAIL(st3);
         check_search(s, KA_DTYPE_F32, 1000000, 5000, 3, 1);
         check_search(s, KA_DTYPE_F32, 2, 4999, 4, 0);
-        segred_layouts(r, KA_DTYPE_I32, ops, 3, 20000);
-        segred_layouts(u, d.dtype, ops, 4, 20000);
+        segred_layouts(r, KA_DTYPE_I32, ops, 3, 20000, 0);
+        segred_layouts(u, d.dtype, ops, 4, 20000, 0);
         ka_prims_plan_release(s), ka_prims_plan_release(r), ka_prims_plan_release(u);
     }
 }

@@ -2,8 +2,9 @@
 #ifndef KA_PRIMS_SRC_SEGREDUCE_H
 #define KA_PRIMS_SRC_SEGREDUCE_H
 static const char ka__prims_src_segreduce[] =
-/* op 0 sum, 1 min, 2 max, 3 the plan's operator (KA_REDUCE_USER), whose
- * elements pass through the plan's map first. */
+/* op 0 sum, 1 min, 2 max, 3 the plan's operator (KA_REDUCE_USER); every
+ * element passes through the plan's map (if any) as it is read, whatever
+ * the op, as in ka_reduce. */
 "#ifdef PRIMS_USER_OP\n"
 "#define SEG_OP(a, b, op) ((op) == 3u ? prims_user_op(a, b) : prims_op(a, b, op))\n"
 "#define SEG_ID(op) ((op) == 3u ? prims_user_identity() : prims_identity(op))\n"
@@ -11,7 +12,7 @@ static const char ka__prims_src_segreduce[] =
 "#define SEG_OP(a, b, op) prims_op(a, b, op)\n"
 "#define SEG_ID(op) prims_identity(op)\n"
 "#endif\n"
-"#define SEG_LOAD(x, op) ((op) == 3u ? prims_user_map(x) : (x))\n"
+"#define SEG_LOAD(x, op) prims_user_map(x)\n"
 /* Segment s's bounds clamped to in's nin elements; an end below its start
  * makes it empty. A bad offset never reads outside in. */
 "KA_DEVICE_FN void seg_bounds(KA_GLOBAL const ulong *offs, ulong s, ulong nin, ulong *b, ulong *e) {\n"
