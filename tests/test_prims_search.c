@@ -139,6 +139,42 @@ static void search_float_order(void **state) {
     }
 }
 
+/* An array sorted by ka_sort is searched in its order: every element, used
+ * as a needle, is found, between its lower and upper bound only equal bits. */
+static void search_after_sort(void **state) {
+    (void)state;
+    for (ka_dtype t = KA_DTYPE_F32; t <= KA_DTYPE_F64; t++) {
+        if (!type_ok(t)) continue;
+        size_t n = 100003, es = esize(t);
+        uint8_t *h = malloc(n * es), *srt = malloc(n * es);
+        uint64_t *lo = malloc(n * 8), *up = malloc(n * 8);
+        gen(t, h, n, 99, 1000);
+        sprinkle(t, h, n, 7);
+        ka_prims_plan *sp, *p;
+        KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SORT, t, n, 0, &sp));
+        KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SEARCHSORTED, t, n, 0, &p));
+        ka_buffer kb = upload(h, n * es), nb = upload(h, n * es), ob = make_buffer(dev, 2 * n * 8);
+        KA_OK_OR_FAIL(ka_sort(q, sp, kb, 0, (ka_buffer){0}, 0, n, NULL));
+        KA_OK_OR_FAIL(ka_searchsorted(q, p, ob, 0, kb, 0, n, nb, 0, n, 0, NULL));
+        KA_OK_OR_FAIL(ka_searchsorted(q, p, ob, n * 8, kb, 0, n, nb, 0, n, 1, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(q, srt, kb, 0, n * es));
+        KA_OK_OR_FAIL(ka_buffer_read(q, lo, ob, 0, n * 8));
+        KA_OK_OR_FAIL(ka_buffer_read(q, up, ob, n * 8, n * 8));
+        for (size_t j = 0; j < n; j++) {
+            if (lo[j] >= up[j] || up[j] > n) fail_msg("%s needle %zu: bounds [%llu, %llu)", tname(t), j,
+                                                      (unsigned long long)lo[j], (unsigned long long)up[j]);
+            if (memcmp(srt + lo[j] * es, h + j * es, es) || memcmp(srt + (up[j] - 1) * es, h + j * es, es) ||
+                (lo[j] && okey(t, srt + (lo[j] - 1) * es) >= okey(t, h + j * es)) ||
+                (up[j] < n && okey(t, srt + up[j] * es) <= okey(t, h + j * es)))
+                fail_msg("%s needle %zu: [%llu, %llu) is not its run in the sorted array", tname(t), j,
+                         (unsigned long long)lo[j], (unsigned long long)up[j]);
+        }
+        ka_buffer_release(kb), ka_buffer_release(nb), ka_buffer_release(ob);
+        ka_prims_plan_release(sp), ka_prims_plan_release(p);
+        free(h), free(srt), free(lo), free(up);
+    }
+}
+
 /* ---- segmented reduce ---------------------------------------------------- */
 
 /* Operators of the tests: 0-2 the built-ins; 3 the user's "a > b ? a : b";
@@ -414,9 +450,9 @@ static void zero_alloc(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bad_input),        cmocka_unit_test(search_all_types), cmocka_unit_test(search_float_order),
-        cmocka_unit_test(segred_all_types), cmocka_unit_test(segred_user_ops),  cmocka_unit_test(segred_bad_offsets),
-        cmocka_unit_test(layouts),          cmocka_unit_test(zero_alloc),
+        cmocka_unit_test(bad_input),          cmocka_unit_test(search_all_types), cmocka_unit_test(search_float_order),
+        cmocka_unit_test(search_after_sort),  cmocka_unit_test(segred_all_types), cmocka_unit_test(segred_user_ops),
+        cmocka_unit_test(segred_bad_offsets), cmocka_unit_test(layouts),          cmocka_unit_test(zero_alloc),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
