@@ -330,14 +330,15 @@ static void segred_bad_offsets(void **state) {
     ka_prims_plan_release(p);
 }
 
-/* The GPU layout (teams of 32 and whole groups, barriers) on the CPU, and
- * many groups over small inputs. */
+/* The GPU layout (teams of 32 and whole groups, barriers) on the CPU, many
+ * groups over small inputs (CPU layout), and both (segments split across
+ * more groups). */
 static void layouts(void **state) {
     (void)state;
     static const int ops[] = {0, 1, 2, 3};
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 0) setenv("KA_PRIMS_LAYOUT", "gpu", 1);
-        else setenv("KA_PRIMS_GROUPS", "3001", 1);
+    for (int pass = 0; pass < 3; pass++) {
+        if (pass != 1) setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+        if (pass != 0) setenv("KA_PRIMS_GROUPS", pass == 1 ? "3001" : "601", 1);
         ka_prims_plan *s, *r, *u;
         ka_prims_desc d = {.kind = KA_PRIM_SEGMENTED_REDUCE, .dtype = KA_DTYPE_F64, .max_n = 100000,
                            .op = "a > b ? a : b", .identity = max_identity(KA_DTYPE_F64)};
