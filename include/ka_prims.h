@@ -119,13 +119,23 @@ KA_API ka_status ka_histogram(ka_queue q, ka_prims_plan *plan, ka_buffer counts,
                               size_t in_offset, size_t n, double lower, double upper, ka_event *ev);
 /* out[j] (u64) = the first index i of the ascending sorted[0, n_sorted) with
  * sorted[i] >= needles[j] (upper = 0: lower bound) or sorted[i] > needles[j]
- * (upper = 1: upper bound); n_sorted where there is none. j < n_needles. */
+ * (upper != 0: upper bound); n_sorted where there is none. j < n_needles <=
+ * the plan's max_n; n_sorted is any size sorted holds. Elements compare in
+ * ka_sort's order (floats by sign bit: -NaN first, +NaN last, -0.0 before
+ * +0.0), so an array sorted by ka_sort is searched exactly. out must not
+ * overlap sorted or needles. */
 KA_API ka_status ka_searchsorted(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer sorted,
                                  size_t sorted_offset, size_t n_sorted, ka_buffer needles, size_t needles_offset,
                                  size_t n_needles, int upper, ka_event *ev);
-/* out[s] = op over in[offsets[s], offsets[s + 1]) for s < n_segments;
- * offsets: n_segments + 1 ascending u64 element indices into in. An empty
- * segment gives the identity. */
+/* out[s] = op over in[offsets[s], offsets[s + 1]) for s < n_segments <= the
+ * plan's max_n; offsets: n_segments + 1 ascending u64 element indices into in
+ * (from in_offset). An empty segment gives the identity (as ka_reduce's).
+ * Offsets are not checked but clamped on the device: one past in's end counts
+ * as its end, a segment ending before its start is empty; nothing outside in
+ * is read. op: sum, min, max, or KA_REDUCE_USER on a plan made with
+ * desc.op; a plan's map, if any, applies to each element first, whatever the
+ * op. A user op must be commutative as well as associative. out must not
+ * overlap in or offsets. */
 KA_API ka_status ka_segmented_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in,
                                      size_t in_offset, ka_buffer offsets, size_t offsets_offset, size_t n_segments,
                                      ka_reduce_op op, ka_event *ev);

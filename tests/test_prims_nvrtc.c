@@ -11,6 +11,8 @@
 #include "../src/prims/src_reduce.h"
 #include "../src/prims/src_scan.h"
 #include "../src/prims/src_sort.h"
+#include "../src/prims/src_search.h"
+#include "../src/prims/src_segreduce.h"
 
 /* Each primitive's kernels, and the user parts its desc may carry. */
 static const struct {
@@ -20,6 +22,8 @@ static const struct {
     {"reduce", ka__prims_src_reduce, 1, 0},
     {"scan", ka__prims_src_scan, 1, 0},
     {"sort", ka__prims_src_sort, 0, 0},
+    {"searchsorted", ka__prims_src_search, 0, 0},
+    {"segmented reduce", ka__prims_src_segreduce, 1, 0},
 };
 
 extern void __lsan_disable(void) __attribute__((weak));

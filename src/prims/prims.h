@@ -45,6 +45,7 @@ typedef struct ka__prim_impl {
 } ka__prim_impl;
 
 extern const ka__prim_impl ka__prim_reduce, ka__prim_scan, ka__prim_sort;
+extern const ka__prim_impl ka__prim_searchsorted, ka__prim_segreduce;
 
 const char *ka__prim_name(ka_prim_kind k);
 /* A scratch buffer of bytes (at least 8) into p->b[i], with what in the detail on failure. */
@@ -61,4 +62,8 @@ ka_status ka__prims_check_at(ka_buffer b, size_t off, size_t n, size_t es, const
 ka_status ka__prims_launch(ka_queue q, ka_kernel k, uint64_t groups, uint32_t wg, const ka_arg *a, uint32_t na,
                            ka_event *ev);
 static inline uint64_t ka__cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+/* The byte ranges [a, a + na) of x and [b, b + nb) of y overlap (one buffer). */
+static inline int ka__prims_overlap(ka_buffer x, size_t a, size_t na, ka_buffer y, size_t b, size_t nb) {
+    return x.id == y.id && na && nb && a < b + nb && b < a + na;
+}
 #endif
