@@ -426,6 +426,11 @@ typedef struct ka_range {
 /* Never run in the calling thread: on PoCL the launch skips routing and goes
  * to the threaded device, so ka_launch returns at once (CUDA: always so). */
 #define KA_LAUNCH_ASYNC 1u
+/* Spread the work-groups over every thread of a CPU device whatever the
+ * range's size: for kernels whose work-items each do much work (a loop over a
+ * run of elements). The host back-end otherwise runs a launch of fewer than
+ * 4096 work-items in one thread; other back-ends ignore it. */
+#define KA_LAUNCH_SPREAD 2u
 
 /* Enqueues the kernel over the range. Padded lanes of a partial last group
  * see ka_in_range() false. A range with a zero extent is a no-op (an event,

@@ -444,6 +444,12 @@ static void launch_async_flag(void **state) {
     uint32_t h[64];
     KA_OK_OR_FAIL(ka_buffer_read(q, h, b, 0, sizeof h));
     for (int i = 0; i < 64; i++) assert_int_equal(h[i], 2 + 5 + 3 + 3);
+    /* KA_LAUNCH_SPREAD is a valid flag on every back-end: the kernel runs once per item. */
+    ka_range spread = {.dims = 1, .size = {64}, .workgroup = {16}, .flags = KA_LAUNCH_SPREAD};
+    KA_OK_OR_FAIL(ka_launch(q, k, &spread, a, 1, NULL));
+    KA_OK_OR_FAIL(ka_queue_finish(q));
+    KA_OK_OR_FAIL(ka_buffer_read(q, h, b, 0, sizeof h));
+    for (int i = 0; i < 64; i++) assert_int_equal(h[i], 2 + 5 + 3 + 3 + 1);
     /* Unknown flags are refused. */
     ka_range bad = {.dims = 1, .size = {64}, .flags = 0x80};
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_launch(q, k, &bad, a, 1, NULL));

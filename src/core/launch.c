@@ -221,9 +221,10 @@ static inline bool same_range(const ka_range *a, const ka_range *b) {
 static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp) {
     ka__launch l;
     ka_status st;
-    if (KA_UNLIKELY(r->flags & ~KA_LAUNCH_ASYNC))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: unknown flags 0x%x in the range (KA_LAUNCH_ASYNC is 0x%x)",
-                        r->flags, KA_LAUNCH_ASYNC);
+    if (KA_UNLIKELY(r->flags & ~(KA_LAUNCH_ASYNC | KA_LAUNCH_SPREAD)))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT,
+                        "ka_launch: unknown flags 0x%x in the range (KA_LAUNCH_ASYNC is 0x%x, KA_LAUNCH_SPREAD 0x%x)",
+                        r->flags, KA_LAUNCH_ASYNC, KA_LAUNCH_SPREAD);
     l.dims = r->dims;
     l.flags = r->flags;
     l.items = 0;

@@ -38,6 +38,8 @@ ka_status ka__prims_check_at(ka_buffer b, size_t off, size_t n, size_t es, const
 
 ka_status ka__prims_launch(ka_queue q, ka_kernel k, uint64_t groups, uint32_t wg, const ka_arg *a, uint32_t na,
                            ka_event *ev) {
-    ka_range r = {.dims = 1, .size = {groups * wg}, .workgroup = {wg}};
+    /* A primitive's work-items loop over runs of elements on CPUs: spread
+     * them over the device's threads even when they are few. */
+    ka_range r = {.dims = 1, .size = {groups * wg}, .workgroup = {wg}, .flags = groups > 1 ? KA_LAUNCH_SPREAD : 0};
     return ka_launch(q, k, &r, a, na, ev);
 }

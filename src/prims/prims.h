@@ -58,7 +58,7 @@ ka_status ka__prims_check_n(const ka_prims_plan *p, size_t n, const char *fn);
  * buffer with room for n elements after it; *el gets it in elements. */
 ka_status ka__prims_check_at(ka_buffer b, size_t off, size_t n, size_t es, const char *fn, const char *what,
                              uint64_t *el);
-/* A 1-D launch of groups work-groups of wg. */
+/* A 1-D launch of groups work-groups of wg (KA_LAUNCH_SPREAD where more than one). */
 ka_status ka__prims_launch(ka_queue q, ka_kernel k, uint64_t groups, uint32_t wg, const ka_arg *a, uint32_t na,
                            ka_event *ev);
 static inline uint64_t ka__cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }

@@ -115,6 +115,7 @@ typedef struct ka__hcmd {
     ka__kernel *k;
     ka__hctx ctx;
     uint64_t items;
+    bool spread;             /* KA_LAUNCH_SPREAD: the pool runs it whatever its size */
     void *argv[KA_MAX_ARGS];
     uint64_t vals[KA_MAX_ARGS];
     unsigned char blob[KA__HOST_BLOB];

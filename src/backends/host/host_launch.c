@@ -4,7 +4,8 @@
  * partition of the range: rows (or columns of one row) for kernels without
  * barriers or local memory, work-groups for the others, each group of a
  * kernel with barriers as fibers. A launch of fewer than
- * KA__HOST_INLINE_ITEMS padded work-items runs whole in the calling thread.
+ * KA__HOST_INLINE_ITEMS padded work-items runs whole in the calling thread,
+ * unless KA_LAUNCH_SPREAD asks for the pool.
  * Nothing here allocates once the device runs. */
 #include "host_internal.h"
 
@@ -79,7 +80,8 @@ ka_status ka__host_run_launch(ka__device *d, ka__hcmd *cmd) {
     const ka__hctx *c = &cmd->ctx;
     run r = {hd, cmd->k->bk, c, cmd->argv, c->gsize[1] * c->gsize[2], c->gsize[0],
              c->ngroups[0] * c->ngroups[1] * c->ngroups[2], c->lsize[0] * c->lsize[1] * c->lsize[2], KA_OK};
-    if (cmd->items < KA__HOST_INLINE_ITEMS || ka__pool_size(hd->pool) == 1) part(&r, 0, 1);
+    if ((cmd->items < KA__HOST_INLINE_ITEMS && !(cmd->spread && r.groups > 1)) || ka__pool_size(hd->pool) == 1)
+        part(&r, 0, 1);
     else ka__pool_run(hd->pool, part, &r);
     ka_status st = (ka_status)atomic_load(&r.status);
     if (st == KA_ERR_KERNEL_FAILED)
@@ -105,6 +107,7 @@ static ka_status prepare(ka__queue *q, ka__kernel *k, const ka__launch *l, const
     x->akid = k->id;
     c->k = k;
     c->items = l->items;
+    c->spread = (l->flags & KA_LAUNCH_SPREAD) != 0;
     uint64_t local = 0;
     size_t blob = 0;
     for (uint32_t i = 0; i < nargs; i++) {
