@@ -186,6 +186,34 @@ static void many_groups(void **state) {
     ka_prims_plan_release(r), ka_prims_plan_release(s), ka_prims_plan_release(o);
 }
 
+/* The look-back under an adversarial schedule (KA_PRIMS_ADVERSARY=1: groups
+ * wait pseudo-random whiles between taking a tile, publishing its aggregate
+ * and its prefix; tiles of a few elements, so look-backs walk far and meet
+ * unpublished tiles; the epoch wraps every few calls), in the device's layout
+ * and the GPU one: every type, inclusive, exclusive, in place. Must not hang. */
+static void scan_adversary(void **state) {
+    (void)state;
+    static const size_t asz[] = {0, 1, 2, 127, 128, 129, 1000, 65537, 1000003};
+    setenv("KA_PRIMS_ADVERSARY", "1", 1);
+    for (int gpu = 0; gpu < 2; gpu++) {
+        if (gpu) setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+        for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
+            if (!type_ok(t)) continue;
+            ka_prims_plan *p;
+            ka_status st = ka_prims_plan_create(dev, KA_PRIM_SCAN, t, 1000003, 0, &p);
+            if (st != KA_OK) unsetenv("KA_PRIMS_ADVERSARY"), unsetenv("KA_PRIMS_LAYOUT");
+            KA_OK_OR_FAIL(st);
+            for (size_t i = 0; i < sizeof asz / sizeof asz[0]; i++) {
+                if (asz[i] > 70000 && (t + gpu) % 3) continue; /* the largest size for two types a layout */
+                check_scan(p, t, asz[i], (int)((i + t) & 1), (i + t) % 3 == 0, (uint32_t)(i * 31 + t));
+            }
+            KA_OK_OR_FAIL(ka_prims_plan_release(p));
+        }
+    }
+    unsetenv("KA_PRIMS_ADVERSARY");
+    unsetenv("KA_PRIMS_LAYOUT");
+}
+
 /* The GPU layout (256 work-items, coalesced strided loops, 8 scan elements
  * each) on whatever device runs the test: on PoCL, the code path of GPUs. */
 static void gpu_layout(void **state) {
@@ -314,7 +342,7 @@ static void big_inputs(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_input),        cmocka_unit_test(reduce_all_types), cmocka_unit_test(reduce_float_tolerance),
-        cmocka_unit_test(reduce_nan),       cmocka_unit_test(scan_all_types),   
+        cmocka_unit_test(reduce_nan),       cmocka_unit_test(scan_all_types),   cmocka_unit_test(scan_adversary),
         cmocka_unit_test(many_groups),      cmocka_unit_test(gpu_layout),      cmocka_unit_test(zero_alloc),
         cmocka_unit_test(big_inputs),
     };

@@ -1,18 +1,57 @@
-/* ka_scan: the checks, then three launches (tile sums, their scan, the
- * tiles scanned with their carry), the caller's event on the last. Nothing
- * here allocates. */
+/* ka_scan: the checks, then one launch of the look-back scan (src_scan.h),
+ * a work-group per tile, the caller's event on it. Nothing here allocates,
+ * and nothing is reset from the host between calls: the kernel's last group
+ * does that on the device. */
 #include "prims.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "src_scan.h"
 
-static const char *const kernels[] = {"kaprims_scan1", "kaprims_scan2", "kaprims_scan3", NULL};
+static const char *const kernels[] = {"kaprims_scan", NULL};
 
-/* One partial per group; on CPUs one per work-item. */
-static ka_status alloc(ka_prims_plan *p) {
-    return ka__plan_scratch(p, 0, p->max_groups * (p->contig ? p->wg : 1) * p->esize, "partials");
+/* Elements per work-item of a tile. CPUs: a contiguous run that stays in
+ * cache between its reduction and its scan; GPUs: K in local memory.
+ * KA_PRIMS_SCAN_K overrides (tuning); KA_PRIMS_ADVERSARY=1 (tests) adds the
+ * delays of src_scan.h and makes tiles small, so look-backs walk far. */
+static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
+    (void)d;
+    uint32_t k = p->contig ? 256 : 8;
+    const char *adv = getenv("KA_PRIMS_ADVERSARY");
+    int adversary = adv && !strcmp(adv, "1");
+    if (adversary) k = p->contig ? 2 : 1;
+    const char *env = getenv("KA_PRIMS_SCAN_K");
+    if (env && atoi(env) > 0 && atoi(env) <= 4096) k = (uint32_t)atoi(env);
+    p->tile = p->wg * k;
+    if (ka__cdiv(p->max_n, p->tile) >= 0xffffffffu)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_prims_plan_create: scan of %zu elements: more than 2^32 tiles of %u",
+                        p->max_n, p->tile);
+    if (adversary) {
+        size_t n = strlen(p->defs);
+        snprintf(p->defs + n, sizeof p->defs - n, "#define PRIMS_ADVERSARY 1\n");
+    }
+    return KA_OK;
 }
 
-const ka__prim_impl ka__prim_scan = {KA_PRIM_SCAN, "scan", ka__prims_src_scan, kernels, NULL, alloc};
+/* b[0]: the control words {tickets, groups done, epoch}; b[1]: the status of
+ * M tiles (M even): packed, 8 bytes a tile, or a flag word and two values.
+ * Both start zeroed: epoch 0, no flag published. */
+static ka_status alloc(ka_prims_plan *p) {
+    uint64_t m = ka__cdiv(p->max_n, p->tile);
+    m += m & 1;
+    ka_status st = ka_buffer_create_zeroed(p->dev, 16, &p->b[0]);
+    if (st == KA_OK) st = ka_buffer_create_zeroed(p->dev, (size_t)m * (4 + 2 * 8), &p->b[1]);
+    if (st != KA_OK) {
+        char d[256];
+        snprintf(d, sizeof d, "%s", ka_last_error());
+        return ka__fail(st, "ka_prims_plan_create: scan status of %llu tiles: %s", (unsigned long long)m, d);
+    }
+    return KA_OK;
+}
+
+const ka__prim_impl ka__prim_scan = {KA_PRIM_SCAN, "scan", ka__prims_src_scan, kernels, setup, alloc};
 
 ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in, size_t in_offset,
                   size_t n, int exclusive, ka_event *ev) {
@@ -28,17 +67,10 @@ ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_off
     /* In place is fine; a shifted overlap would read what the scan already wrote. */
     if (n && in.id == out.id && ii != oi && ii < oi + n && oi < ii + n)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: in and out overlap at different offsets", fn);
-    uint64_t g0 = ka__cdiv(n, p->tile);
-    if (g0 > p->max_groups) g0 = p->max_groups;
-    uint64_t c = n ? ka__cdiv(ka__cdiv(n, g0), p->tile) * p->tile : p->tile; /* a whole number of tiles per group */
-    uint64_t g = ka__cdiv(n, c);
-    ka_arg a1[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(p->b[0]), ka_arg_u64(n), ka_arg_u64(c)};
-    ka_arg a2[] = {ka_arg_buffer(p->b[0]), ka_arg_u64(p->contig ? g * p->wg : g)}; /* CPU: a partial per work-item */
-    ka_arg a3[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(out), ka_arg_u64(oi), ka_arg_buffer(p->b[0]),
-                   ka_arg_u64(n), ka_arg_u64(c), ka_arg_u32(exclusive ? 1 : 0)};
-    if (n == 0) return ka__prims_launch(q, p->k[2], 0, p->wg, a3, 8, ev); /* a zero range: a complete event */
-    if ((st = ka__prims_launch(q, p->k[0], g, p->wg, a1, 5, NULL)) != KA_OK) return st;
-    if ((st = ka__prims_launch(q, p->k[1], 1, p->wg, a2, 2, NULL)) != KA_OK) return st;
-    return ka__prims_launch(q, p->k[2], g, p->wg, a3, 8, ev);
+    uint64_t m = ka__cdiv(p->max_n, p->tile);
+    m += m & 1;
+    ka_arg a[] = {ka_arg_buffer(in), ka_arg_u64(ii),        ka_arg_buffer(out), ka_arg_u64(oi),
+                  ka_arg_buffer(p->b[0]), ka_arg_buffer(p->b[1]), ka_arg_u64(m),     ka_arg_u64(n),
+                  ka_arg_u32(exclusive ? 1 : 0)};
+    return ka__prims_launch(q, p->k[0], ka__cdiv(n, p->tile), p->wg, a, 9, ev); /* n = 0: a complete event */
 }
-
