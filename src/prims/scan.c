@@ -1,7 +1,8 @@
-/* ka_scan: the checks, then one launch of the look-back scan (src_scan.h),
- * a work-group per tile, the caller's event on it. Nothing here allocates,
- * and nothing is reset from the host between calls: the kernel's last group
- * does that on the device. */
+/* ka_scan: the checks, then the launches (src_scan.h), the caller's event on
+ * the last. GPU layout: one launch of the look-back scan, a work-group per
+ * tile; nothing is reset from the host between calls (the kernel's last group
+ * does it on the device). CPU layout: three barrier-free launches. Nothing
+ * here allocates. */
 #include "prims.h"
 
 #include <stdio.h>
@@ -10,18 +11,18 @@
 
 #include "src_scan.h"
 
-static const char *const kernels[] = {"kaprims_scan", NULL};
+static const char *const kernels[] = {"kaprims_scan", "kaprims_scan1", "kaprims_scan2", "kaprims_scan3", NULL};
 
-/* Elements per work-item of a tile. CPUs: a contiguous run that stays in
- * cache between its reduction and its scan; GPUs: K in local memory.
- * KA_PRIMS_SCAN_K overrides (tuning); KA_PRIMS_ADVERSARY=1 (tests) adds the
- * delays of src_scan.h and makes tiles small, so look-backs walk far. */
+/* The GPU layout's elements per work-item of a tile (K; the CPU layout keeps
+ * the plan's). KA_PRIMS_SCAN_K overrides (tuning); KA_PRIMS_ADVERSARY=1
+ * (tests) adds the delays of src_scan.h and tiles of WG elements, so
+ * look-backs walk far. */
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     (void)d;
-    uint32_t k = p->contig ? 256 : 8;
+    uint32_t k = p->contig ? p->tile / p->wg : 8;
     const char *adv = getenv("KA_PRIMS_ADVERSARY");
     int adversary = adv && !strcmp(adv, "1");
-    if (adversary) k = p->contig ? 2 : 1;
+    if (adversary && !p->contig) k = 1;
     const char *env = getenv("KA_PRIMS_SCAN_K");
     if (env && atoi(env) > 0 && atoi(env) <= 4096) k = (uint32_t)atoi(env);
     p->tile = p->wg * k;
@@ -35,12 +36,18 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     return KA_OK;
 }
 
-/* b[0]: the control words {tickets, groups done, epoch}; b[1]: the status of
- * M tiles (M even): packed, 8 bytes a tile, or a flag word and two values.
- * Both start zeroed: epoch 0, no flag published. */
-static ka_status alloc(ka_prims_plan *p) {
+static uint64_t status_tiles(const ka_prims_plan *p) {
     uint64_t m = ka__cdiv(p->max_n, p->tile);
-    m += m & 1;
+    return m + (m & 1);
+}
+
+/* GPU layout: b[0] the control words {tickets, groups done, epoch}, b[1] the
+ * status of M tiles (M even): packed, 8 bytes a tile, or a flag word and two
+ * values; both start zeroed (epoch 0, no flag published). CPU layout: b[2]
+ * one partial per work-item. */
+static ka_status alloc(ka_prims_plan *p) {
+    if (p->contig) return ka__plan_scratch(p, 2, p->max_groups * p->wg * p->esize, "partials");
+    uint64_t m = status_tiles(p);
     ka_status st = ka_buffer_create_zeroed(p->dev, 16, &p->b[0]);
     if (st == KA_OK) st = ka_buffer_create_zeroed(p->dev, (size_t)m * (4 + 2 * 8), &p->b[1]);
     if (st != KA_OK) {
@@ -67,10 +74,22 @@ ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_off
     /* In place is fine; a shifted overlap would read what the scan already wrote. */
     if (n && in.id == out.id && ii != oi && ii < oi + n && oi < ii + n)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: in and out overlap at different offsets", fn);
-    uint64_t m = ka__cdiv(p->max_n, p->tile);
-    m += m & 1;
+    if (p->contig) {
+        uint64_t g0 = ka__cdiv(n, p->tile);
+        if (g0 > p->max_groups) g0 = p->max_groups;
+        uint64_t c = n ? ka__cdiv(ka__cdiv(n, g0), p->tile) * p->tile : p->tile; /* whole tiles per group */
+        uint64_t g = ka__cdiv(n, c);
+        ka_arg a1[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(p->b[2]), ka_arg_u64(n), ka_arg_u64(c)};
+        ka_arg a2[] = {ka_arg_buffer(p->b[2]), ka_arg_u64(g * p->wg)};
+        ka_arg a3[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(out), ka_arg_u64(oi), ka_arg_buffer(p->b[2]),
+                       ka_arg_u64(n), ka_arg_u64(c), ka_arg_u32(exclusive ? 1 : 0)};
+        if (n == 0) return ka__prims_launch(q, p->k[3], 0, p->wg, a3, 8, ev); /* a zero range: a complete event */
+        if ((st = ka__prims_launch(q, p->k[1], g, p->wg, a1, 5, NULL)) != KA_OK) return st;
+        if ((st = ka__prims_launch(q, p->k[2], 1, p->wg, a2, 2, NULL)) != KA_OK) return st;
+        return ka__prims_launch(q, p->k[3], g, p->wg, a3, 8, ev);
+    }
     ka_arg a[] = {ka_arg_buffer(in), ka_arg_u64(ii),        ka_arg_buffer(out), ka_arg_u64(oi),
-                  ka_arg_buffer(p->b[0]), ka_arg_buffer(p->b[1]), ka_arg_u64(m),     ka_arg_u64(n),
+                  ka_arg_buffer(p->b[0]), ka_arg_buffer(p->b[1]), ka_arg_u64(status_tiles(p)), ka_arg_u64(n),
                   ka_arg_u32(exclusive ? 1 : 0)};
     return ka__prims_launch(q, p->k[0], ka__cdiv(n, p->tile), p->wg, a, 9, ev); /* n = 0: a complete event */
 }

@@ -106,7 +106,7 @@ static const char ka__prims_src_common[] =
 "#endif\n"
 "    return prims_reduce_items(in, lo, hi, r, S, 2u);\n"
 "}\n"
-/* ---- scan: reduce, then scan of the partials, then scan with carries ---- */
+/* ---- scans: tiles in local memory, work-group scans ---- */
 /* Tiles of WG*K elements sit in local memory with one skip every 32, so the
  * K consecutive ones of a work-item fall in different banks (GPUs). */
 "#define SKEW(i) ((i) + ((i) >> 5))\n"
@@ -159,12 +159,12 @@ static const char ka__prims_src_common[] =
 "}\n"
 "#endif\n"
 "#define PRIMS_GROUP_SCAN(NAME, TT, ADDF) PRIMS_GROUP_SCAN_ID(NAME, TT, ADDF, (TT)0)\n"
-/* A work-group's scan of one tile in buf (padding beyond the data holds 0)
+/* A work-group's scan of one tile in buf (padding beyond the data holds IDV)
  * with carry added: exclusive or inclusive, in place. Returns the tile's
  * total. tot holds 2*WG values. Ends with a barrier. */
-"#define PRIMS_TILE_SCAN(NAME, TT, ADDF, GSCAN)                                 \\\n"
+"#define PRIMS_TILE_SCAN_ID(NAME, TT, ADDF, GSCAN, IDV)                         \\\n"
 "KA_DEVICE_FN TT NAME(KA_LOCAL_PTR(TT) buf, KA_LOCAL_PTR(TT) tot, uint lid, TT carry, uint excl) {\\\n"
-"    TT s = (TT)0, total;                                                       \\\n"
+"    TT s = IDV, total;                                                         \\\n"
 "    for (uint j = 0; j < K; j++) s = ADDF(s, buf[SKEW(lid * K + j)]);          \\\n"
 "    TT pre = ADDF(carry, GSCAN(s, lid, tot, &total));                          \\\n"
 "    for (uint j = 0; j < K; j++) {                                             \\\n"
@@ -176,20 +176,21 @@ static const char ka__prims_src_common[] =
 "    ka_barrier_local();                                                        \\\n"
 "    return total;                                                              \\\n"
 "}\n"
+"#define PRIMS_TILE_SCAN(NAME, TT, ADDF, GSCAN) PRIMS_TILE_SCAN_ID(NAME, TT, ADDF, GSCAN, (TT)0)\n"
 "#define ADDU(a, b) ((a) + (b))\n"
 "PRIMS_GROUP_SCAN(prims_group_scan, T, ADD)\n"
 "PRIMS_GROUP_SCAN(prims_group_scan_ul, ulong, ADDU)\n"
 "PRIMS_TILE_SCAN(prims_tile_scan, T, ADD, prims_group_scan)\n"
 "PRIMS_TILE_SCAN(prims_tile_scan_ul, ulong, ADDU, prims_group_scan_ul)\n"
 /* The scan of in[lo, hi) into out with carry-in c, tile by tile, by one group. */
-"#define PRIMS_RANGE_SCAN(NAME, TT, TILEF, ADDF)                                \\\n"
+"#define PRIMS_RANGE_SCAN_ID(NAME, TT, TILEF, ADDF, IDV)                        \\\n"
 "KA_DEVICE_FN void NAME(KA_GLOBAL const TT *in, KA_GLOBAL TT *out, ulong lo, ulong hi, TT c, uint excl, \\\n"
 "                       KA_LOCAL_PTR(TT) buf, KA_LOCAL_PTR(TT) tot) {            \\\n"
 "    uint lid = (uint)ka_local_id(0);                                           \\\n"
 "    for (ulong base = lo; base < hi; base += TILE) {                           \\\n"
 "        for (uint j = 0; j < K; j++) {                                         \\\n"
 "            uint t = j * WG + lid; ulong i = base + t;                         \\\n"
-"            buf[SKEW(t)] = i < hi ? in[i] : (TT)0;                             \\\n"
+"            buf[SKEW(t)] = i < hi ? in[i] : IDV;                               \\\n"
 "        }                                                                      \\\n"
 "        ka_barrier_local();                                                    \\\n"
 "        TT total = TILEF(buf, tot, lid, c, excl);                              \\\n"
@@ -201,6 +202,7 @@ static const char ka__prims_src_common[] =
 "        ka_barrier_local();                                                    \\\n"
 "    }                                                                          \\\n"
 "}\n"
+"#define PRIMS_RANGE_SCAN(NAME, TT, TILEF, ADDF) PRIMS_RANGE_SCAN_ID(NAME, TT, TILEF, ADDF, (TT)0)\n"
 "PRIMS_RANGE_SCAN(prims_range_scan, T, prims_tile_scan, ADD)\n"
 "PRIMS_RANGE_SCAN(prims_range_scan_ul, ulong, prims_tile_scan_ul, ADDU)\n";
 #endif

@@ -1,4 +1,5 @@
-/* ka_scan's kernel: one pass, decoupled look-back (Merrill and Garland,
+/* ka_scan's kernels. GPUs (and any device with KA_PRIMS_LAYOUT=gpu): one
+ * pass, decoupled look-back (Merrill and Garland,
  * "Single-pass Parallel Prefix Scan with Decoupled Look-back", 2016).
  *
  * Each work-group takes the next tile from a ticket counter (not its group
@@ -135,45 +136,51 @@ static const char ka__prims_src_scan[] =
 "    lb_publish(st, M, t, epoch, LB_P, SOP(c, total));\n"
 "    return c;\n"
 "}\n"
-"#if CONTIG\n"
-/* CPUs: a tile is WG contiguous runs of K elements, one a work-item. Each
- * work-item reduces its run (which stays in cache), one work-item scans the
- * WG sums and looks back, then each scans its run again from its carry. */
-"KA_KERNEL(kaprims_scan, KA_GLOBAL T *in, ulong io, KA_GLOBAL T *out, ulong oo, KA_GLOBAL uint *ctr,\n"
-"          KA_GLOBAL ulong *st, ulong M, ulong n, uint excl) {\n"
+/* CPUs: three launches, no barriers in the first and the last (PoCL and the
+ * host run barrier-free kernels far faster, and no group waits on another:
+ * a preempted worker thread stalls nobody). Each work-item owns a contiguous
+ * run of its group's chunk [g*C, (g+1)*C): kaprims_scan1 folds it into
+ * part[g*WG + lid], kaprims_scan2 scans the G*WG partials (exclusive, one
+ * group), kaprims_scan3 scans the run serially from its carry, as an OpenMP
+ * scan does per thread. */
+/* Work-item lid's run [*b, *e) of [lo, hi). */
+"KA_DEVICE_FN void lb_run(ulong lo, ulong hi, uint lid, ulong *b, ulong *e) {\n"
+"    ulong per = hi > lo ? (hi - lo + WG - 1) / WG : 0;\n"
+"    *b = lo + lid * per; if (*b > hi) *b = hi;\n"
+"    *e = *b + per; if (*e > hi) *e = hi;\n"
+"}\n"
+"KA_KERNEL(kaprims_scan1, KA_CONST(T) in, ulong io, KA_GLOBAL T *part, ulong n, ulong C) {\n"
+"    in += io;\n"
+"    uint lid = (uint)ka_local_id(0);\n"
+"    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e;\n"
+"    lb_run(lo, hi, lid, &i, &e);\n"
+"#ifdef PRIMS_USER_OP\n" /* in order: the operator need not commute */
+"    T s = SID;\n"
+"    for (; i < e; i++) s = SOP(s, SMAP(in[i]));\n"
+"    part[g * WG + lid] = s;\n"
+"#else\n"
+"    part[g * WG + lid] = prims_reduce_items(in, i, e, 0, 1, 0u);\n"
+"#endif\n"
+"}\n"
+"PRIMS_GROUP_SCAN_ID(lb_group_scan, T, SOP, SID)\n"
+"PRIMS_TILE_SCAN_ID(lb_tile_scan, T, SOP, lb_group_scan, SID)\n"
+"PRIMS_RANGE_SCAN_ID(lb_range_scan, T, lb_tile_scan, SOP, SID)\n"
+"KA_KERNEL(kaprims_scan2, KA_GLOBAL T *part, ulong G) {\n"
+"    KA_LOCAL T buf[TILE_LOCAL];\n"
+"    KA_LOCAL T tot[2 * WG];\n"
+"    lb_range_scan(part, part, 0, G, SID, 1u, buf, tot);\n"
+"}\n"
+"KA_KERNEL(kaprims_scan3, KA_GLOBAL T *in, ulong io, KA_GLOBAL T *out, ulong oo, KA_CONST(T) part, ulong n, ulong C,\n"
+"          uint excl) {\n"
 "    in += io;\n"
 "    out += oo;\n"
-"    KA_LOCAL T part[WG];\n"
-"    KA_LOCAL uint sh_tile, sh_epoch;\n"
-"    KA_LOCAL T sh_carry;\n"
 "    uint lid = (uint)ka_local_id(0);\n"
-"    if (lid == 0u) {\n"
-"        uint e, t = lb_take(ctr, &e);\n"
-"        if (t & 1u) LB_DELAY(t, 0u);\n"
-"        sh_tile = t, sh_epoch = e;\n"
-"    }\n"
-"    ka_barrier_local();\n"
-"    uint t = sh_tile, epoch = sh_epoch;\n"
-"    ulong lo = (ulong)t * TILE + (ulong)lid * K, hi = lo + K;\n"
-"    if (lo > n) lo = n;\n"
-"    if (hi > n) hi = n;\n"
-"    T s = SID;\n"
-"    for (ulong i = lo; i < hi; i++) s = SOP(s, SMAP(in[i]));\n"
-"    part[lid] = s;\n"
-"    ka_barrier_local();\n"
-"    if (lid == 0u) {\n"
-"        T a = SID;\n"
-"        for (uint j = 0; j < WG; j++) { T x = part[j]; part[j] = a; a = SOP(a, x); }\n"
-"        sh_carry = lb_lookback(st, M, t, epoch, a);\n"
-"        lb_done(ctr, st, M, epoch, (uint)ka_num_groups(0));\n"
-"    }\n"
-"    ka_barrier_local();\n"
-"    T c = SOP(sh_carry, part[lid]);\n"
-"    if (excl) for (ulong i = lo; i < hi; i++) { T x = SMAP(in[i]); out[i] = c; c = SOP(c, x); }\n"
-"    else for (ulong i = lo; i < hi; i++) { c = SOP(c, SMAP(in[i])); out[i] = c; }\n"
+"    ulong g = ka_group_id(0), lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e;\n"
+"    lb_run(lo, hi, lid, &i, &e);\n"
+"    T c = part[g * WG + lid];\n"
+"    if (excl) for (; i < e; i++) { T x = SMAP(in[i]); out[i] = c; c = SOP(c, x); }\n"
+"    else for (; i < e; i++) { c = SOP(c, SMAP(in[i])); out[i] = c; }\n"
 "}\n"
-"#else\n"
-"PRIMS_GROUP_SCAN_ID(lb_group_scan, T, SOP, SID)\n"
 "#if defined(KA_CUDA) && defined(KA_HAS_SUBGROUP_SHUFFLE) && KA_SUBGROUP_SIZE == 32 && WG % 32 == 0 && !defined(KA_PRIMS_NO_SUBGROUPS)\n"
 /* CUDA: the first warp looks back, 32 predecessors at a time (lane l reads
  * tile j - l); the window's values up to the nearest P are combined in order
@@ -267,6 +274,5 @@ static const char ka__prims_src_scan[] =
 "        ulong i = base + x;\n"
 "        if (i < n) out[i] = buf[SKEW(x)];\n"
 "    }\n"
-"}\n"
-"#endif\n";
+"}\n";
 #endif
