@@ -68,14 +68,16 @@ static const char ka__prims_src_scan[] =
 "#define LB_DELAY(t, s)\n"
 "#define LB_EPOCHS 0x40000000u\n"
 "#endif\n"
-/* Takes a tile and reads the epoch (lid 0). */
+/* Reads the epoch and takes a tile (lid 0). The epoch may be read first: it
+ * changes only once every group of the call has counted itself done. */
 "KA_DEVICE_FN uint lb_take(KA_GLOBAL uint *ctr, uint *epoch) {\n"
-"    uint t = ka_atomic_add(&ctr[0], 1u);\n"
 "    *epoch = ka_atomic_load(&ctr[2]);\n"
-"    return t;\n"
+"    return ka_atomic_add(&ctr[0], 1u);\n"
 "}\n"
-/* After its last status access (lid 0): the last of the G groups resets the
- * counters, advances the epoch, and clears the M flags when it wraps. */
+/* After its last status access (lid 0, at the kernel's end, where the
+ * atomic's wait holds up no other work-item): the last of the G groups
+ * resets the counters, advances the epoch, and clears the M flags when it
+ * wraps. */
 "KA_DEVICE_FN void lb_done(KA_GLOBAL uint *ctr, KA_GLOBAL ulong *st, ulong M, uint epoch, uint G) {\n"
 "    if (ka_atomic_add(&ctr[1], 1u) != G - 1u) return;\n"
 "    uint e = epoch + 1u == LB_EPOCHS ? 0u : epoch + 1u;\n"
@@ -201,7 +203,8 @@ static const char ka__prims_src_scan[] =
 "            if (k >= 0) f = lb_read(st, M, (ulong)k, epoch, &v);\n"
 "            if (!ka_subgroup_any(f == 0u)) break;\n"
 "        }\n"
-"        uint first = ka_subgroup_reduce_min(f == LB_P ? lane : 32u);\n"
+"        uint pm = __ballot_sync(0xffffffffu, f == LB_P);\n" /* the nearest P */
+"        uint first = pm ? (uint)__ffs(pm) - 1u : 32u;\n"
 "        if (lane > first) v = SID;\n"
 "        for (uint o = 1; o < 32u; o <<= 1) {\n"
 "            T y = ka_subgroup_shuffle_down(v, o);\n"
@@ -249,16 +252,10 @@ static const char ka__prims_src_scan[] =
 "#ifdef LB_WARP\n"
 "    if (lid < 32u) {\n"
 "        T c = lb_lookback_warp(st, M, t, epoch, total, lid);\n"
-"        if (lid == 0u) {\n"
-"            sh_carry = c;\n"
-"            lb_done(ctr, st, M, epoch, (uint)ka_num_groups(0));\n"
-"        }\n"
+"        if (lid == 0u) sh_carry = c;\n"
 "    }\n"
 "#else\n"
-"    if (lid == 0u) {\n"
-"        sh_carry = lb_lookback(st, M, t, epoch, total);\n"
-"        lb_done(ctr, st, M, epoch, (uint)ka_num_groups(0));\n"
-"    }\n"
+"    if (lid == 0u) sh_carry = lb_lookback(st, M, t, epoch, total);\n"
 "#endif\n"
 "    ka_barrier_local();\n"
 "    pre = SOP(sh_carry, pre);\n"
@@ -274,5 +271,6 @@ static const char ka__prims_src_scan[] =
 "        ulong i = base + x;\n"
 "        if (i < n) out[i] = buf[SKEW(x)];\n"
 "    }\n"
+"    if (lid == 0u) lb_done(ctr, st, M, epoch, (uint)ka_num_groups(0));\n"
 "}\n";
 #endif
