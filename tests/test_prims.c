@@ -356,7 +356,8 @@ static void many_groups(void **state) {
  * wait pseudo-random whiles between taking a tile, publishing its aggregate
  * and its prefix; tiles of a few elements, so look-backs walk far and meet
  * unpublished tiles; the epoch wraps every few calls), in the device's layout
- * and the GPU one: every type, inclusive, exclusive, in place. Must not hang. */
+ * (CPUs: three launches, no look-back) and the GPU one: every type,
+ * inclusive, exclusive, in place. Must not hang. */
 static void scan_adversary(void **state) {
     (void)state;
     static const size_t asz[] = {0, 1, 2, 127, 128, 129, 1000, 65537, 1000003};
