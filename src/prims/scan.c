@@ -19,7 +19,10 @@ static const char *const kernels[] = {"kaprims_scan", "kaprims_scan1", "kaprims_
  * look-backs walk far. */
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     (void)d;
-    uint32_t k = p->contig ? p->tile / p->wg : 8;
+    /* GPUs: 16 4-byte elements a work-item (16 loads in flight each, half the
+     * tiles to look back over of 8), 8 of 8 bytes (local memory for 8 groups
+     * a multiprocessor). */
+    uint32_t k = p->contig ? p->tile / p->wg : p->esize == 4 ? 16 : 8;
     const char *adv = getenv("KA_PRIMS_ADVERSARY");
     int adversary = adv && !strcmp(adv, "1");
     if (adversary && !p->contig) k = 1;
