@@ -54,6 +54,15 @@ static const char ka__prims_src_scan[] =
 "#else\n#define TB ulong\n#define TO_BITS(x) as_ulong(x)\n#define FROM_BITS(u) as_double(u)\n"
 "#endif\n"
 "#if (TID == 1 || TID == 2 || TID == 5) && defined(KA_HAS_ATOMIC64)\n#define LB_PACKED 1\n#endif\n"
+/* Value slots (unpacked): atomic accesses where the width has atomics, so
+ * the fences order them as the memory models define (C11: relaxed atomics
+ * between fences); else volatile ones (8-byte types on an OpenCL device
+ * without 64-bit atomics). */
+"#if TID == 1 || TID == 2 || TID == 5 || defined(KA_HAS_ATOMIC64)\n"
+"#define LB_VSTORE(p, x) ka_atomic_store((KA_GLOBAL TB *)(p), x)\n#define LB_VLOAD(p) ka_atomic_load((KA_GLOBAL TB *)(p))\n"
+"#else\n"
+"#define LB_VSTORE(p, x) (*(p) = (x))\n#define LB_VLOAD(p) (*(p))\n"
+"#endif\n"
 "#ifdef PRIMS_ADVERSARY\n"
 "KA_DEVICE_FN void lb_delay(uint t, uint stage) {\n"
 "    uint h = t * 2654435761u + stage * 40503u;\n"
@@ -97,7 +106,7 @@ static const char ka__prims_src_scan[] =
 "    ka_atomic_store(&st[t], ((ulong)((epoch << 2) | f) << 32) | (ulong)TO_BITS(v));\n"
 "#else\n"
 "    KA_GLOBAL volatile TB *val = (KA_GLOBAL volatile TB *)(st + M / 2u);\n"
-"    val[f == LB_A ? t : M + t] = TO_BITS(v);\n"
+"    LB_VSTORE(&val[f == LB_A ? t : M + t], TO_BITS(v));\n"
 "    ka_fence();\n"
 "    ka_atomic_store(&((KA_GLOBAL uint *)st)[t], (epoch << 2) | f);\n"
 "#endif\n"
@@ -114,7 +123,7 @@ static const char ka__prims_src_scan[] =
 "    uint f = (hi >> 2) == epoch ? (hi & 3u) : 0u;\n"
 "    ka_fence();\n"
 "    KA_GLOBAL volatile TB *val = (KA_GLOBAL volatile TB *)(st + M / 2u);\n"
-"    *v = f ? FROM_BITS(val[f == LB_A ? t : M + t]) : SID;\n"
+"    *v = f ? FROM_BITS(LB_VLOAD(&val[f == LB_A ? t : M + t])) : SID;\n"
 "    return f;\n"
 "#endif\n"
 "}\n"
