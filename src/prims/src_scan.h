@@ -88,7 +88,9 @@ static const char ka__prims_src_scan[] =
  * resets the counters, advances the epoch, and clears the M flags when it
  * wraps. */
 "KA_DEVICE_FN void lb_done(KA_GLOBAL uint *ctr, KA_GLOBAL ulong *st, ulong M, uint epoch, uint G) {\n"
+"    ka_fence();\n" /* this group's publications before its count, so the clearing comes after them */
 "    if (ka_atomic_add(&ctr[1], 1u) != G - 1u) return;\n"
+"    ka_fence();\n"
 "    uint e = epoch + 1u == LB_EPOCHS ? 0u : epoch + 1u;\n"
 "    if (e == 0u) {\n"
 "#ifdef LB_PACKED\n"
