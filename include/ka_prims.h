@@ -49,10 +49,12 @@ typedef struct ka_prims_desc {
     /* A user operator (reduce, scan, segmented reduce): op is an expression in
      * the kernel dialect of a and b (the element type, T in source), e.g.
      * "a + b" or "my_op(a, b)"; identity its neutral element, e.g. "0". op must
-     * be associative: the primitives combine in a tree, not left to right.
+     * be associative: the primitives combine in a tree, not left to right;
+     * scan keeps the elements' order, reduce does not (its op must commute).
      * source: definitions placed before the kernels (KA_DEVICE_FN functions),
      * or NULL. map: an expression of x applied to each input element first
-     * (e.g. "x * x" for a sum of squares), or NULL. A plan with op serves
+     * (e.g. "x * x" for a sum of squares; on a reduce plan, for every op of
+     * its calls), or NULL. A plan with op serves
      * KA_REDUCE_USER; a scan plan with op scans with it. */
     const char *source;
     const char *op;

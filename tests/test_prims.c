@@ -166,6 +166,172 @@ static void scan_all_types(void **state) {
     }
 }
 
+/* ---- user operators ------------------------------------------------------ */
+/* The host's fold or scan of a user operator, by name: "max" (a > b ? a : b),
+ * "sq" (sum of squares: map x * x, op a + b), "absmax" (max of |a|, |b|,
+ * from desc.source), "first" (the first nonzero: a != 0 ? a : b, which does
+ * not commute). Integer sums wrap; float inputs are small integers, so their
+ * sums are exact. */
+#define UOP_HOST(TY, UT, SG)                                                                          \
+    do {                                                                                            \
+        const TY *a = in;                                                                           \
+        TY *o = out, c = id;                                                                        \
+        for (size_t i = 0; i < n; i++) {                                                            \
+            TY x = a[i], y;                                                                         \
+            if (kind == 1) x = (TY)((UT)x * (UT)x);                                                 \
+            if (kind == 0) y = c > x ? c : x;                                                       \
+            else if (kind == 1) y = (TY)((UT)c + (UT)x);                                            \
+            else if (kind == 2) {                                                                   \
+                TY pa = SG(c) ? (TY)((UT)0 - (UT)c) : c;                                            \
+                TY pb = SG(x) ? (TY)((UT)0 - (UT)x) : x;                                            \
+                y = pa > pb ? pa : pb;                                                              \
+            } else y = c != (TY)0 ? c : x;                                                          \
+            if (excl && o) o[i] = c;                                                                \
+            c = y;                                                                                  \
+            if (!excl && o) o[i] = c;                                                               \
+        }                                                                                           \
+        memcpy(res, &c, sizeof c);                                                                  \
+    } while (0)
+#define NEG(v) ((v) < 0)
+#define NONNEG(v) 0
+/* out (NULL: none) gets the scan, res the fold. */
+static void uop_host(ka_dtype t, int kind, const void *in, void *out, size_t n, int excl, void *res) {
+    switch (t) {
+    case KA_DTYPE_I32: { int32_t id = kind == 0 ? INT32_MIN : 0; UOP_HOST(int32_t, uint32_t, NEG); break; }
+    case KA_DTYPE_U32: { uint32_t id = 0; UOP_HOST(uint32_t, uint32_t, NONNEG); break; }
+    case KA_DTYPE_I64: { int64_t id = kind == 0 ? INT64_MIN : 0; UOP_HOST(int64_t, uint64_t, NEG); break; }
+    case KA_DTYPE_U64: { uint64_t id = 0; UOP_HOST(uint64_t, uint64_t, NONNEG); break; }
+    case KA_DTYPE_F32: { float id = kind == 0 ? -INFINITY : 0; UOP_HOST(float, float, NEG); break; }
+    case KA_DTYPE_F64: { double id = kind == 0 ? -INFINITY : 0; UOP_HOST(double, double, NEG); break; }
+    }
+}
+static const char *const absmax_src =
+    "KA_DEVICE_FN T absmax(T a, T b) {\n"
+    "    T p = a < (T)0 ? (T)0 - a : a, q = b < (T)0 ? (T)0 - b : b;\n"
+    "    return p > q ? p : q;\n"
+    "}\n";
+/* The smallest value of each type, as source: max's identity. */
+static const char *low_of(ka_dtype t) {
+    static const char *const l[] = {"", "(-2147483647 - 1)", "0u", "(-9223372036854775807L - 1L)", "0ul",
+                                    "(-1.0f / 0.0f)", "(-1.0 / 0.0)"};
+    return l[t];
+}
+static ka_status uop_plan(ka_prim_kind k, ka_dtype t, int kind, size_t max_n, ka_prims_plan **p) {
+    ka_prims_desc d = {.kind = k, .dtype = t, .max_n = max_n};
+    if (kind == 0) d.op = "a > b ? a : b", d.identity = low_of(t);
+    else if (kind == 1) d.op = "a + b", d.identity = "0", d.map = "x * x";
+    else if (kind == 2) d.op = "absmax(a, b)", d.identity = "0", d.source = absmax_src;
+    else d.op = "a != (T)0 ? a : b", d.identity = "0";
+    return ka_prims_plan_create_desc(dev, &d, p);
+}
+
+/* ka_reduce with KA_REDUCE_USER, every type, each operator; the built-in sum
+ * on a plan with a map sums the mapped elements. */
+static void reduce_user_ops(void **state) {
+    (void)state;
+    static const size_t usz[] = {0, 1, 3, 64, 65, 4097, 65537, 300007};
+    for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
+        if (!type_ok(t)) continue;
+        size_t es = esize(t);
+        for (int kind = 0; kind < 3; kind++) {
+            ka_prims_plan *p;
+            KA_OK_OR_FAIL(uop_plan(KA_PRIM_REDUCE, t, kind, 300007, &p));
+            for (size_t i = 0; i < sizeof usz / sizeof usz[0]; i++) {
+                size_t n = usz[i];
+                if (kind == 1 && t == KA_DTYPE_F32 && n > 4097) continue; /* exact float sums */
+                void *h = malloc(n * es + 8);
+                gen(t, h, n, (uint32_t)(i * 13 + t + kind), 64);
+                ka_buffer in = upload(h, n * es), out = make_buffer(dev, 16);
+                uint64_t got = 0, want = 0;
+                KA_OK_OR_FAIL(ka_reduce(q, p, out, es, in, 0, n, KA_REDUCE_USER, NULL));
+                KA_OK_OR_FAIL(ka_buffer_read(q, &got, out, es, es));
+                uop_host(t, kind, h, NULL, n, 0, &want);
+                if (memcmp(&got, &want, es))
+                    fail_msg("user reduce %d %s n %zu: got 0x%llx, want 0x%llx", kind, tname(t), n,
+                             (unsigned long long)got, (unsigned long long)want);
+                if (kind == 1) { /* the sum on a plan with map x * x: the same sum of squares */
+                    KA_OK_OR_FAIL(ka_reduce(q, p, out, 0, in, 0, n, KA_REDUCE_SUM, NULL));
+                    KA_OK_OR_FAIL(ka_buffer_read(q, &got, out, 0, es));
+                    if (memcmp(&got, &want, es)) fail_msg("sum with map %s n %zu", tname(t), n);
+                }
+                ka_buffer_release(in), ka_buffer_release(out);
+                free(h);
+            }
+            KA_OK_OR_FAIL(ka_prims_plan_release(p));
+        }
+    }
+}
+
+/* ka_scan with a user operator: max, sum of squares, absmax and the first
+ * nonzero (order matters), inclusive, exclusive and in place, every type, in
+ * the device's layout and the GPU one. */
+static void scan_user_ops(void **state) {
+    (void)state;
+    static const size_t usz[] = {0, 1, 3, 1000, 4097, 65537, 300007};
+    for (int gpu = 0; gpu < 2; gpu++) {
+        if (gpu) setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+        for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
+            if (!type_ok(t)) continue;
+            size_t es = esize(t);
+            for (int kind = 0; kind < 4; kind++) {
+                ka_prims_plan *p;
+                ka_status st = uop_plan(KA_PRIM_SCAN, t, kind, 300007, &p);
+                if (st != KA_OK) unsetenv("KA_PRIMS_LAYOUT");
+                KA_OK_OR_FAIL(st);
+                for (size_t i = 0; i < sizeof usz / sizeof usz[0]; i++) {
+                    size_t n = usz[i];
+                    int excl = (int)((i + kind) & 1), in_place = (i + t) % 3 == 0;
+                    if (kind == 1 && t == KA_DTYPE_F32 && n > 4097) continue;
+                    if (n > 70000 && (t + kind + gpu) % 3) continue; /* keep it short */
+                    uint8_t *h = malloc(n * es + 8), *want = malloc(n * es + 8), *got = malloc(n * es + 8);
+                    gen(t, h, n, (uint32_t)(i * 17 + t + kind), 64);
+                    if (kind == 3) /* mostly zeros: the first nonzero moves along */
+                        for (size_t j = 0; j < n; j++)
+                            if ((j * 2654435761u) % 1000 > 3) memset(h + j * es, 0, es);
+                    uint64_t r;
+                    uop_host(t, kind, h, want, n, excl, &r);
+                    ka_buffer in = upload(h, n * es), out = in_place ? in : make_buffer(dev, n * es + 8);
+                    KA_OK_OR_FAIL(ka_scan(q, p, out, 0, in, 0, n, excl, NULL));
+                    if (n) KA_OK_OR_FAIL(ka_buffer_read(q, got, out, 0, n * es));
+                    for (size_t j = 0; j < n; j++)
+                        if (memcmp(got + j * es, want + j * es, es))
+                            fail_msg("user scan %d %s %s%s n %zu: element %zu differs", kind, tname(t),
+                                     excl ? "exclusive" : "inclusive", gpu ? " gpu layout" : "", n, j);
+                    ka_buffer_release(in);
+                    if (!in_place) ka_buffer_release(out);
+                    free(h), free(want), free(got);
+                }
+                KA_OK_OR_FAIL(ka_prims_plan_release(p));
+            }
+        }
+    }
+    unsetenv("KA_PRIMS_LAYOUT");
+}
+
+/* Operators that do not compile: KA_ERR_BUILD_FAILED with the compiler's
+ * log; KA_REDUCE_USER on a plan without an operator is refused. */
+static void user_op_errors(void **state) {
+    (void)state;
+    ka_prims_plan *p = NULL;
+    ka_prims_desc d = {.kind = KA_PRIM_REDUCE, .dtype = KA_DTYPE_F32, .max_n = 100, .op = "a +* b", .identity = "0"};
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_prims_plan_create_desc(dev, &d, &p));
+    assert_null(p);
+    assert_true(strlen(ka_last_error()) > 20);
+    d.kind = KA_PRIM_SCAN, d.op = "no_such_function(a, b)";
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_prims_plan_create_desc(dev, &d, &p));
+    EXPECT_DETAIL("no_such_function");
+    d.op = "a + b", d.map = "x *";
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_prims_plan_create_desc(dev, &d, &p));
+    d.map = NULL, d.identity = NULL;
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_prims_plan_create_desc(dev, &d, &p));
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_REDUCE, KA_DTYPE_F32, 100, 0, &p));
+    ka_buffer b = make_buffer(dev, 400);
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_reduce(q, p, b, 0, b, 0, 100, KA_REDUCE_USER, NULL));
+    EXPECT_DETAIL("KA_REDUCE_USER");
+    ka_buffer_release(b);
+    KA_OK_OR_FAIL(ka_prims_plan_release(p));
+}
+
 /* Many work-groups over small inputs: chunks of one tile, 64-bit chunk
  * arithmetic and the partials' scan over several tiles of its own. */
 static void many_groups(void **state) {
@@ -184,6 +350,35 @@ static void many_groups(void **state) {
     check_scan(s, KA_DTYPE_U32, (1 << 22) - 1, 0, 0, 4);
     check_sort(o, KA_DTYPE_I32, 300007, 1, 5, 0);
     ka_prims_plan_release(r), ka_prims_plan_release(s), ka_prims_plan_release(o);
+}
+
+/* The look-back under an adversarial schedule (KA_PRIMS_ADVERSARY=1: groups
+ * wait pseudo-random whiles between taking a tile, publishing its aggregate
+ * and its prefix; tiles of a few elements, so look-backs walk far and meet
+ * unpublished tiles; the epoch wraps every few calls), in the device's layout
+ * (CPUs: three launches, no look-back) and the GPU one: every type,
+ * inclusive, exclusive, in place. Must not hang. */
+static void scan_adversary(void **state) {
+    (void)state;
+    static const size_t asz[] = {0, 1, 2, 127, 128, 129, 1000, 65537, 1000003};
+    setenv("KA_PRIMS_ADVERSARY", "1", 1);
+    for (int gpu = 0; gpu < 2; gpu++) {
+        if (gpu) setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+        for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
+            if (!type_ok(t)) continue;
+            ka_prims_plan *p;
+            ka_status st = ka_prims_plan_create(dev, KA_PRIM_SCAN, t, 1000003, 0, &p);
+            if (st != KA_OK) unsetenv("KA_PRIMS_ADVERSARY"), unsetenv("KA_PRIMS_LAYOUT");
+            KA_OK_OR_FAIL(st);
+            for (size_t i = 0; i < sizeof asz / sizeof asz[0]; i++) {
+                if (asz[i] > 70000 && (t + gpu) % 3) continue; /* the largest size for two types a layout */
+                check_scan(p, t, asz[i], (int)((i + t) & 1), (i + t) % 3 == 0, (uint32_t)(i * 31 + t));
+            }
+            KA_OK_OR_FAIL(ka_prims_plan_release(p));
+        }
+    }
+    unsetenv("KA_PRIMS_ADVERSARY");
+    unsetenv("KA_PRIMS_LAYOUT");
 }
 
 /* The GPU layout (256 work-items, coalesced strided loops, 8 scan elements
@@ -314,7 +509,8 @@ static void big_inputs(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_input),        cmocka_unit_test(reduce_all_types), cmocka_unit_test(reduce_float_tolerance),
-        cmocka_unit_test(reduce_nan),       cmocka_unit_test(scan_all_types),   
+        cmocka_unit_test(reduce_nan),       cmocka_unit_test(scan_all_types),   cmocka_unit_test(scan_adversary),
+        cmocka_unit_test(reduce_user_ops),  cmocka_unit_test(scan_user_ops),    cmocka_unit_test(user_op_errors),
         cmocka_unit_test(many_groups),      cmocka_unit_test(gpu_layout),      cmocka_unit_test(zero_alloc),
         cmocka_unit_test(big_inputs),
     };

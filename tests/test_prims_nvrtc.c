@@ -54,7 +54,8 @@ static void nvrtc_all(void **state) {
                          prelude, tid, user && kinds[k].user_op ? "#define PRIMS_USER_OP(a, b) (a + b)\n"
                                                                  "#define PRIMS_USER_IDENTITY (0)\n" : "",
                          user && kinds[k].user_op ? "#define PRIMS_USER_MAP(x) (test_sq(x))\n" : "",
-                         user && kinds[k].predicate ? "#define PRIMS_USER_PREDICATE(x) (x > 0)\n" : "",
+                         user && kinds[k].predicate ? "#define PRIMS_USER_PREDICATE(x) (x > 0)\n"
+                         : user ? "#define PRIMS_ADVERSARY 1\n" : "", /* scan's test delays */
                          ka__prims_src_common, ka__prims_src_ops, kinds[k].src);
                 const char *opts[] = {"-std=c++17", "-arch=compute_75", incl, "-DKA_SUBGROUP_SIZE=32"};
                 if (__lsan_disable) __lsan_disable(); /* NVRTC's own allocations are not the test's */

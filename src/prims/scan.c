@@ -1,18 +1,66 @@
-/* ka_scan: the checks, then three launches (tile sums, their scan, the
- * tiles scanned with their carry), the caller's event on the last. Nothing
+/* ka_scan: the checks, then the launches (src_scan.h), the caller's event on
+ * the last. GPU layout: one launch of the look-back scan, a work-group per
+ * tile; nothing is reset from the host between calls (the kernel's last group
+ * does it on the device). CPU layout: three barrier-free launches. Nothing
  * here allocates. */
 #include "prims.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "src_scan.h"
 
-static const char *const kernels[] = {"kaprims_scan1", "kaprims_scan2", "kaprims_scan3", NULL};
+static const char *const kernels[] = {"kaprims_scan", "kaprims_scan1", "kaprims_scan2", "kaprims_scan3", NULL};
 
-/* One partial per group; on CPUs one per work-item. */
-static ka_status alloc(ka_prims_plan *p) {
-    return ka__plan_scratch(p, 0, p->max_groups * (p->contig ? p->wg : 1) * p->esize, "partials");
+/* The GPU layout's elements per work-item of a tile, K (the CPU layout keeps
+ * the plan's): 16 of 4 bytes (16 loads in flight a work-item, and half as
+ * many tiles to look back over as with 8), 8 of 8 bytes (the tile's local
+ * memory still lets 8 groups share a multiprocessor). KA_PRIMS_SCAN_K
+ * (1..32) overrides, for tuning; KA_PRIMS_ADVERSARY=1 (tests) adds the delays
+ * of src_scan.h and tiles of WG elements, so look-backs walk far. */
+static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
+    (void)d;
+    uint32_t k = p->contig ? p->tile / p->wg : p->esize == 4 ? 16 : 8;
+    const char *adv = getenv("KA_PRIMS_ADVERSARY");
+    int adversary = adv && !strcmp(adv, "1");
+    if (adversary && !p->contig) k = 1;
+    const char *env = getenv("KA_PRIMS_SCAN_K");
+    if (!p->contig && env && atoi(env) > 0 && atoi(env) <= 32) k = (uint32_t)atoi(env);
+    p->tile = p->wg * k;
+    if (ka__cdiv(p->max_n, p->tile) >= 0xffffffffu)
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_prims_plan_create: scan of %zu elements: more than 2^32 tiles of %u",
+                        p->max_n, p->tile);
+    if (adversary) {
+        size_t n = strlen(p->defs);
+        snprintf(p->defs + n, sizeof p->defs - n, "#define PRIMS_ADVERSARY 1\n");
+    }
+    return KA_OK;
 }
 
-const ka__prim_impl ka__prim_scan = {KA_PRIM_SCAN, "scan", ka__prims_src_scan, kernels, NULL, alloc};
+static uint64_t status_tiles(const ka_prims_plan *p) {
+    uint64_t m = ka__cdiv(p->max_n, p->tile);
+    return m + (m & 1);
+}
+
+/* GPU layout: b[0] the control words {tickets, groups done, epoch}, b[1] the
+ * status of M tiles (M even): packed, 8 bytes a tile, or a flag word and two
+ * values; both start zeroed (epoch 0, no flag published). CPU layout: b[2]
+ * one partial per work-item. */
+static ka_status alloc(ka_prims_plan *p) {
+    if (p->contig) return ka__plan_scratch(p, 2, p->max_groups * p->wg * p->esize, "partials");
+    uint64_t m = status_tiles(p);
+    ka_status st = ka_buffer_create_zeroed(p->dev, 16, &p->b[0]);
+    if (st == KA_OK) st = ka_buffer_create_zeroed(p->dev, (size_t)m * (4 + 2 * 8), &p->b[1]);
+    if (st != KA_OK) {
+        char d[256];
+        snprintf(d, sizeof d, "%s", ka_last_error());
+        return ka__fail(st, "ka_prims_plan_create: scan status of %llu tiles: %s", (unsigned long long)m, d);
+    }
+    return KA_OK;
+}
+
+const ka__prim_impl ka__prim_scan = {KA_PRIM_SCAN, "scan", ka__prims_src_scan, kernels, setup, alloc};
 
 ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in, size_t in_offset,
                   size_t n, int exclusive, ka_event *ev) {
@@ -28,17 +76,22 @@ ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_off
     /* In place is fine; a shifted overlap would read what the scan already wrote. */
     if (n && in.id == out.id && ii != oi && ii < oi + n && oi < ii + n)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: in and out overlap at different offsets", fn);
-    uint64_t g0 = ka__cdiv(n, p->tile);
-    if (g0 > p->max_groups) g0 = p->max_groups;
-    uint64_t c = n ? ka__cdiv(ka__cdiv(n, g0), p->tile) * p->tile : p->tile; /* a whole number of tiles per group */
-    uint64_t g = ka__cdiv(n, c);
-    ka_arg a1[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(p->b[0]), ka_arg_u64(n), ka_arg_u64(c)};
-    ka_arg a2[] = {ka_arg_buffer(p->b[0]), ka_arg_u64(p->contig ? g * p->wg : g)}; /* CPU: a partial per work-item */
-    ka_arg a3[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(out), ka_arg_u64(oi), ka_arg_buffer(p->b[0]),
-                   ka_arg_u64(n), ka_arg_u64(c), ka_arg_u32(exclusive ? 1 : 0)};
-    if (n == 0) return ka__prims_launch(q, p->k[2], 0, p->wg, a3, 8, ev); /* a zero range: a complete event */
-    if ((st = ka__prims_launch(q, p->k[0], g, p->wg, a1, 5, NULL)) != KA_OK) return st;
-    if ((st = ka__prims_launch(q, p->k[1], 1, p->wg, a2, 2, NULL)) != KA_OK) return st;
-    return ka__prims_launch(q, p->k[2], g, p->wg, a3, 8, ev);
+    if (p->contig) {
+        uint64_t g0 = ka__cdiv(n, p->tile);
+        if (g0 > p->max_groups) g0 = p->max_groups;
+        uint64_t c = n ? ka__cdiv(ka__cdiv(n, g0), p->tile) * p->tile : p->tile; /* whole tiles per group */
+        uint64_t g = ka__cdiv(n, c);
+        ka_arg a1[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(p->b[2]), ka_arg_u64(n), ka_arg_u64(c)};
+        ka_arg a2[] = {ka_arg_buffer(p->b[2]), ka_arg_u64(g * p->wg)};
+        ka_arg a3[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(out), ka_arg_u64(oi), ka_arg_buffer(p->b[2]),
+                       ka_arg_u64(n), ka_arg_u64(c), ka_arg_u32(exclusive ? 1 : 0)};
+        if (n == 0) return ka__prims_launch(q, p->k[3], 0, p->wg, a3, 8, ev); /* a zero range: a complete event */
+        if ((st = ka__prims_launch(q, p->k[1], g, p->wg, a1, 5, NULL)) != KA_OK) return st;
+        if ((st = ka__prims_launch(q, p->k[2], 1, p->wg, a2, 2, NULL)) != KA_OK) return st;
+        return ka__prims_launch(q, p->k[3], g, p->wg, a3, 8, ev);
+    }
+    ka_arg a[] = {ka_arg_buffer(in), ka_arg_u64(ii),        ka_arg_buffer(out), ka_arg_u64(oi),
+                  ka_arg_buffer(p->b[0]), ka_arg_buffer(p->b[1]), ka_arg_u64(status_tiles(p)), ka_arg_u64(n),
+                  ka_arg_u32(exclusive ? 1 : 0)};
+    return ka__prims_launch(q, p->k[0], ka__cdiv(n, p->tile), p->wg, a, 9, ev); /* n = 0: a complete event */
 }
-

@@ -44,8 +44,21 @@ static const char ka__prims_src_common[] =
 /* min and max propagate NaN: a NaN operand wins (a != a only for NaN). */
 "#define MINOP(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))\n"
 "#define MAXOP(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))\n"
-"KA_DEVICE_FN T prims_op(T a, T b, uint op) { return op == 0u ? ADD(a, b) : op == 1u ? MINOP(a, b) : MAXOP(a, b); }\n"
-"KA_DEVICE_FN T prims_identity(uint op) { return op == 0u ? (T)0 : op == 1u ? T_HIGH : T_LOW; }\n"
+/* The user's operator, identity and map are defined after the user's source
+ * (ka__prims_src_ops); declared here so the helpers below can call them. */
+"#ifdef PRIMS_USER_OP\n"
+"KA_DEVICE_FN T prims_user_op(T a, T b);\n"
+"KA_DEVICE_FN T prims_user_identity(void);\n"
+"#define PRIMS_UOP(a, b) prims_user_op(a, b)\n#define PRIMS_UID prims_user_identity()\n"
+"#else\n"
+"#define PRIMS_UOP(a, b) ADD(a, b)\n#define PRIMS_UID ((T)0)\n"
+"#endif\n"
+"KA_DEVICE_FN T prims_user_map(T x);\n"
+/* op: 0 sum, 1 min, 2 max, 3 the plan's operator (sum on plans without). */
+"KA_DEVICE_FN T prims_op(T a, T b, uint op) {\n"
+"    return op == 0u ? ADD(a, b) : op == 1u ? MINOP(a, b) : op == 2u ? MAXOP(a, b) : PRIMS_UOP(a, b);\n"
+"}\n"
+"KA_DEVICE_FN T prims_identity(uint op) { return op == 0u ? (T)0 : op == 1u ? T_HIGH : op == 2u ? T_LOW : PRIMS_UID; }\n"
 /* The elements [lo, hi) a work-item of rank r among S visits: *b, *e, *step. */
 "KA_DEVICE_FN void prims_span(ulong lo, ulong hi, ulong r, ulong S, ulong *b, ulong *e, ulong *step) {\n"
 "#if CONTIG\n"
@@ -64,10 +77,10 @@ static const char ka__prims_src_common[] =
 "    prims_span(lo, hi, r, S, &i, &e, &st);\n"
 "    T a0 = prims_identity(op), a1 = a0, a2 = a0, a3 = a0;\n"
 "    for (; e >= 3 * st && i < e - 3 * st; i += 4 * st) {\n"
-"        a0 = prims_op(a0, in[i], op); a1 = prims_op(a1, in[i + st], op);\n"
-"        a2 = prims_op(a2, in[i + 2 * st], op); a3 = prims_op(a3, in[i + 3 * st], op);\n"
+"        a0 = prims_op(a0, prims_user_map(in[i]), op); a1 = prims_op(a1, prims_user_map(in[i + st]), op);\n"
+"        a2 = prims_op(a2, prims_user_map(in[i + 2 * st]), op); a3 = prims_op(a3, prims_user_map(in[i + 3 * st]), op);\n"
 "    }\n"
-"    for (; i < e; i += st) a0 = prims_op(a0, in[i], op);\n"
+"    for (; i < e; i += st) a0 = prims_op(a0, prims_user_map(in[i]), op);\n"
 "    return prims_op(prims_op(a0, a1, op), prims_op(a2, a3, op), op);\n"
 "}\n"
 /* Tree reduction of s[0..WG) into s[0]; every work-item takes part. */
@@ -88,9 +101,12 @@ static const char ka__prims_src_common[] =
 "KA_DEVICE_FN T prims_reduce_items_op(KA_GLOBAL const T *in, ulong lo, ulong hi, ulong r, ulong S, uint op) {\n"
 "    if (op == 0u) return prims_reduce_items(in, lo, hi, r, S, 0u);\n"
 "    if (op == 1u) return prims_reduce_items(in, lo, hi, r, S, 1u);\n"
+"#ifdef PRIMS_USER_OP\n"
+"    if (op == 3u) return prims_reduce_items(in, lo, hi, r, S, 3u);\n"
+"#endif\n"
 "    return prims_reduce_items(in, lo, hi, r, S, 2u);\n"
 "}\n"
-/* ---- scan: reduce, then scan of the partials, then scan with carries ---- */
+/* ---- scans: tiles in local memory, work-group scans ---- */
 /* Tiles of WG*K elements sit in local memory with one skip every 32, so the
  * K consecutive ones of a work-item fall in different banks (GPUs). */
 "#define SKEW(i) ((i) + ((i) >> 5))\n"
@@ -101,7 +117,7 @@ static const char ka__prims_src_common[] =
  * sums from local memory (2 barriers); elsewhere (PoCL 3.1 has no
  * sub-groups): Hillis-Steele in local memory, ping-pong (log2 WG barriers). */
 "#if defined(KA_CUDA) && defined(KA_HAS_SUBGROUP_SHUFFLE) && KA_SUBGROUP_SIZE == 32 && WG % 32 == 0 && !defined(KA_PRIMS_NO_SUBGROUPS)\n"
-"#define PRIMS_GROUP_SCAN(NAME, TT, ADDF)                                       \\\n"
+"#define PRIMS_GROUP_SCAN_ID(NAME, TT, ADDF, IDV)                               \\\n"
 "KA_DEVICE_FN TT NAME(TT v, uint lid, KA_LOCAL_PTR(TT) sc, TT *total) {         \\\n"
 "    uint lane = lid & 31u, w = lid >> 5;                                       \\\n"
 "    TT x = v;                                                                  \\\n"
@@ -110,10 +126,10 @@ static const char ka__prims_src_common[] =
 "        if (lane >= o) x = ADDF(t, x);                                         \\\n"
 "    }                                                                          \\\n"
 "    TT ex = ka_subgroup_shuffle_up(x, 1u);                                     \\\n"
-"    if (lane == 0u) ex = (TT)0;                                                \\\n"
+"    if (lane == 0u) ex = IDV;                                                  \\\n"
 "    if (lane == 31u) sc[w] = x;                                                \\\n"
 "    ka_barrier_local();                                                        \\\n"
-"    TT pre = (TT)0, tot = (TT)0;                                               \\\n"
+"    TT pre = IDV, tot = IDV;                                                   \\\n"
 "    for (uint j = 0; j < WG / 32u; j++) {                                      \\\n"
 "        TT y = sc[j];                                                          \\\n"
 "        if (j < w) pre = ADDF(pre, y);                                         \\\n"
@@ -124,7 +140,7 @@ static const char ka__prims_src_common[] =
 "    return ADDF(pre, ex);                                                      \\\n"
 "}\n"
 "#else\n"
-"#define PRIMS_GROUP_SCAN(NAME, TT, ADDF)                                       \\\n"
+"#define PRIMS_GROUP_SCAN_ID(NAME, TT, ADDF, IDV)                               \\\n"
 "KA_DEVICE_FN TT NAME(TT v, uint lid, KA_LOCAL_PTR(TT) sc, TT *total) {         \\\n"
 "    uint cur = 0;                                                              \\\n"
 "    sc[lid] = v;                                                               \\\n"
@@ -136,18 +152,19 @@ static const char ka__prims_src_common[] =
 "        cur ^= 1u;                                                             \\\n"
 "        ka_barrier_local();                                                    \\\n"
 "    }                                                                          \\\n"
-"    TT ex = lid ? sc[cur * WG + lid - 1u] : (TT)0;                             \\\n"
+"    TT ex = lid ? sc[cur * WG + lid - 1u] : IDV;                               \\\n"
 "    *total = sc[cur * WG + WG - 1u];                                           \\\n"
 "    ka_barrier_local();                                                        \\\n"
 "    return ex;                                                                 \\\n"
 "}\n"
 "#endif\n"
-/* A work-group's scan of one tile in buf (padding beyond the data holds 0)
+"#define PRIMS_GROUP_SCAN(NAME, TT, ADDF) PRIMS_GROUP_SCAN_ID(NAME, TT, ADDF, (TT)0)\n"
+/* A work-group's scan of one tile in buf (padding beyond the data holds IDV)
  * with carry added: exclusive or inclusive, in place. Returns the tile's
  * total. tot holds 2*WG values. Ends with a barrier. */
-"#define PRIMS_TILE_SCAN(NAME, TT, ADDF, GSCAN)                                 \\\n"
+"#define PRIMS_TILE_SCAN_ID(NAME, TT, ADDF, GSCAN, IDV)                         \\\n"
 "KA_DEVICE_FN TT NAME(KA_LOCAL_PTR(TT) buf, KA_LOCAL_PTR(TT) tot, uint lid, TT carry, uint excl) {\\\n"
-"    TT s = (TT)0, total;                                                       \\\n"
+"    TT s = IDV, total;                                                         \\\n"
 "    for (uint j = 0; j < K; j++) s = ADDF(s, buf[SKEW(lid * K + j)]);          \\\n"
 "    TT pre = ADDF(carry, GSCAN(s, lid, tot, &total));                          \\\n"
 "    for (uint j = 0; j < K; j++) {                                             \\\n"
@@ -159,20 +176,21 @@ static const char ka__prims_src_common[] =
 "    ka_barrier_local();                                                        \\\n"
 "    return total;                                                              \\\n"
 "}\n"
+"#define PRIMS_TILE_SCAN(NAME, TT, ADDF, GSCAN) PRIMS_TILE_SCAN_ID(NAME, TT, ADDF, GSCAN, (TT)0)\n"
 "#define ADDU(a, b) ((a) + (b))\n"
 "PRIMS_GROUP_SCAN(prims_group_scan, T, ADD)\n"
 "PRIMS_GROUP_SCAN(prims_group_scan_ul, ulong, ADDU)\n"
 "PRIMS_TILE_SCAN(prims_tile_scan, T, ADD, prims_group_scan)\n"
 "PRIMS_TILE_SCAN(prims_tile_scan_ul, ulong, ADDU, prims_group_scan_ul)\n"
 /* The scan of in[lo, hi) into out with carry-in c, tile by tile, by one group. */
-"#define PRIMS_RANGE_SCAN(NAME, TT, TILEF, ADDF)                                \\\n"
+"#define PRIMS_RANGE_SCAN_ID(NAME, TT, TILEF, ADDF, IDV)                        \\\n"
 "KA_DEVICE_FN void NAME(KA_GLOBAL const TT *in, KA_GLOBAL TT *out, ulong lo, ulong hi, TT c, uint excl, \\\n"
 "                       KA_LOCAL_PTR(TT) buf, KA_LOCAL_PTR(TT) tot) {            \\\n"
 "    uint lid = (uint)ka_local_id(0);                                           \\\n"
 "    for (ulong base = lo; base < hi; base += TILE) {                           \\\n"
 "        for (uint j = 0; j < K; j++) {                                         \\\n"
 "            uint t = j * WG + lid; ulong i = base + t;                         \\\n"
-"            buf[SKEW(t)] = i < hi ? in[i] : (TT)0;                             \\\n"
+"            buf[SKEW(t)] = i < hi ? in[i] : IDV;                               \\\n"
 "        }                                                                      \\\n"
 "        ka_barrier_local();                                                    \\\n"
 "        TT total = TILEF(buf, tot, lid, c, excl);                              \\\n"
@@ -184,6 +202,7 @@ static const char ka__prims_src_common[] =
 "        ka_barrier_local();                                                    \\\n"
 "    }                                                                          \\\n"
 "}\n"
+"#define PRIMS_RANGE_SCAN(NAME, TT, TILEF, ADDF) PRIMS_RANGE_SCAN_ID(NAME, TT, TILEF, ADDF, (TT)0)\n"
 "PRIMS_RANGE_SCAN(prims_range_scan, T, prims_tile_scan, ADD)\n"
 "PRIMS_RANGE_SCAN(prims_range_scan_ul, ulong, prims_tile_scan_ul, ADDU)\n";
 #endif
