@@ -11,6 +11,8 @@
 #include "../src/prims/src_reduce.h"
 #include "../src/prims/src_scan.h"
 #include "../src/prims/src_sort.h"
+#include "../src/prims/src_select.h"
+#include "../src/prims/src_histogram.h"
 
 /* Each primitive's kernels, and the user parts its desc may carry. */
 static const struct {
@@ -20,6 +22,9 @@ static const struct {
     {"reduce", ka__prims_src_reduce, 1, 0},
     {"scan", ka__prims_src_scan, 1, 0},
     {"sort", ka__prims_src_sort, 0, 0},
+    {"select", ka__prims_src_select, 0, 1},
+    {"histogram", ka__prims_src_histogram, 0, 0},
+    {"histogram, global atomics", "#define HB 5000u\n#define HIST_GLOBAL 1\n" KA__PRIMS_SRC_HISTOGRAM, 0, 0},
 };
 
 extern void __lsan_disable(void) __attribute__((weak));
