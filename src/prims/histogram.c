@@ -27,7 +27,9 @@ static int hist_global(const ka_prims_plan *p) {
 }
 
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
-    if (d->bins == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: a histogram plan needs bins >= 1");
+    if (d->bins == 0 || d->bins > (1u << 31))
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: a histogram plan needs 1 <= bins <= 2^31 (bins %u)",
+                        d->bins);
     size_t n = strlen(p->defs);
     snprintf(p->defs + n, sizeof p->defs - n, "#define HB %uu\n%s", d->bins,
              hist_global(p) ? "#define HIST_GLOBAL 1\n" : "");
@@ -55,7 +57,8 @@ const ka__prim_impl ka__prim_histogram = {KA_PRIM_HISTOGRAM, "histogram", ka__pr
                                           alloc};
 
 /* The bounds as the kernels take them: lo and hi in the sample type, R =
- * hi - lo (integers), the scale bins / (hi - lo) (float; double for f64). */
+ * hi - lo (integers), the scale bins / (hi - lo) (float; double for f64;
+ * 32-bit integers: the fixed-point terms of src_histogram.h). */
 static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_arg *lo, ka_arg *hi, uint64_t *R,
                         ka_arg *s, const char *fn) {
     if (isnan(lower) || isnan(upper) || isinf(lower) || isinf(upper) || !(lower < upper))
@@ -95,7 +98,20 @@ static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_a
          : p->dtype == KA_DTYPE_U32 ? (uint64_t)(hi->u.u32 - lo->u.u32)
          : p->dtype == KA_DTYPE_I64 ? (uint64_t)hi->u.i64 - (uint64_t)lo->u.i64
                                     : hi->u.u64 - lo->u.u64;
-    *s = ka_arg_f32((float)(b / (double)*R));
+    if (p->esize == 8) {
+        *s = ka_arg_f32((float)(b / (double)*R));
+        return KA_OK;
+    }
+    /* 32-bit: bins / R in R's high word, and M = ceil(2^64 * (bins % R) / R)
+     * by long division (R < 2^32, so the remainder's doubling fits). */
+    uint64_t r = p->bins % *R, m = 0;
+    for (int i = 0; i < 64; i++) {
+        r <<= 1;
+        m = m << 1 | (r >= *R);
+        if (r >= *R) r -= *R;
+    }
+    *s = ka_arg_u64(m + (r != 0));
+    *R |= (uint64_t)(p->bins / *R) << 32;
     return KA_OK;
 }
 
@@ -117,18 +133,19 @@ ka_status ka_histogram(ka_queue q, ka_prims_plan *plan, ka_buffer counts, size_t
     uint64_t R;
     if ((st = bounds(p, lower, upper, &lo, &hi, &R, &s, fn)) != KA_OK) return st;
     int global = hist_global(p), priv = p->contig && !global;
-    uint64_t zg = ka__cdiv(p->bins, p->wg);
+    uint32_t zw = p->wg < 64 ? 64 : p->wg; /* the zeroing and the sum: any group size */
+    uint64_t zg = ka__cdiv(p->bins, zw);
     ka_arg a0[] = {ka_arg_buffer(counts), ka_arg_u64(ci)};
-    if (n == 0) return ka__prims_launch(q, p->k[0], zg, p->wg, a0, 2, ev);
+    if (n == 0) return ka__prims_launch(q, p->k[0], zg, zw, a0, 2, ev);
     uint64_t g = ka__cdiv(n, group_min(p));
     if (g > p->max_groups) g = p->max_groups;
     uint64_t c = ka__cdiv(n, g);
     ka_buffer part = priv ? p->b[0] : counts; /* read only by the CPU's private variant */
     ka_arg a1[] = {ka_arg_buffer(in), ka_arg_u64(ii), ka_arg_buffer(counts), ka_arg_u64(ci), ka_arg_buffer(part),
                    ka_arg_u64(n), ka_arg_u64(c), lo, hi, ka_arg_u64(R), s};
-    if (!priv && (st = ka__prims_launch(q, p->k[0], zg, p->wg, a0, 2, NULL)) != KA_OK) return st;
+    if (!priv && (st = ka__prims_launch(q, p->k[0], zg, zw, a0, 2, NULL)) != KA_OK) return st;
     if ((st = ka__prims_launch(q, p->k[1], g, p->wg, a1, 11, priv ? NULL : ev)) != KA_OK) return st;
     if (!priv) return KA_OK;
     ka_arg a2[] = {ka_arg_buffer(p->b[0]), ka_arg_u64(g * p->wg), ka_arg_buffer(counts), ka_arg_u64(ci)};
-    return ka__prims_launch(q, p->k[2], zg, p->wg, a2, 4, ev);
+    return ka__prims_launch(q, p->k[2], zg, zw, a2, 4, ev);
 }

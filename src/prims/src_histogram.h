@@ -6,33 +6,34 @@
 #define KA__PRIMS_SRC_HISTOGRAM                                                                                 \
 "#ifndef HB\n#define HB 256u\n#endif\n"                                                                        \
 /* ST: the type of the scale (bins / (upper - lower)): float, double for     \
- * double samples. */                                                                                          \
-"#if TID == 6\n#define ST double\n#else\n#define ST float\n#endif\n"                                          \
+ * double samples; 32-bit integers: a 64-bit fraction (below). */                                                                                          \
+"#if TID == 6\n#define ST double\n#elif TID == 1 || TID == 2\n#define ST ulong\n#else\n#define ST float\n#endif\n"                                          \
 /* The bin of x, HIST_NONE outside [lo, hi) (NaN too). Floats: (x - lo) * s \
  * in the type, truncated, the last bin for what rounds to bins. Integers:  \
- * floor((x - lo) * HB / R) exactly (R = hi - lo): an estimate in float,    \
- * then corrected against the exact products, so it is that bin for every  \
- * x whatever the rounding of the estimate. */                                                                 \
+ * floor((x - lo) * HB / R) exactly (R = hi - lo); x is inside when x - lo, \
+ * unsigned, is below R. Computed for every x, then masked (HIST_NONE is all \
+ * ones): no branch on the range, which random samples would mispredict on  \
+ * CPUs. */                                                                 \
 "#define HIST_NONE 0xffffffffu\n"                                                                              \
 "#ifdef T_FLOAT\n"                                                                                             \
 "KA_DEVICE_FN uint hist_bin(T x, T lo, T hi, ulong R, ST s) {\n"                                               \
 "    (void)R;\n"                                                                                               \
-"    if (!(x >= lo && x < hi)) return HIST_NONE;\n"                                                            \
-"    T v = (x - lo) * s;\n"                                                                                    \
-"    uint b = v < (T)HB ? (uint)v : HB - 1u;\n"                                                                \
-"    return b < HB ? b : HB - 1u;\n"                                                                           \
+"    T v = fmin(fmax((x - lo) * s, (T)0), (T)HB);\n"                                                          \
+"    uint b = (uint)v;\n"                                                                                      \
+"    b = b < HB ? b : HB - 1u;\n"                                                                              \
+"    return b | ((uint)((x >= lo) & (x < hi)) - 1u);\n"                                                        \
 "}\n"                                                                                                          \
 "#elif TID == 1 || TID == 2\n"                                                                                 \
-"KA_DEVICE_FN uint hist_bin(T x, T lo, T hi, ulong R, ST s) {\n"                                               \
-"    if (!(x >= lo && x < hi)) return HIST_NONE;\n"                                                            \
-"    uint d = (uint)x - (uint)lo;\n"                                                                           \
-"    float v = (float)d * s;\n"                                                                                \
-"    uint b = v < (float)HB ? (uint)v : HB - 1u;\n"                                                            \
-"    if (b >= HB) b = HB - 1u;\n"                                                                              \
-"    ulong P = (ulong)d * HB;\n"                                                                               \
-"    while (b > 0u && (ulong)b * R > P) b--;\n"                                                                \
-"    while (b + 1u < HB && (ulong)(b + 1u) * R <= P) b++;\n"                                                   \
-"    return b;\n"                                                                                              \
+/* 32-bit integers: floor(d * HB / R) = d * (HB / R) + floor(d * (HB % R) / \
+ * R), the second term mul_hi(d, M) with M = ceil(2^64 * (HB % R) / R)      \
+ * (exact for d < 2^32: the rounding of M adds under 2^-32, less than the   \
+ * 1 / R to the next integer). The plan passes HB / R in R's high word and \
+ * M as the scale's bits. */                                                                                   \
+"KA_DEVICE_FN uint hist_bin(T x, T lo, T hi, ulong R, ulong s) {\n"                                           \
+"    (void)hi;\n"                                                                                              \
+"    ulong d = (ulong)((uint)x - (uint)lo);\n"                                                                 \
+"    uint b = (uint)(d * (R >> 32) + mul_hi(d, s));\n"                                                         \
+"    return b | ((uint)(d < (R & 0xffffffffUL)) - 1u);\n"                                                           \
 "}\n"                                                                                                          \
 "#else\n"                                                                                                      \
 /* 128-bit products as (high, low) words: a * b <= (ph, pl). */                                                \
@@ -40,6 +41,8 @@
 "    ulong h = mul_hi(a, b), l = a * b;\n"                                                                     \
 "    return h < ph || (h == ph && l <= pl);\n"                                                                 \
 "}\n"                                                                                                          \
+/* 64-bit integers: an estimate in float, then corrected against the exact \
+ * products, so it is that bin whatever the rounding of the estimate. */                                      \
 "KA_DEVICE_FN uint hist_bin(T x, T lo, T hi, ulong R, ST s) {\n"                                               \
 "    if (!(x >= lo && x < hi)) return HIST_NONE;\n"                                                            \
 "    ulong d = (ulong)x - (ulong)lo;\n"                                                                        \

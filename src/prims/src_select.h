@@ -23,8 +23,8 @@ static const char ka__prims_src_select[] =
 /* CPUs: no barriers, as an OpenMP compaction does per thread. Each
  * work-item owns a contiguous run of its group's chunk: prep counts its kept
  * elements into part[w], the scan makes them inclusive, move copies the
- * run's kept elements from the end of the previous work-item's, and the last
- * work-item writes the total. */
+ * run's kept elements to [part[w - 1], part[w]), and the last work-item
+ * writes the total. */
 "KA_KERNEL(kaprims_sel_prep, KA_CONST(T) in, ulong io, KA_CONST(uchar) fl, ulong fo, KA_GLOBAL ulong *part, ulong n,\n"
 "          ulong C) {\n"
 "    in += io;\n"
@@ -43,14 +43,16 @@ static const char ka__prims_src_select[] =
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), w = g * WG + lid, lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n, i, e, st;\n"
 "    prims_span(lo, hi, lid, WG, &i, &e, &st);\n"
-"    ulong o = w ? part[w - 1] : 0UL;\n"
-"    for (; i < e; i++) {\n"
-"        T x;\n"
-"        int k;\n"
-"        SEL_LOAD(i, x, k);\n"
-"        if (k) out[o++] = x;\n"
+"    ulong o = w ? part[w - 1] : 0UL, oe = part[w];\n"
+/* Every element is stored and the place advances past the kept ones only:
+ * no branch to mispredict. The place stays inside this work-item's part of
+ * out, [o, oe): the loop ends when the last kept one is in. */
+"    for (; i < e && o < oe; i++) {\n"
+"        T x = in[i];\n"
+"        out[o] = x;\n"
+"        o += SEL_TEST(i) ? 1UL : 0UL;\n"
 "    }\n"
-"    if (w == ka_num_groups(0) * WG - 1) cnt[co] = o;\n"
+"    if (w == ka_num_groups(0) * WG - 1) cnt[co] = oe;\n"
 "}\n"
 "#else\n"
 /* GPUs: one pass, decoupled look-back. Each group takes the next tile id
