@@ -25,14 +25,15 @@
 "}\n"                                                                                                          \
 "#elif TID == 1 || TID == 2\n"                                                                                 \
 /* 32-bit integers: floor(d * HB / R) = d * (HB / R) + floor(d * (HB % R) / \
- * R), the second term mul_hi(d, M) with M = ceil(2^64 * (HB % R) / R)      \
+ * R), the second term the high word of d * M, M = ceil(2^64 * (HB % R) / R)\
  * (exact for d < 2^32: the rounding of M adds under 2^-32, less than the   \
- * 1 / R to the next integer). The plan passes HB / R in R's high word and \
- * M as the scale's bits. */                                                                                   \
+ * 1 / R to the next integer), from two 32 x 32-bit products (d < 2^32). \
+ * The plan passes HB / R in R's high word and M as the scale. */                                                                                   \
 "KA_DEVICE_FN uint hist_bin(T x, T lo, T hi, ulong R, ulong s) {\n"                                           \
 "    (void)hi;\n"                                                                                              \
 "    ulong d = (ulong)((uint)x - (uint)lo);\n"                                                                 \
-"    uint b = (uint)(d * (R >> 32) + mul_hi(d, s));\n"                                                         \
+"    ulong t = d * (s & 0xffffffffUL), u = d * (s >> 32) + (t >> 32);\n"                                       \
+"    uint b = (uint)(d * (R >> 32) + (u >> 32));\n"                                                         \
 "    return b | ((uint)(d < (R & 0xffffffffUL)) - 1u);\n"                                                           \
 "}\n"                                                                                                          \
 "#else\n"                                                                                                      \
