@@ -98,7 +98,9 @@ static void check_select(ka_prims_plan *p, ka_dtype t, size_t n, int pred, int p
     free(h), free(want), free(got), free(fl);
 }
 
-static const size_t sel_sizes[] = {0, 1, 2, 63, 64, 65, 1023, 1024, 1025, 2047, 2048, 2049, 100000, 1000003};
+/* Around a CPU work-group's 1024 elements and the GPU tiles (256 x 12 and x 16). */
+static const size_t sel_sizes[] = {0,    1,    2,    63,   64,   65,   1023, 1024,  1025,   2049,
+                                   3071, 3072, 3073, 4095, 4096, 4097, 8193, 100000, 1000003};
 #define NSEL (sizeof sel_sizes / sizeof sel_sizes[0])
 
 static void select_all_types(void **state) {
@@ -145,6 +147,19 @@ static void select_layouts(void **state) {
             check_select(c, KA_DTYPE_I64, sel_sizes[i], PRED_GT3, FL_ZERO, 0, (uint32_t)i + 9);
         }
         ka_prims_plan_release(a), ka_prims_plan_release(b), ka_prims_plan_release(c);
+    }
+    /* The GPU layout's tile at its extremes: 1 and 32 elements a work-item. */
+    static const char *ks[] = {"1", "32"};
+    for (int v = 0; v < 2; v++) {
+        setenv("KA_PRIMS_LAYOUT", "gpu", 1), setenv("KA_PRIMS_SELECT_K", ks[v], 1);
+        ka_prims_plan *a = select_plan(KA_DTYPE_I32, 100000, PRED_NONE), *b = select_plan(KA_DTYPE_U64, 100000, PRED_ODD);
+        unsetenv("KA_PRIMS_LAYOUT"), unsetenv("KA_PRIMS_SELECT_K");
+        static const size_t ns[] = {0, 1, 255, 256, 257, 8191, 8192, 8193, 100000};
+        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+            check_select(a, KA_DTYPE_I32, ns[i], PRED_NONE, FL_RANDOM, i % 2, (uint32_t)i);
+            check_select(b, KA_DTYPE_U64, ns[i], PRED_ODD, FL_ZERO, 0, (uint32_t)i + 1);
+        }
+        ka_prims_plan_release(a), ka_prims_plan_release(b);
     }
 }
 

@@ -5,18 +5,27 @@
  * (GPUs) or the per-work-item counts (CPUs). */
 #include "prims.h"
 
+#include <stdlib.h>
+
 #include "src_select.h"
 
 static const char *const kernels[] = {"kaprims_sel_prep", "kaprims_sel_scan", "kaprims_sel_move", NULL};
 
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     (void)d;
-    /* The look-back's states are 64-bit words read and written atomically;
-     * the tile's elements sit in a 32-bit mask per work-item. */
-    if (!p->contig && !p->di->has_atomic64)
+    if (p->contig) return KA_OK;
+    /* The look-back's states are 64-bit words read and written atomically. */
+    if (!p->di->has_atomic64)
         return ka__fail(KA_ERR_UNSUPPORTED, "ka_prims_plan_create: select needs 64-bit atomics, which %s lacks",
                         p->di->name);
-    if (!p->contig && p->tile / p->wg > 32) p->tile = p->wg * 32;
+    /* Larger tiles than a scan's, as CUB's select takes: the look-back and
+     * the barriers are paid once a tile. KA_PRIMS_SELECT_K (1 to 32: a
+     * work-item's kept elements are a 32-bit mask) sets the elements per
+     * work-item, for tuning. */
+    uint32_t k = p->esize == 4 ? 16 : 12;
+    const char *e = getenv("KA_PRIMS_SELECT_K");
+    if (e && atoi(e) >= 1 && atoi(e) <= 32) k = (uint32_t)atoi(e);
+    p->tile = p->wg * k;
     return KA_OK;
 }
 
