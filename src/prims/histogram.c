@@ -28,8 +28,8 @@ static int hist_global(const ka_prims_plan *p) {
 
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     if (d->bins == 0 || d->bins > (1u << 31))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_prims_plan_create: a histogram plan needs 1 <= bins <= 2^31 (bins %u)",
-                        d->bins);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT,
+                        "ka_prims_plan_create: a histogram plan needs 1 <= bins <= 2^31 (bins %u)", d->bins);
     size_t n = strlen(p->defs);
     snprintf(p->defs + n, sizeof p->defs - n, "#define HB %uu\n%s", d->bins,
              hist_global(p) ? "#define HIST_GLOBAL 1\n" : "");
@@ -49,7 +49,8 @@ static ka_status alloc(ka_prims_plan *p) {
     uint64_t gm = ka__cdiv(p->max_n, group_min(p));
     if (p->max_groups > gm) p->max_groups = gm; /* no call uses more */
     uint64_t w = p->max_groups * p->wg;
-    if (w > SIZE_MAX / 4 / p->bins) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_prims_plan_create: %u bins too many", p->bins);
+    if (w > SIZE_MAX / 4 / p->bins)
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_prims_plan_create: %u bins too many", p->bins);
     return ka__plan_scratch(p, 0, w * p->bins * 4, "per-work-item histograms");
 }
 
@@ -62,7 +63,8 @@ const ka__prim_impl ka__prim_histogram = {KA_PRIM_HISTOGRAM, "histogram", ka__pr
 static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_arg *lo, ka_arg *hi, uint64_t *R,
                         ka_arg *s, const char *fn) {
     if (isnan(lower) || isnan(upper) || isinf(lower) || isinf(upper) || !(lower < upper))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the range [%g, %g) is empty, not finite or NaN", fn, lower, upper);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the range [%g, %g) is empty, not finite or NaN", fn, lower,
+                        upper);
     double b = (double)p->bins;
     *R = 0;
     switch (p->dtype) {

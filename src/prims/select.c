@@ -49,7 +49,8 @@ ka_status ka_select(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_o
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
     if (p->predicate && flags.id)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: flags given, but the plan selects by its predicate (pass {0})", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: flags given, but the plan selects by its predicate (pass {0})",
+                        fn);
     if (!p->predicate && !flags.id)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: flags missing (the plan was made without a predicate)", fn);
     uint64_t ii, oi, ci, fi = 0;
