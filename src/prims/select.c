@@ -63,8 +63,8 @@ ka_status ka_select(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_o
     size_t ob = n * p->esize, ib = n * p->esize, fb = flags.id ? n : 0;
     if (overlap(out, out_offset, ob, in, in_offset, ib) || overlap(out, out_offset, ob, flags, flags_offset, fb))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out overlaps in or flags", fn);
-    if (overlap(count, count_offset, 8, in, in_offset, ib) || overlap(count, count_offset, 8, flags, flags_offset, fb) ||
-        overlap(count, count_offset, 8, out, out_offset, ob))
+    if (overlap(count, count_offset, 8, in, in_offset, ib) || overlap(count, count_offset, 8, out, out_offset, ob) ||
+        overlap(count, count_offset, 8, flags, flags_offset, fb))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: count overlaps in, out or flags", fn);
     ka_buffer fl = flags.id ? flags : in; /* a predicate plan's kernels never read it */
     if (!p->contig) {
