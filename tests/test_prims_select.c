@@ -445,11 +445,55 @@ static void zero_alloc(void **state) {
     ka_prims_plan_release(s), ka_prims_plan_release(sp), ka_prims_plan_release(h), ka_prims_plan_release(hg);
 }
 
+/* KA_BIG_TESTS=1: 2^31 + 5 elements (past 32-bit indices and counts). */
+static void big_inputs(void **state) {
+    (void)state;
+    const char *e = getenv("KA_BIG_TESTS");
+    if (!e || strcmp(e, "1")) skip();
+    size_t n = (1ull << 31) + 5;
+    if (info->global_mem_size < 10 * n || info->max_alloc_size < n * 4) {
+        fprintf(stderr, "[ SKIP     ] %s: not enough device memory for 2^31 + 5 u32\n", info->name);
+        skip();
+    }
+    uint32_t *h = malloc(n * 4), *g = malloc(n * 4);
+    uint8_t *f = malloc(n);
+    assert_non_null(h), assert_non_null(g), assert_non_null(f);
+    uint32_t x = 1, hw[256] = {0}, hc[256];
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        h[i] = x, f[i] = (uint8_t)((x >> 9) & 1), kept += f[i], hw[x >> 24]++;
+    }
+    ka_buffer in = upload(h, n * 4), fb = upload(f, n), out = make_buffer(dev, n * 4), cb = make_buffer(dev, 1024);
+    ka_prims_plan *p;
+    KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SELECT, KA_DTYPE_U32, n, 0, &p));
+    KA_OK_OR_FAIL(ka_select(q, p, out, 0, cb, 0, in, 0, fb, 0, n, NULL));
+    uint64_t cnt;
+    KA_OK_OR_FAIL(ka_buffer_read(q, &cnt, cb, 0, 8));
+    assert_int_equal(cnt, kept);
+    KA_OK_OR_FAIL(ka_buffer_read(q, g, out, 0, kept * 4));
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (f[i] && g[j++] != h[i]) fail_msg("big select: element %zu of the output", j - 1);
+    ka_prims_plan_release(p);
+    ka_prims_desc d = {.kind = KA_PRIM_HISTOGRAM, .dtype = KA_DTYPE_U32, .max_n = n, .bins = 256};
+    KA_OK_OR_FAIL(ka_prims_plan_create_desc(dev, &d, &p));
+    KA_OK_OR_FAIL(ka_histogram(q, p, cb, 0, in, 0, n, 0, 4294967295.0, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(q, hc, cb, 0, 1024));
+    /* [0, 2^32 - 1) in 256 bins: x's bin is its top byte, but for x = 2^32 - 1 (outside). */
+    for (size_t i = 0; i < n; i++)
+        if (h[i] == UINT32_MAX) hw[255]--;
+    for (int b = 0; b < 256; b++)
+        if (hc[b] != hw[b]) fail_msg("big histogram: bin %d holds %u, want %u", b, hc[b], hw[b]);
+    ka_prims_plan_release(p);
+    ka_buffer_release(in), ka_buffer_release(fb), ka_buffer_release(out), ka_buffer_release(cb);
+    free(h), free(g), free(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_input),         cmocka_unit_test(select_all_types),    cmocka_unit_test(select_predicates),
         cmocka_unit_test(select_layouts),    cmocka_unit_test(histogram_all_types), cmocka_unit_test(histogram_layouts),
-        cmocka_unit_test(zero_alloc),
+        cmocka_unit_test(zero_alloc),        cmocka_unit_test(big_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
