@@ -135,8 +135,8 @@ ka_status ka_histogram(ka_queue q, ka_prims_plan *plan, ka_buffer counts, size_t
     uint64_t R;
     if ((st = bounds(p, lower, upper, &lo, &hi, &R, &s, fn)) != KA_OK) return st;
     int global = hist_global(p), priv = p->contig && !global;
-    uint32_t zw = p->wg < 64 ? 64 : p->wg; /* the zeroing and the sum: any group size */
-    uint64_t zg = ka__cdiv(p->bins, zw);
+    uint32_t zw = p->wg;
+    uint64_t zg = ka__cdiv(p->bins, zw); /* the zeroing and the sum: a work-item per bin */
     ka_arg a0[] = {ka_arg_buffer(counts), ka_arg_u64(ci)};
     if (n == 0) return ka__prims_launch(q, p->k[0], zg, zw, a0, 2, ev);
     uint64_t g = ka__cdiv(n, group_min(p));
