@@ -13,6 +13,8 @@
 #include "../src/prims/src_sort.h"
 #include "../src/prims/src_search.h"
 #include "../src/prims/src_segreduce.h"
+#include "../src/prims/src_select.h"
+#include "../src/prims/src_histogram.h"
 
 /* Each primitive's kernels, and the user parts its desc may carry. */
 static const struct {
@@ -24,6 +26,9 @@ static const struct {
     {"sort", ka__prims_src_sort, 0, 0},
     {"searchsorted", ka__prims_src_search, 0, 0},
     {"segmented reduce", ka__prims_src_segreduce, 1, 0},
+    {"select", ka__prims_src_select, 0, 1},
+    {"histogram", ka__prims_src_histogram, 0, 0},
+    {"histogram, global atomics", "#define HB 5000u\n#define HIST_GLOBAL 1\n" KA__PRIMS_SRC_HISTOGRAM, 0, 0},
 };
 
 extern void __lsan_disable(void) __attribute__((weak));

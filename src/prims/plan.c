@@ -13,7 +13,8 @@
 
 static const ka__prim_impl *impl_of(ka_prim_kind k) {
     static const ka__prim_impl *const all[] = {&ka__prim_reduce, &ka__prim_scan, &ka__prim_sort,
-                                               &ka__prim_searchsorted, &ka__prim_segreduce};
+                                               &ka__prim_searchsorted, &ka__prim_segreduce,
+                                               &ka__prim_select, &ka__prim_histogram};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]->kind == k) return all[i];
     return NULL;

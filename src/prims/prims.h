@@ -46,6 +46,7 @@ typedef struct ka__prim_impl {
 
 extern const ka__prim_impl ka__prim_reduce, ka__prim_scan, ka__prim_sort;
 extern const ka__prim_impl ka__prim_searchsorted, ka__prim_segreduce;
+extern const ka__prim_impl ka__prim_select, ka__prim_histogram;
 
 const char *ka__prim_name(ka_prim_kind k);
 /* A scratch buffer of bytes (at least 8) into p->b[i], with what in the detail on failure. */
