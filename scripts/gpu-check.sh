@@ -19,7 +19,7 @@
 #      hand-written CUDA ones, and their instruction counts
 #   g  MPI (Open MPI carried in the build): mpi_heat on 1 and 2 ranks on the GPU(s), checked
 #      bit for bit; strong scaling on the GPU(s) and on PoCL's cores (scripts/mpi_scaling.sh)
-#   h  test_prims with inputs past 2^31 (KA_BIG_TESTS=1); examples/saxpy traced (KA_TRACE), checked
+#   h  test_prims and test_prims_select with inputs past 2^31 (KA_BIG_TESTS=1); examples/saxpy traced (KA_TRACE), checked
 #   i  the host back-end on the machine's CPU cores: the whole suite with KA_DEVICE=host, then
 #      ka-bench timeloop, fork, saxpy, barriers (also on PoCL), launch and compile on host, and
 #      timeloop and fork again on two cores (taskset, KA_NUM_THREADS=2, OMP_NUM_THREADS=2),
@@ -367,8 +367,10 @@ fi
 # ---- h: large inputs and the trace on the GPU ------------------------------------------
 if [[ $STEPS == *h* ]]; then
   CUR_STEP=h
-  # ka_reduce, ka_scan, ka_sort of 2^31 + 5 u32 (needs ~16 GiB of host memory).
+  # The primitives over 2^31 + 5 u32 (needs ~16 GiB of host memory): reduce, scan and sort,
+  # select and count.
   KA_BIG_TESTS=1 KA_DEVICE=$DEV run h_prims_big 150 "$BUILD/tests/test_prims"
+  KA_BIG_TESTS=1 KA_DEVICE=$DEV run h_prims_select_big 60 "$BUILD/tests/test_prims_select"
   # examples/saxpy.c traced on the GPU, the file checked as test_trace checks it.
   run h_trace_saxpy 30 sh -c 'cd "$0" && KA_DEVICE="$2" KA_TRACE="$1/saxpy_trace_cuda.json" ./saxpy &&
     python3 "$3/tests/check_trace.py" "$1/saxpy_trace_cuda.json" saxpy=1 write=2 read=1 wait=1' "$BUILD" "$LOGS" "$DEV" "$REPO"
