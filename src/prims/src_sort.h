@@ -268,20 +268,23 @@ static const char ka__prims_src_sort[] =
 "            KT k = (KT)xch[i];\n"
 "            kdst[gofs[ldig[i]] + i] = k;\n"
 "        }\n"
+/* Values the same way; the barriers outside the branch (PoCL loses the
+ * guards after a barrier inside one: docs/KERNELS.md, known device issues). */
+"    ka_barrier_local();\n"
 "    if (vw != 0u) {\n"
-"        ka_barrier_local();\n"
 "        KA_UNROLL\n"
 "        for (uint j = 0; j < SORT_ITEMS; j++) {\n"
 "            uint pos = p0 + j * SW;\n"
 "            ulong gi = base + pos;\n"
 "            if (pos < m) xch[rk[j]] = gen ? (SORT_XT)gi : vw == 4u ? (SORT_XT)v4src[gi] : (SORT_XT)v8src[gi];\n"
 "        }\n"
-"        ka_barrier_local();\n"
+"    }\n"
+"    ka_barrier_local();\n"
+"    if (vw != 0u)\n"
 "        for (uint i = lid; i < m; i += WG) {\n"
 "            ulong dst = gofs[ldig[i]] + i;\n"
 "            if (vw == 4u) v4dst[dst] = (uint)xch[i];\n"
 "            else v8dst[dst] = (ulong)xch[i];\n"
 "        }\n"
-"    }\n"
 "}\n";
 #endif
