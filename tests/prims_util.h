@@ -129,7 +129,6 @@ static inline void check_sort_ex(ka_prims_plan *p, ka_dtype t, size_t n, int mod
     }
     g_sort_t = t;
     qsort(rec, n, rs, cmp_rec);
-    if (getenv("SORT_TRACE")) fprintf(stderr, "check %s n %zu mode %d wide %d off %zu\n", tname(t), n, mode, wide, off);
     ka_buffer kb = upload(k, (n + off) * es), vb = vals ? upload(v, (n + off) * vw) : (ka_buffer){0};
     ka_event ev;
     if (mode == SORT_KEYS) KA_OK_OR_FAIL(ka_sort(q, p, kb, off * es, vb, 0, n, &ev));

@@ -22,12 +22,26 @@ static const char ka__prims_src_sort[] =
 "#ifndef SORT_ITEMS\n#define SORT_ITEMS (SORT_XW == 4 ? 15 : 12)\n#endif\n"
 "#if SORT_XW == 4\n#define SORT_XT uint\n#else\n#define SORT_XT ulong\n#endif\n"
 "#define STILE (WG * SORT_ITEMS)\n"
+/* The kernels' signatures: a program holds its layout's kernels and empty
+ * ones of the same names for the other (one kernel list, half the build). */
+"#define SORT_HIST KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *counts, ulong n, ulong C, \\\n"
+"    uint shift)\n"
+"#define SORT_SCATTER KA_KERNEL(kaprims_scatter, KA_CONST(KT) ksrc, ulong kso, KA_GLOBAL KT *kdst, ulong kdo, \\\n"
+"    KA_CONST(uint) v4src, KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, \\\n"
+"    ulong vdo, KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vw, uint gen, uint wk)\n"
+"#define SORT_UPSWEEP KA_KERNEL(kaprims_upsweep, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *cnt, ulong n, \\\n"
+"    ulong C, KA_GLOBAL ulong *st, ulong nst)\n"
+"#define SORT_ONESWEEP KA_KERNEL(kaprims_onesweep, KA_CONST(KT) ksrc, ulong kso, KA_GLOBAL KT *kdst, ulong kdo, \\\n"
+"    KA_CONST(uint) v4src, KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, \\\n"
+"    ulong vdo, KA_GLOBAL ulong *cnt, KA_GLOBAL ulong *st, ulong sto, ulong stz, ulong n, uint pass, uint vw, \\\n"
+"    uint gen, uint wk)\n"
+"#if CONTIG\n"
 /* ---- CPUs: no barriers, the OpenMP radix sort's scheme. Each work-item
  * owns a contiguous run of its group's chunk and counts its digits privately
  * into counts[d*W + w] (W = G*WG work-items, w its index): their digit-major
  * scan is every (digit, work-item)'s first place, and each work-item then
  * moves its run in order, which keeps the sort stable. */
-"KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *counts, ulong n, ulong C, uint shift) {\n"
+"SORT_HIST {\n"
 "    keys += ko;\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), W = ka_num_groups(0) * WG, w = g * WG + lid;\n"
@@ -38,11 +52,6 @@ static const char ka__prims_src_sort[] =
 "    for (; i < e; i++) h[DIGIT(keys[i], shift)]++;\n"
 "    for (uint d = 0; d < 256u; d++) counts[(ulong)d * W + w] = h[d];\n"
 "}\n"
-"KA_KERNEL(kaprims_hist_scan, KA_GLOBAL ulong *counts, ulong m) {\n"
-"    KA_LOCAL ulong buf[TILE_LOCAL];\n"
-"    KA_LOCAL ulong tot[2 * WG];\n"
-"    prims_range_scan_ul(counts, counts, 0, m, 0UL, 1u, buf, tot);\n"
-"}\n"
 /* The loop per value kind, so each is a tight loop of its own. */
 "#define SORT_SCAT(VSTORE)                                                      \\\n"
 "    for (; i < e; i++) {                                                       \\\n"
@@ -51,9 +60,7 @@ static const char ka__prims_src_sort[] =
 "        if (wk) kdst[p] = k;                                                   \\\n"
 "        VSTORE;                                                                \\\n"
 "    }\n"
-"KA_KERNEL(kaprims_scatter, KA_CONST(KT) ksrc, ulong kso, KA_GLOBAL KT *kdst, ulong kdo, KA_CONST(uint) v4src,\n"
-"          KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, ulong vdo,\n"
-"          KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vw, uint gen, uint wk) {\n"
+"SORT_SCATTER {\n"
 "    ksrc += kso; kdst += kdo; v4src += vso; v8src += vso; v4dst += vdo; v8dst += vdo;\n"
 "    uint lid = (uint)ka_local_id(0);\n"
 "    ulong g = ka_group_id(0), W = ka_num_groups(0) * WG, w = g * WG + lid;\n"
@@ -67,14 +74,14 @@ static const char ka__prims_src_sort[] =
 "    else if (vw == 4u) { SORT_SCAT(v4dst[p] = v4src[i]) }\n"
 "    else { SORT_SCAT(v8dst[p] = v8src[i]) }\n"
 "}\n"
+"SORT_UPSWEEP {}\nSORT_ONESWEEP {}\n#else\nSORT_HIST {}\nSORT_SCATTER {}\n"
 /* ---- GPUs: onesweep. cnt: [SORT_PASSES][256] digit counts (zeroed before
  * each call), scanned in place into each pass's digit starts; then one tile
  * counter a pass at SORT_CTR. */
 "#define SORT_CTR 2048\n"
 /* Every digit of every pass, counted in local memory, added to cnt. The
  * groups also clear the look-back status of the first pass (nst words). */
-"KA_KERNEL(kaprims_upsweep, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *cnt, ulong n, ulong C,\n"
-"          KA_GLOBAL ulong *st, ulong nst) {\n"
+"SORT_UPSWEEP {\n"
 "    keys += ko;\n"
 "    KA_LOCAL uint h[SORT_PASSES * 256];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
@@ -91,20 +98,6 @@ static const char ka__prims_src_sort[] =
 "    for (uint d = lid; d < SORT_PASSES * 256u; d += WG)\n"
 "        if (h[d]) ka_atomic_add(&cnt[d], (ulong)h[d]);\n"
 "    for (ulong i = g * WG + lid; i < nst; i += G * WG) st[i] = 0UL;\n"
-"}\n"
-/* Group p: the exclusive scan of pass p's 256 counts, in place. */
-"KA_KERNEL(kaprims_upscan, KA_GLOBAL ulong *cnt) {\n"
-"    KA_LOCAL ulong sc[2 * WG];\n"
-"    uint lid = (uint)ka_local_id(0);\n"
-"    KA_GLOBAL ulong *c = cnt + ka_group_id(0) * 256;\n"
-"    ulong carry = 0UL;\n"
-"    for (uint b = 0; b < 256u; b += WG) {\n"
-"        uint d = b + lid;\n"
-"        ulong tot, v = d < 256u ? c[d] : 0UL;\n"
-"        ulong ex = prims_group_scan_ul(v, lid, sc, &tot);\n"
-"        if (d < 256u) c[d] = carry + ex;\n"
-"        carry += tot;\n"
-"    }\n"
 "}\n"
 /* One pass. Each group takes the next tile from the pass's counter (so a
  * group only ever waits on tiles that running or finished groups hold:
@@ -137,10 +130,7 @@ static const char ka__prims_src_sort[] =
 "#if defined(KA_CUDA) && KA_SUBGROUP_SIZE == 32 && WG % 32 == 0 && !defined(KA_PRIMS_NO_SUBGROUPS)\n"
 "#define SORT_BALLOT 1\n"
 "#endif\n"
-"KA_KERNEL(kaprims_onesweep, KA_CONST(KT) ksrc, ulong kso, KA_GLOBAL KT *kdst, ulong kdo, KA_CONST(uint) v4src,\n"
-"          KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, ulong vdo,\n"
-"          KA_GLOBAL ulong *cnt, KA_GLOBAL ulong *st, ulong sto, ulong stz, ulong n, uint pass, uint vw, uint gen,\n"
-"          uint wk) {\n"
+"SORT_ONESWEEP {\n"
 "    ksrc += kso; kdst += kdo; v4src += vso; v8src += vso; v4dst += vdo; v8dst += vdo;\n"
 "    KA_GLOBAL ulong *sp = st + sto;\n"
 "    KA_LOCAL SORT_XT xch[STILE];\n"
@@ -286,5 +276,26 @@ static const char ka__prims_src_sort[] =
 "            if (vw == 4u) v4dst[dst] = (uint)xch[i];\n"
 "            else v8dst[dst] = (ulong)xch[i];\n"
 "        }\n"
-"}\n";
+"}\n"
+"#endif\n"
+"KA_KERNEL(kaprims_hist_scan, KA_GLOBAL ulong *counts, ulong m) {\n"
+"    KA_LOCAL ulong buf[TILE_LOCAL];\n"
+"    KA_LOCAL ulong tot[2 * WG];\n"
+"    prims_range_scan_ul(counts, counts, 0, m, 0UL, 1u, buf, tot);\n"
+"}\n"
+/* Group p: the exclusive scan of pass p's 256 counts, in place. */
+"KA_KERNEL(kaprims_upscan, KA_GLOBAL ulong *cnt) {\n"
+"    KA_LOCAL ulong sc[2 * WG];\n"
+"    uint lid = (uint)ka_local_id(0);\n"
+"    KA_GLOBAL ulong *c = cnt + ka_group_id(0) * 256;\n"
+"    ulong carry = 0UL;\n"
+"    for (uint b = 0; b < 256u; b += WG) {\n"
+"        uint d = b + lid;\n"
+"        ulong tot, v = d < 256u ? c[d] : 0UL;\n"
+"        ulong ex = prims_group_scan_ul(v, lid, sc, &tot);\n"
+"        if (d < 256u) c[d] = carry + ex;\n"
+"        carry += tot;\n"
+"    }\n"
+"}\n"
+"";
 #endif
