@@ -53,6 +53,25 @@ static void sort_gpu_layout(void **state) {
     unsetenv("KA_PRIMS_LAYOUT");
 }
 
+/* The GPU layout with CUDA's warp ranking, its warps emulated in local
+ * memory (the same code as on CUDA but for the ballot and the warp barrier). */
+static void sort_gpu_ballot_emulated(void **state) {
+    (void)state;
+    setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+    setenv("KA_PRIMS_SORT_BALLOT", "emu", 1);
+    ka_prims_plan *p;
+    ka_status st = ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_F32, 100000, KA_PRIM_SORT_VALUES | KA_PRIM_ARGSORT, &p);
+    unsetenv("KA_PRIMS_LAYOUT");
+    unsetenv("KA_PRIMS_SORT_BALLOT");
+    KA_OK_OR_FAIL(st);
+    size_t ss[] = {1, 2, 3, 3839, 3840, 3841, 3 * 3840 + 7, 100000};
+    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) {
+        check_sort_ex(p, KA_DTYPE_F32, ss[i], i & 1 ? SORT_V4 : SORT_ARG32, (uint32_t)i, (int)(i % 3 == 0), 0);
+        check_sort_ex(p, KA_DTYPE_F32, ss[i], SORT_KEYS, (uint32_t)i + 50, 1, 1);
+    }
+    ka_prims_plan_release(p);
+}
+
 /* 2^20 - 3 keys in both layouts, keys only and pairs. */
 static void sort_large(void **state) {
     (void)state;
@@ -163,7 +182,10 @@ static void sort_zero_alloc(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sort_bad_input),   cmocka_unit_test(sort_all_types), cmocka_unit_test(sort_gpu_layout),
+        cmocka_unit_test(sort_gpu_ballot_emulated),
         cmocka_unit_test(sort_large),       cmocka_unit_test(sort_many_groups), cmocka_unit_test(sort_zero_alloc),
     };
+    const char *f = getenv("KA_TEST_FILTER"); /* one test by name (cmocka's pattern) */
+    if (f) cmocka_set_test_filter(f);
     return cmocka_run_group_tests(tests, setup, teardown);
 }

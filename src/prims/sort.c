@@ -10,6 +10,8 @@
 #include "prims.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "src_sort.h"
 
@@ -41,8 +43,10 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
         return ka__fail(KA_ERR_UNSUPPORTED, "%s: sort on %s needs 64-bit atomics (its look-back status)", fn, p->di->name);
     /* A group counts its chunk's digits in 32-bit local counters. */
     if (p->max_n / p->max_groups >= (1ull << 31)) p->max_groups = p->max_n / (1ull << 31) + 1;
-    snprintf(p->defs, sizeof p->defs, "#define SORT_XW %u\n#define SORT_ITEMS %u\n", xwidth(p),
-             (unsigned)(otile(p) / p->wg));
+    /* tests: "emu" ranks as CUDA does, with warps emulated in local memory */
+    const char *emu = getenv("KA_PRIMS_SORT_BALLOT");
+    snprintf(p->defs, sizeof p->defs, "#define SORT_XW %u\n#define SORT_ITEMS %u\n%s", xwidth(p),
+             (unsigned)(otile(p) / p->wg), emu && !strcmp(emu, "emu") ? "#define SORT_EMU_BALLOT 1\n" : "");
     return KA_OK;
 }
 

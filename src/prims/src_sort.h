@@ -127,8 +127,27 @@ static const char ka__prims_src_sort[] =
 "#define SORT_FA (1UL << 62)\n"
 "#define SORT_FP (2UL << 62)\n"
 "#define SORT_VM ((1UL << 62) - 1UL)\n"
+/* The warp ranking's three operations: CUDA's; or, for tests on devices
+ * without sub-groups (SORT_EMU_BALLOT), the same ranking with warps emulated
+ * through local memory and work-group barriers. */
 "#if defined(KA_CUDA) && KA_SUBGROUP_SIZE == 32 && WG % 32 == 0 && !defined(KA_PRIMS_NO_SUBGROUPS)\n"
 "#define SORT_BALLOT 1\n"
+"#define SORT_BAL(b) __ballot_sync(0xffffffffu, (b))\n"
+"#define SORT_WSYNC() __syncwarp(0xffffffffu)\n"
+"#define SORT_POPC(x) ((uint)__popc(x))\n"
+"#elif defined(SORT_EMU_BALLOT) && WG % 32 == 0\n"
+"#define SORT_BALLOT 1\n"
+"KA_DEVICE_FN uint sort_emu_ballot(uint b, uint lid, KA_LOCAL_PTR(uint) lb) {\n"
+"    lb[lid] = b;\n"
+"    ka_barrier_local();\n"
+"    uint m = 0u, w0 = lid & ~31u;\n"
+"    for (uint l = 0; l < 32u; l++) m |= (lb[w0 + l] & 1u) << l;\n"
+"    ka_barrier_local();\n"
+"    return m;\n"
+"}\n"
+"#define SORT_BAL(b) sort_emu_ballot((b), lid, lb)\n"
+"#define SORT_WSYNC() ka_barrier_local()\n"
+"#define SORT_POPC(x) popcount(x)\n"
 "#endif\n"
 "SORT_ONESWEEP {\n"
 "    ksrc += kso; kdst += kdo; v4src += vso; v8src += vso; v4dst += vdo; v8dst += vdo;\n"
@@ -141,6 +160,9 @@ static const char ka__prims_src_sort[] =
 "    KA_LOCAL ulong gofs[256];\n"
 "    KA_LOCAL ulong sc[2 * WG];\n"
 "    KA_LOCAL ulong tsh[1];\n"
+"#if defined(SORT_EMU_BALLOT) && defined(SORT_BALLOT)\n"
+"    KA_LOCAL uint lb[WG];\n"
+"#endif\n"
 "    uint lid = (uint)ka_local_id(0), lane = lid % SW, w = lid / SW, shift = pass * 8u;\n"
 "    if (lid == 0u) tsh[0] = ka_atomic_add(&cnt[SORT_CTR + pass], 1UL);\n"
 "    for (uint d = lid; d < NW * 256u; d += WG) wh[d] = 0u;\n"
@@ -156,11 +178,11 @@ static const char ka__prims_src_sort[] =
 "        key[j] = pos < m ? ksrc[base + pos] : (KT)0;\n"
 "    }\n"
 "#ifdef SORT_BALLOT\n"
-/* CUDA: the lanes of a warp with the same digit found by 8 ballots (one a
- * bit); the last of them adds their number to the warp's count. Every lane
- * of the warp runs this loop (WG % 32 == 0, uniform trip count), so the full
- * mask is right; the warp barriers order the count's reads before its
- * update and the update before the next item's reads. */
+/* CUDA (or its emulation): the lanes of a warp with the same digit found by
+ * 8 ballots (one a bit); the last of them adds their number to the warp's
+ * count. Every lane of the warp runs this loop (WG % 32 == 0, uniform trip
+ * count), so the full mask is right; the warp barriers order the count's
+ * reads before its update and the update before the next item's reads. */
 "    uint lt = (1u << lane) - 1u;\n"
 "    KA_UNROLL\n"
 "    for (uint j = 0; j < SORT_ITEMS; j++) {\n"
@@ -168,14 +190,14 @@ static const char ka__prims_src_sort[] =
 "        uint peers = 0xffffffffu;\n"
 "        KA_UNROLL\n"
 "        for (uint b = 0; b < 8u; b++) {\n"
-"            uint bit = (d >> b) & 1u, bal = __ballot_sync(0xffffffffu, bit);\n"
+"            uint bit = (d >> b) & 1u, bal = SORT_BAL(bit);\n"
 "            peers &= bit ? bal : ~bal;\n"
 "        }\n"
-"        uint before = (uint)__popc(peers & lt);\n"
+"        uint before = SORT_POPC(peers & lt);\n"
 "        uint c0 = wh[w * 256u + d];\n"
-"        __syncwarp(0xffffffffu);\n"
-"        if ((peers >> lane) == 1u) wh[w * 256u + d] = c0 + (uint)__popc(peers);\n"
-"        __syncwarp(0xffffffffu);\n"
+"        SORT_WSYNC();\n"
+"        if ((peers >> lane) == 1u) wh[w * 256u + d] = c0 + SORT_POPC(peers);\n"
+"        SORT_WSYNC();\n"
 "        rk[j] = c0 + before;\n"
 "    }\n"
 "#else\n"
