@@ -41,6 +41,14 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n %zu past u32 indices: use KA_PRIM_ARGSORT64", fn, d->max_n);
     if (!p->contig && !p->di->has_atomic64)
         return ka__fail(KA_ERR_UNSUPPORTED, "%s: sort on %s needs 64-bit atomics (its look-back status)", fn, p->di->name);
+    /* CPUs: one group of 8 work-items a core. Each work-item scatters its run
+     * into 256 streams; fewer, longer runs write faster (as OpenMP's sort with
+     * one run a thread). */
+    if (p->contig) {
+        uint32_t k = p->tile / p->wg;
+        if (p->wg > 8) p->wg = 8, p->tile = 8 * k;
+        if (!getenv("KA_PRIMS_GROUPS")) p->max_groups = p->di->compute_units ? p->di->compute_units : 1;
+    }
     /* A group counts its chunk's digits in 32-bit local counters. */
     if (p->max_n / p->max_groups >= (1ull << 31)) p->max_groups = p->max_n / (1ull << 31) + 1;
     /* tests: "emu" ranks as CUDA does, with warps emulated in local memory */
