@@ -72,6 +72,23 @@ static void sort_gpu_ballot_emulated(void **state) {
     ka_prims_plan_release(p);
 }
 
+/* The GPU layout's look-back stamps wrap (KA_PRIMS_SORT_STAMP starts them
+ * 6 short of their end): the status words are cleared, and calls after it
+ * sort right, over words an earlier, larger call left. */
+static void sort_gpu_stamps(void **state) {
+    (void)state;
+    setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+    setenv("KA_PRIMS_SORT_STAMP", "4194297", 1);
+    ka_prims_plan *p;
+    ka_status st = ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, 30000, KA_PRIM_SORT_VALUES, &p);
+    unsetenv("KA_PRIMS_LAYOUT");
+    unsetenv("KA_PRIMS_SORT_STAMP");
+    KA_OK_OR_FAIL(st);
+    static const size_t ss[] = {30000, 9001, 30000, 17, 29999};
+    for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) check_sort_ex(p, KA_DTYPE_U32, ss[i], SORT_V4, (uint32_t)i, 1, 0);
+    ka_prims_plan_release(p);
+}
+
 /* 2^20 - 3 keys in both layouts, keys only and pairs. */
 static void sort_large(void **state) {
     (void)state;
@@ -182,7 +199,7 @@ static void sort_zero_alloc(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sort_bad_input),   cmocka_unit_test(sort_all_types), cmocka_unit_test(sort_gpu_layout),
-        cmocka_unit_test(sort_gpu_ballot_emulated),
+        cmocka_unit_test(sort_gpu_ballot_emulated), cmocka_unit_test(sort_gpu_stamps),
         cmocka_unit_test(sort_large),       cmocka_unit_test(sort_many_groups), cmocka_unit_test(sort_zero_alloc),
     };
     const char *f = getenv("KA_TEST_FILTER"); /* one test by name (cmocka's pattern) */

@@ -5,8 +5,8 @@
  * last launch. Nothing here allocates.
  * Scratch: b[0] digit counts (CPUs: per work-item; GPUs: per pass, then the
  * passes' tile counters), b[1] keys, b[2] values or indices, b[3] the
- * look-back status (GPUs: two regions of 256 words a tile), b[4] argsort's
- * second keys (the caller's keys are only read). */
+ * look-back status (GPUs: 256 words a tile), b[4] argsort's second keys (the
+ * caller's keys are only read). */
 #include "prims.h"
 
 #include <stdio.h>
@@ -19,6 +19,7 @@ static const char *const kernels[] = {"kaprims_hist",     "kaprims_hist_scan", "
                                       "kaprims_upsweep", "kaprims_upscan",    "kaprims_onesweep", NULL};
 enum { K_HIST, K_HIST_SCAN, K_SCATTER, K_UPSWEEP, K_UPSCAN, K_ONESWEEP };
 #define SORT_CNT_WORDS (8 * 256 + 8) /* counts of up to 8 passes, then 8 tile counters (SORT_CTR) */
+#define STAMP_MAX ((1u << 22) - 1) /* look-back stamps: 1 to this (src_sort.h) */
 #define ARG_FLAGS (KA_PRIM_SORT_VALUES | KA_PRIM_SORT_VALUES8 | KA_PRIM_ARGSORT | KA_PRIM_ARGSORT64)
 
 static uint32_t vwidth(uint32_t f) { return f & KA_PRIM_SORT_VALUES ? 4 : f & KA_PRIM_SORT_VALUES8 ? 8 : 0; }
@@ -41,6 +42,10 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n %zu past u32 indices: use KA_PRIM_ARGSORT64", fn, d->max_n);
     if (!p->contig && !p->di->has_atomic64)
         return ka__fail(KA_ERR_UNSUPPORTED, "%s: sort on %s needs 64-bit atomics (its look-back status)", fn, p->di->name);
+    if (!p->contig && (uint64_t)d->max_n >= (1ull << 40)) /* the status words' counts */
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n %zu: sort takes fewer than 2^40 keys", fn, d->max_n);
+    const char *seq = getenv("KA_PRIMS_SORT_STAMP"); /* tests: the stamps' wrap */
+    p->seq = seq ? (uint32_t)strtoul(seq, NULL, 10) % STAMP_MAX : 0;
     /* CPUs: one group of 8 work-items a core. Each work-item scatters its run
      * into 256 streams; fewer, longer runs write faster (as OpenMP's sort with
      * one run a thread). */
@@ -66,7 +71,15 @@ static ka_status alloc(ka_prims_plan *p) {
         st = ka__plan_scratch(p, 0, 256 * parts * 8, "digit counts");
     } else {
         st = ka__plan_scratch(p, 0, SORT_CNT_WORDS * 8, "digit counts");
-        if (st == KA_OK) st = ka__plan_scratch(p, 3, 2 * ka__cdiv(p->max_n, otile(p)) * 256 * 8, "look-back status");
+        size_t sb = ka__cdiv(p->max_n, otile(p)) * 256 * 8;
+        if (st == KA_OK) st = ka__plan_scratch(p, 3, sb, "look-back status");
+        /* The status words start cleared (stamp 0 is never used). */
+        ka_queue zq = {0};
+        uint64_t zero = 0;
+        if (st == KA_OK) st = ka_queue_create(p->dev, NULL, &zq);
+        if (st == KA_OK) st = ka_buffer_fill(zq, p->b[3], 0, &zero, 8, sb, NULL);
+        if (st == KA_OK) st = ka_queue_finish(zq);
+        if (zq.id) ka_queue_release(zq);
     }
     if (st == KA_OK) st = ka__plan_scratch(p, 1, p->max_n * p->esize, "keys");
     if (st == KA_OK && w) st = ka__plan_scratch(p, 2, p->max_n * w, "values");
@@ -144,23 +157,28 @@ static ka_status run(ka_queue q, ka_prims_plan *p, ka_buffer keys, uint64_t ko, 
     uint64_t g0 = ka__cdiv(n, p->wg);
     if (g0 > p->max_groups) g0 = p->max_groups;
     uint64_t c = ka__cdiv(ka__cdiv(n, g0), p->wg) * p->wg, g = ka__cdiv(n, c);
-    uint64_t tiles = ka__cdiv(n, otile(p)), region = ka__cdiv(p->max_n, otile(p)) * 256;
-    uint64_t zero = 0;
+    uint64_t tiles = ka__cdiv(n, otile(p)), zero = 0;
+    if (p->seq + (uint32_t)passes > STAMP_MAX) { /* stamps wrap: no old word may carry a new stamp */
+        size_t sb;
+        if ((st = ka_buffer_size(p->b[3], &sb)) != KA_OK || (st = ka_buffer_fill(q, p->b[3], 0, &zero, 8, sb, NULL)) != KA_OK)
+            return st;
+        p->seq = 0;
+    }
+    uint32_t stamp0 = p->seq + 1;
     if ((st = ka_buffer_fill(q, p->b[0], 0, &zero, 8, SORT_CNT_WORDS * 8, NULL)) != KA_OK) return st;
-    ka_arg au[] = {ka_arg_buffer(keys), ka_arg_u64(ko), ka_arg_buffer(p->b[0]), ka_arg_u64(n), ka_arg_u64(c),
-                   ka_arg_buffer(p->b[3]), ka_arg_u64(tiles * 256)};
+    p->seq += (uint32_t)passes;
+    ka_arg au[] = {ka_arg_buffer(keys), ka_arg_u64(ko), ka_arg_buffer(p->b[0]), ka_arg_u64(n), ka_arg_u64(c)};
     ka_arg as[] = {ka_arg_buffer(p->b[0])};
-    if ((st = ka__prims_launch(q, p->k[K_UPSWEEP], g, p->wg, au, 7, NULL)) != KA_OK) return st;
+    if ((st = ka__prims_launch(q, p->k[K_UPSWEEP], g, p->wg, au, 5, NULL)) != KA_OK) return st;
     if ((st = ka__prims_launch(q, p->k[K_UPSCAN], (uint64_t)passes, p->wg, as, 1, NULL)) != KA_OK) return st;
     for (int pass = 0; pass < passes; pass++) {
         pass_io io = pass_buffers(p, pass, passes, keys, ko, vals, vo, argsort);
-        uint64_t sto = (uint64_t)(pass % 2) * region, stz = pass == passes - 1 ? ~0ull : (uint64_t)((pass + 1) % 2) * region;
         ka_arg ao[] = {ka_arg_buffer(io.ks), ka_arg_u64(io.kso), ka_arg_buffer(io.kd), ka_arg_u64(io.kdo),
                        ka_arg_buffer(io.vs), ka_arg_buffer(io.vd), ka_arg_buffer(io.vs), ka_arg_buffer(io.vd),
                        ka_arg_u64(io.vso), ka_arg_u64(io.vdo), ka_arg_buffer(p->b[0]), ka_arg_buffer(p->b[3]),
-                       ka_arg_u64(sto), ka_arg_u64(stz), ka_arg_u64(n), ka_arg_u32((uint32_t)pass), ka_arg_u32(vwa),
+                       ka_arg_u64(n), ka_arg_u32((uint32_t)pass), ka_arg_u32(stamp0 + (uint32_t)pass), ka_arg_u32(vwa),
                        ka_arg_u32(io.gen), ka_arg_u32(io.wk)};
-        if ((st = ka__prims_launch(q, p->k[K_ONESWEEP], tiles, p->wg, ao, 19, pass == passes - 1 ? ev : NULL)) != KA_OK)
+        if ((st = ka__prims_launch(q, p->k[K_ONESWEEP], tiles, p->wg, ao, 18, pass == passes - 1 ? ev : NULL)) != KA_OK)
             return st;
     }
     return KA_OK;

@@ -30,11 +30,11 @@ static const char ka__prims_src_sort[] =
 "    KA_CONST(uint) v4src, KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, \\\n"
 "    ulong vdo, KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vw, uint gen, uint wk)\n"
 "#define SORT_UPSWEEP KA_KERNEL(kaprims_upsweep, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *cnt, ulong n, \\\n"
-"    ulong C, KA_GLOBAL ulong *st, ulong nst)\n"
+"    ulong C)\n"
 "#define SORT_ONESWEEP KA_KERNEL(kaprims_onesweep, KA_CONST(KT) ksrc, ulong kso, KA_GLOBAL KT *kdst, ulong kdo, \\\n"
 "    KA_CONST(uint) v4src, KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, \\\n"
-"    ulong vdo, KA_GLOBAL ulong *cnt, KA_GLOBAL ulong *st, ulong sto, ulong stz, ulong n, uint pass, uint vw, \\\n"
-"    uint gen, uint wk)\n"
+"    ulong vdo, KA_GLOBAL ulong *cnt, KA_GLOBAL ulong *st, ulong n, uint pass, uint stamp, uint vw, uint gen, \\\n"
+"    uint wk)\n"
 "#if CONTIG\n"
 /* ---- CPUs: no barriers, the OpenMP radix sort's scheme. Each work-item
  * owns a contiguous run of its group's chunk and counts its digits privately
@@ -79,13 +79,12 @@ static const char ka__prims_src_sort[] =
  * each call), scanned in place into each pass's digit starts; then one tile
  * counter a pass at SORT_CTR. */
 "#define SORT_CTR 2048\n"
-/* Every digit of every pass, counted in local memory, added to cnt. The
- * groups also clear the look-back status of the first pass (nst words). */
+/* Every digit of every pass, counted in local memory, added to cnt. */
 "SORT_UPSWEEP {\n"
 "    keys += ko;\n"
 "    KA_LOCAL uint h[SORT_PASSES * 256];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
-"    ulong g = ka_group_id(0), G = ka_num_groups(0);\n"
+"    ulong g = ka_group_id(0);\n"
 "    for (uint d = lid; d < SORT_PASSES * 256u; d += WG) h[d] = 0u;\n"
 "    ka_barrier_local();\n"
 "    ulong lo = g * C < n ? g * C : n, hi = lo + C < n ? lo + C : n;\n"
@@ -101,7 +100,6 @@ static const char ka__prims_src_sort[] =
 "    ka_barrier_local();\n"
 "    for (uint d = lid; d < SORT_PASSES * 256u; d += WG)\n"
 "        if (h[d]) ka_atomic_add(&cnt[d], (ulong)h[d]);\n"
-"    for (ulong i = g * WG + lid; i < nst; i += G * WG) st[i] = 0UL;\n"
 "}\n"
 /* One pass. Each group takes the next tile from the pass's counter (so a
  * group only ever waits on tiles that running or finished groups hold:
@@ -112,14 +110,14 @@ static const char ka__prims_src_sort[] =
  * one digit's run.
  * Status words st[tile*256 + d]: 2 flag bits (1 aggregate: this tile's count
  * of d; 2 prefix: the count of d in every key up to and including this
- * tile, plus the digit's start) over a 62-bit count. A word is written and
- * read whole with 64-bit atomics, so a reader that sees a flag sees its count;
- * nothing else passes between groups within a pass (keys go to places no
- * group reads until the next launch), so no fence is needed, and the weak
- * ordering of OpenCL 1.2 is enough. Tile 0 starts from cnt's digit starts.
- * Two status regions alternate between passes: this pass also clears the
- * next pass's words of its tile (sto: this pass's region in st, stz the
- * next's; ~0: the last pass).
+ * tile, plus the digit's start), a 22-bit stamp, a 40-bit count. A word is
+ * written and read whole with 64-bit atomics, so a reader that sees a flag
+ * sees its count; nothing else passes between groups within a pass (keys go
+ * to places no group reads until the next launch), so no fence is needed,
+ * and the weak ordering of OpenCL 1.2 is enough. Tile 0 starts from cnt's
+ * digit starts. Every pass of every call has a stamp of its own (sort.c
+ * clears the words when the stamps wrap), and a word of another stamp reads
+ * as not yet written: the words need no clearing between passes.
  * Keys of a tile: item j of work-item (w, lane), w its SW-wide warp, sits at
  * w*SW*SORT_ITEMS + j*SW + lane: loads are coalesced, and the order (w, j,
  * lane) is the tile's order. A key's rank in the tile = the start of its
@@ -130,7 +128,7 @@ static const char ka__prims_src_sort[] =
 "#define NW (WG / SW)\n"
 "#define SORT_FA (1UL << 62)\n"
 "#define SORT_FP (2UL << 62)\n"
-"#define SORT_VM ((1UL << 62) - 1UL)\n"
+"#define SORT_VM ((1UL << 40) - 1UL)\n"
 /* The warp ranking's three operations: CUDA's; or, for tests on devices
  * without sub-groups (SORT_EMU_BALLOT), the same ranking with warps emulated
  * through local memory and work-group barriers. */
@@ -155,7 +153,7 @@ static const char ka__prims_src_sort[] =
 "#endif\n"
 "SORT_ONESWEEP {\n"
 "    ksrc += kso; kdst += kdo; v4src += vso; v8src += vso; v4dst += vdo; v8dst += vdo;\n"
-"    KA_GLOBAL ulong *sp = st + sto;\n"
+"    ulong sw = (ulong)stamp << 40;\n"
 "    KA_LOCAL SORT_XT xch[STILE];\n"
 "    KA_LOCAL uchar ldig[STILE];\n"
 "    KA_LOCAL uint wh[NW * 256];\n"
@@ -237,7 +235,7 @@ static const char ka__prims_src_sort[] =
 "        }\n"
 "        if (d == 255u) s -= (uint)STILE - m;\n"
 "        tcnt[d] = s;\n"
-"        ka_atomic_store(&sp[t * 256u + d], t == 0UL ? (SORT_FP | (cnt[pass * 256u + d] + s)) : (SORT_FA | (ulong)s));\n"
+"        ka_atomic_store(&st[t * 256u + d], sw | (t == 0UL ? (SORT_FP | (cnt[pass * 256u + d] + s)) : (SORT_FA | (ulong)s)));\n"
 "    }\n"
 "    ka_barrier_local();\n"
 "    uint carry = 0u;\n"
@@ -268,16 +266,15 @@ static const char ka__prims_src_sort[] =
 "        else {\n"
 "            ulong j = t - 1UL;\n"
 "            for (;;) {\n"
-"                ulong s = ka_atomic_load(&sp[j * 256u + d]);\n"
-"                if ((s >> 62) == 0UL) continue;\n"
+"                ulong s = ka_atomic_load(&st[j * 256u + d]);\n"
+"                if ((s & ~(SORT_FA | SORT_FP | SORT_VM)) != sw || (s >> 62) == 0UL) continue;\n"
 "                ex += s & SORT_VM;\n"
 "                if ((s >> 62) == 2UL) break;\n"
 "                j--;\n"
 "            }\n"
-"            ka_atomic_store(&sp[t * 256u + d], SORT_FP | (ex + tcnt[d]));\n"
+"            ka_atomic_store(&st[t * 256u + d], sw | SORT_FP | (ex + tcnt[d]));\n"
 "        }\n"
 "        gofs[d] = ex - (ulong)tstart[d];\n"
-"        if (stz != ~0UL) st[stz + t * 256u + d] = 0UL;\n"
 "    }\n"
 "    ka_barrier_local();\n"
 "    if (wk)\n"
