@@ -24,12 +24,13 @@ enum { K_HIST, K_HIST_SCAN, K_SCATTER, K_UPSWEEP, K_UPSCAN, K_ONESWEEP };
 
 static uint32_t vwidth(uint32_t f) { return f & KA_PRIM_SORT_VALUES ? 4 : f & KA_PRIM_SORT_VALUES8 ? 8 : 0; }
 static uint32_t iwidth(uint32_t f) { return f & KA_PRIM_ARGSORT ? 4 : f & KA_PRIM_ARGSORT64 ? 8 : 0; }
-/* The onesweep tile: items a work-item, by the width of the local exchange. */
+/* The onesweep tile (GPUs): WG x items keys, the items by the width of the
+ * local exchange; p->tile holds it. */
 static uint32_t xwidth(const ka_prims_plan *p) {
     uint32_t v = vwidth(p->flags), i = iwidth(p->flags);
     return p->esize == 8 || v == 8 || i == 8 ? 8 : 4;
 }
-static uint64_t otile(const ka_prims_plan *p) { return (uint64_t)p->wg * (xwidth(p) == 4 ? 15 : 12); }
+static uint64_t otile(const ka_prims_plan *p) { return p->tile; }
 
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     static const char fn[] = "ka_prims_plan_create";
@@ -56,10 +57,17 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     }
     /* A group counts its chunk's digits in 32-bit local counters. */
     if (p->max_n / p->max_groups >= (1ull << 31)) p->max_groups = p->max_n / (1ull << 31) + 1;
-    /* tests: "emu" ranks as CUDA does, with warps emulated in local memory */
-    const char *emu = getenv("KA_PRIMS_SORT_BALLOT");
-    snprintf(p->defs, sizeof p->defs, "#define SORT_XW %u\n#define SORT_ITEMS %u\n%s", xwidth(p),
-             (unsigned)(otile(p) / p->wg), emu && !strcmp(emu, "emu") ? "#define SORT_EMU_BALLOT 1\n" : "");
+    /* tests: "emu" ranks as CUDA does, with warps emulated in local memory;
+     * tuning: the items of a work-item (1 to 24), CUDA's groups a
+     * multiprocessor the registers are bounded for (0: no bound) */
+    const char *emu = getenv("KA_PRIMS_SORT_BALLOT"), *it = getenv("KA_PRIMS_SORT_ITEMS"),
+               *mb = getenv("KA_PRIMS_SORT_MINB");
+    unsigned items = xwidth(p) == 4 ? 15 : 12, minb = 3;
+    if (it && atoi(it) >= 1 && atoi(it) <= 24) items = (unsigned)atoi(it);
+    if (mb && atoi(mb) >= 0 && atoi(mb) <= 16) minb = (unsigned)atoi(mb);
+    if (!p->contig) p->tile = p->wg * items;
+    snprintf(p->defs, sizeof p->defs, "#define SORT_XW %u\n#define SORT_ITEMS %u\n#define SORT_MINB %u\n%s", xwidth(p),
+             items, minb, emu && !strcmp(emu, "emu") ? "#define SORT_EMU_BALLOT 1\n" : "");
     return KA_OK;
 }
 

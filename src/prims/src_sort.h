@@ -20,12 +20,14 @@ static const char ka__prims_src_sort[] =
  * local memory in words of SORT_XW bytes (the wider of key and value). */
 "#ifndef SORT_XW\n#define SORT_XW (SORT_PASSES == 4 ? 4 : 8)\n#endif\n"
 "#ifndef SORT_ITEMS\n#define SORT_ITEMS (SORT_XW == 4 ? 15 : 12)\n#endif\n"
+"#ifndef SORT_MINB\n#define SORT_MINB 3\n#endif\n"
 "#if SORT_XW == 4\n#define SORT_XT uint\n#else\n#define SORT_XT ulong\n#endif\n"
 "#define STILE (WG * SORT_ITEMS)\n"
 /* The kernels' signatures: a program holds its layout's kernels and empty
  * ones of the same names for the other (one kernel list, half the build). */
 "#define SORT_HIST KA_KERNEL(kaprims_hist, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *counts, ulong n, ulong C, \\\n"
 "    uint shift)\n"
+"#define SORT_HIST_SCAN KA_KERNEL(kaprims_hist_scan, KA_GLOBAL ulong *counts, ulong m)\n"
 "#define SORT_SCATTER KA_KERNEL(kaprims_scatter, KA_CONST(KT) ksrc, ulong kso, KA_GLOBAL KT *kdst, ulong kdo, \\\n"
 "    KA_CONST(uint) v4src, KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, \\\n"
 "    ulong vdo, KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vw, uint gen, uint wk)\n"
@@ -74,7 +76,12 @@ static const char ka__prims_src_sort[] =
 "    else if (vw == 4u) { SORT_SCAT(v4dst[p] = v4src[i]) }\n"
 "    else { SORT_SCAT(v8dst[p] = v8src[i]) }\n"
 "}\n"
-"SORT_UPSWEEP {}\nSORT_ONESWEEP {}\n#else\nSORT_HIST {}\nSORT_SCATTER {}\n"
+"SORT_HIST_SCAN {\n"
+"    KA_LOCAL ulong buf[TILE_LOCAL];\n"
+"    KA_LOCAL ulong tot[2 * WG];\n"
+"    prims_range_scan_ul(counts, counts, 0, m, 0UL, 1u, buf, tot);\n"
+"}\n"
+"SORT_UPSWEEP {}\nSORT_ONESWEEP {}\n#else\nSORT_HIST {}\nSORT_HIST_SCAN {}\nSORT_SCATTER {}\n"
 /* ---- GPUs: onesweep. cnt: [SORT_PASSES][256] digit counts (zeroed before
  * each call), scanned in place into each pass's digit starts; then one tile
  * counter a pass at SORT_CTR. */
@@ -150,6 +157,12 @@ static const char ka__prims_src_sort[] =
 "#define SORT_BAL(b) sort_emu_ballot((b), lid, lb)\n"
 "#define SORT_WSYNC() ka_barrier_local()\n"
 "#define SORT_POPC(x) popcount(x)\n"
+"#endif\n"
+/* CUDA: at least SORT_MINB groups a multiprocessor (a register bound), through
+ * the prelude's attribute hook of KA_KERNEL (absent: no bound, same code). */
+"#if defined(KA_CUDA) && defined(KA__WG_ATTR) && defined(SORT_MINB) && SORT_MINB > 0\n"
+"#undef KA__WG_ATTR\n"
+"#define KA__WG_ATTR __launch_bounds__(WG, SORT_MINB)\n"
 "#endif\n"
 "SORT_ONESWEEP {\n"
 "    ksrc += kso; kdst += kdo; v4src += vso; v8src += vso; v4dst += vdo; v8dst += vdo;\n"
@@ -302,11 +315,6 @@ static const char ka__prims_src_sort[] =
 "        }\n"
 "}\n"
 "#endif\n"
-"KA_KERNEL(kaprims_hist_scan, KA_GLOBAL ulong *counts, ulong m) {\n"
-"    KA_LOCAL ulong buf[TILE_LOCAL];\n"
-"    KA_LOCAL ulong tot[2 * WG];\n"
-"    prims_range_scan_ul(counts, counts, 0, m, 0UL, 1u, buf, tot);\n"
-"}\n"
 /* Group p: the exclusive scan of pass p's 256 counts, in place. */
 "KA_KERNEL(kaprims_upscan, KA_GLOBAL ulong *cnt) {\n"
 "    KA_LOCAL ulong sc[2 * WG];\n"
