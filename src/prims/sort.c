@@ -79,15 +79,13 @@ static ka_status alloc(ka_prims_plan *p) {
         st = ka__plan_scratch(p, 0, 256 * parts * 8, "digit counts");
     } else {
         st = ka__plan_scratch(p, 0, SORT_CNT_WORDS * 8, "digit counts");
-        size_t sb = ka__cdiv(p->max_n, otile(p)) * 256 * 8;
-        if (st == KA_OK) st = ka__plan_scratch(p, 3, sb, "look-back status");
         /* The status words start cleared (stamp 0 is never used). */
-        ka_queue zq = {0};
-        uint64_t zero = 0;
-        if (st == KA_OK) st = ka_queue_create(p->dev, NULL, &zq);
-        if (st == KA_OK) st = ka_buffer_fill(zq, p->b[3], 0, &zero, 8, sb, NULL);
-        if (st == KA_OK) st = ka_queue_finish(zq);
-        if (zq.id) ka_queue_release(zq);
+        size_t sb = ka__cdiv(p->max_n, otile(p)) * 256 * 8;
+        if (st == KA_OK && (st = ka_buffer_create_zeroed(p->dev, sb, &p->b[3])) != KA_OK) {
+            char e[256];
+            snprintf(e, sizeof e, "%s", ka_last_error());
+            return ka__fail(st, "ka_prims_plan_create: scratch for look-back status (%zu bytes): %s", sb, e);
+        }
     }
     if (st == KA_OK) st = ka__plan_scratch(p, 1, p->max_n * p->esize, "keys");
     if (st == KA_OK && w) st = ka__plan_scratch(p, 2, p->max_n * w, "values");
