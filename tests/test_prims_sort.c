@@ -89,6 +89,48 @@ static void sort_gpu_stamps(void **state) {
     ka_prims_plan_release(p);
 }
 
+/* A sort recorded in a graph and replayed on new keys, both layouts (the GPU
+ * sort's look-back stamps advance on the device, replay after replay). */
+static void sort_graph_replay(void **state) {
+    (void)state;
+    enum { N = 20011 };
+    for (int gpu = 0; gpu < 2; gpu++) {
+        if (gpu) setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+        ka_prims_plan *p;
+        ka_status st = ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_U32, N, KA_PRIM_SORT_VALUES, &p);
+        unsetenv("KA_PRIMS_LAYOUT");
+        KA_OK_OR_FAIL(st);
+        ka_buffer kb = make_buffer(dev, N * 4), vb = make_buffer(dev, N * 4);
+        ka_graph g;
+        KA_OK_OR_FAIL(ka_graph_begin(q));
+        KA_OK_OR_FAIL(ka_sort(q, p, kb, 0, vb, 0, N, NULL));
+        KA_OK_OR_FAIL(ka_graph_end(q, &g));
+        static uint32_t k[N], v[N], rec[2 * N], gk[N], gv[N];
+        for (uint32_t rep = 0; rep < 3; rep++) {
+            uint32_t seed = 77 + rep;
+            for (uint32_t i = 0; i < N; i++) {
+                seed = seed * 1103515245u + 12345u;
+                k[i] = rep == 1 ? (seed >> 8) % 13 * 0x01010101u : seed ^ (seed << 7);
+                v[i] = i, rec[2 * i] = k[i], rec[2 * i + 1] = i;
+            }
+            g_sort_t = KA_DTYPE_U32;
+            qsort(rec, N, 8, cmp_rec);
+            KA_OK_OR_FAIL(ka_buffer_write(q, kb, 0, k, sizeof k));
+            KA_OK_OR_FAIL(ka_buffer_write(q, vb, 0, v, sizeof v));
+            KA_OK_OR_FAIL(ka_graph_launch(q, g, NULL));
+            KA_OK_OR_FAIL(ka_buffer_read(q, gk, kb, 0, sizeof gk));
+            KA_OK_OR_FAIL(ka_buffer_read(q, gv, vb, 0, sizeof gv));
+            for (uint32_t i = 0; i < N; i++)
+                if (gk[i] != rec[2 * i] || gv[i] != rec[2 * i + 1])
+                    fail_msg("graph replay %u (gpu layout %d): element %u is (%u, %u), want (%u, %u)", rep, gpu, i, gk[i],
+                             gv[i], rec[2 * i], rec[2 * i + 1]);
+        }
+        ka_graph_release(g);
+        ka_buffer_release(kb), ka_buffer_release(vb);
+        ka_prims_plan_release(p);
+    }
+}
+
 /* 2^20 - 3 keys in both layouts, keys only and pairs. */
 static void sort_large(void **state) {
     (void)state;
@@ -200,6 +242,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sort_bad_input),   cmocka_unit_test(sort_all_types), cmocka_unit_test(sort_gpu_layout),
         cmocka_unit_test(sort_gpu_ballot_emulated), cmocka_unit_test(sort_gpu_stamps),
+        cmocka_unit_test(sort_graph_replay),
         cmocka_unit_test(sort_large),       cmocka_unit_test(sort_many_groups), cmocka_unit_test(sort_zero_alloc),
     };
     const char *f = getenv("KA_TEST_FILTER"); /* one test by name (cmocka's pattern) */

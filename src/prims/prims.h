@@ -26,7 +26,6 @@ struct ka_prims_plan {
     int contig;              /* CPU layout: work-items own contiguous runs */
     uint64_t max_groups;     /* work-groups of a call at most (scratch is sized for them) */
     char defs[256];          /* source lines the primitive's setup adds before the common source */
-    uint32_t seq;            /* sort: the last look-back stamp used (sort.c) */
 };
 
 /* One primitive: its kernels' source and names, and the two hooks of plan

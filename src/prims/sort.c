@@ -18,8 +18,8 @@
 static const char *const kernels[] = {"kaprims_hist",     "kaprims_hist_scan", "kaprims_scatter",
                                       "kaprims_upsweep", "kaprims_upscan",    "kaprims_onesweep", NULL};
 enum { K_HIST, K_HIST_SCAN, K_SCATTER, K_UPSWEEP, K_UPSCAN, K_ONESWEEP };
-#define SORT_CNT_WORDS (8 * 256 + 8) /* counts of up to 8 passes, then 8 tile counters (SORT_CTR) */
-#define STAMP_MAX ((1u << 22) - 1) /* look-back stamps: 1 to this (src_sort.h) */
+#define SORT_CNT_WORDS (8 * 256 + 8) /* counts of up to 8 passes, then 8 tile counters (SORT_CTR): cleared a call */
+#define SORT_EPOCH SORT_CNT_WORDS     /* then the last look-back stamp used and the call's first (src_sort.h) */
 #define ARG_FLAGS (KA_PRIM_SORT_VALUES | KA_PRIM_SORT_VALUES8 | KA_PRIM_ARGSORT | KA_PRIM_ARGSORT64)
 
 static uint32_t vwidth(uint32_t f) { return f & KA_PRIM_SORT_VALUES ? 4 : f & KA_PRIM_SORT_VALUES8 ? 8 : 0; }
@@ -45,8 +45,6 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
         return ka__fail(KA_ERR_UNSUPPORTED, "%s: sort on %s needs 64-bit atomics (its look-back status)", fn, p->di->name);
     if (!p->contig && (uint64_t)d->max_n >= (1ull << 40)) /* the status words' counts */
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n %zu: sort takes fewer than 2^40 keys", fn, d->max_n);
-    const char *seq = getenv("KA_PRIMS_SORT_STAMP"); /* tests: the stamps' wrap */
-    p->seq = seq ? (uint32_t)strtoul(seq, NULL, 10) % STAMP_MAX : 0;
     /* CPUs: one group of 8 work-items a core. Each work-item scatters its run
      * into 256 streams; fewer, longer runs write faster (as OpenMP's sort with
      * one run a thread). */
@@ -78,7 +76,15 @@ static ka_status alloc(ka_prims_plan *p) {
         uint64_t parts = p->max_groups * p->wg; /* counts per work-item */
         st = ka__plan_scratch(p, 0, 256 * parts * 8, "digit counts");
     } else {
-        st = ka__plan_scratch(p, 0, SORT_CNT_WORDS * 8, "digit counts");
+        /* the stamps from 1 (tests: KA_PRIMS_SORT_STAMP, the last one used, to cross the wrap) */
+        uint64_t c0[SORT_CNT_WORDS + 2] = {0};
+        const char *seq = getenv("KA_PRIMS_SORT_STAMP");
+        c0[SORT_EPOCH] = seq ? strtoull(seq, NULL, 10) % ((1u << 22) - 1) : 0;
+        if ((st = ka_buffer_create_with(p->dev, sizeof c0, c0, &p->b[0])) != KA_OK) {
+            char e[256];
+            snprintf(e, sizeof e, "%s", ka_last_error());
+            return ka__fail(st, "ka_prims_plan_create: scratch for digit counts (%zu bytes): %s", sizeof c0, e);
+        }
         /* The status words start cleared (stamp 0 is never used). */
         size_t sb = ka__cdiv(p->max_n, otile(p)) * 256 * 8;
         if (st == KA_OK && (st = ka_buffer_create_zeroed(p->dev, sb, &p->b[3])) != KA_OK) {
@@ -163,28 +169,20 @@ static ka_status run(ka_queue q, ka_prims_plan *p, ka_buffer keys, uint64_t ko, 
     uint64_t g0 = ka__cdiv(n, p->wg);
     if (g0 > p->max_groups) g0 = p->max_groups;
     uint64_t c = ka__cdiv(ka__cdiv(n, g0), p->wg) * p->wg, g = ka__cdiv(n, c);
-    uint64_t tiles = ka__cdiv(n, otile(p)), zero = 0;
-    if (p->seq + (uint32_t)passes > STAMP_MAX) { /* stamps wrap: no old word may carry a new stamp */
-        size_t sb;
-        if ((st = ka_buffer_size(p->b[3], &sb)) != KA_OK || (st = ka_buffer_fill(q, p->b[3], 0, &zero, 8, sb, NULL)) != KA_OK)
-            return st;
-        p->seq = 0;
-    }
-    uint32_t stamp0 = p->seq + 1;
+    uint64_t tiles = ka__cdiv(n, otile(p)), zero = 0, nst = ka__cdiv(p->max_n, otile(p)) * 256;
     if ((st = ka_buffer_fill(q, p->b[0], 0, &zero, 8, SORT_CNT_WORDS * 8, NULL)) != KA_OK) return st;
-    p->seq += (uint32_t)passes;
-    ka_arg au[] = {ka_arg_buffer(keys), ka_arg_u64(ko), ka_arg_buffer(p->b[0]), ka_arg_u64(n), ka_arg_u64(c)};
+    ka_arg au[] = {ka_arg_buffer(keys), ka_arg_u64(ko), ka_arg_buffer(p->b[0]), ka_arg_u64(n), ka_arg_u64(c),
+                   ka_arg_buffer(p->b[3]), ka_arg_u64(nst)};
     ka_arg as[] = {ka_arg_buffer(p->b[0])};
-    if ((st = ka__prims_launch(q, p->k[K_UPSWEEP], g, p->wg, au, 5, NULL)) != KA_OK) return st;
+    if ((st = ka__prims_launch(q, p->k[K_UPSWEEP], g, p->wg, au, 7, NULL)) != KA_OK) return st;
     if ((st = ka__prims_launch(q, p->k[K_UPSCAN], (uint64_t)passes, p->wg, as, 1, NULL)) != KA_OK) return st;
     for (int pass = 0; pass < passes; pass++) {
         pass_io io = pass_buffers(p, pass, passes, keys, ko, vals, vo, argsort);
         ka_arg ao[] = {ka_arg_buffer(io.ks), ka_arg_u64(io.kso), ka_arg_buffer(io.kd), ka_arg_u64(io.kdo),
                        ka_arg_buffer(io.vs), ka_arg_buffer(io.vd), ka_arg_buffer(io.vs), ka_arg_buffer(io.vd),
                        ka_arg_u64(io.vso), ka_arg_u64(io.vdo), ka_arg_buffer(p->b[0]), ka_arg_buffer(p->b[3]),
-                       ka_arg_u64(n), ka_arg_u32((uint32_t)pass), ka_arg_u32(stamp0 + (uint32_t)pass), ka_arg_u32(vwa),
-                       ka_arg_u32(io.gen), ka_arg_u32(io.wk)};
-        if ((st = ka__prims_launch(q, p->k[K_ONESWEEP], tiles, p->wg, ao, 18, pass == passes - 1 ? ev : NULL)) != KA_OK)
+                       ka_arg_u64(n), ka_arg_u32((uint32_t)pass), ka_arg_u32(vwa), ka_arg_u32(io.gen), ka_arg_u32(io.wk)};
+        if ((st = ka__prims_launch(q, p->k[K_ONESWEEP], tiles, p->wg, ao, 17, pass == passes - 1 ? ev : NULL)) != KA_OK)
             return st;
     }
     return KA_OK;

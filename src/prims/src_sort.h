@@ -32,11 +32,10 @@ static const char ka__prims_src_sort[] =
 "    KA_CONST(uint) v4src, KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, \\\n"
 "    ulong vdo, KA_CONST(ulong) counts, ulong n, ulong C, uint shift, uint vw, uint gen, uint wk)\n"
 "#define SORT_UPSWEEP KA_KERNEL(kaprims_upsweep, KA_CONST(KT) keys, ulong ko, KA_GLOBAL ulong *cnt, ulong n, \\\n"
-"    ulong C)\n"
+"    ulong C, KA_GLOBAL ulong *st, ulong nst)\n"
 "#define SORT_ONESWEEP KA_KERNEL(kaprims_onesweep, KA_CONST(KT) ksrc, ulong kso, KA_GLOBAL KT *kdst, ulong kdo, \\\n"
 "    KA_CONST(uint) v4src, KA_GLOBAL uint *v4dst, KA_CONST(ulong) v8src, KA_GLOBAL ulong *v8dst, ulong vso, \\\n"
-"    ulong vdo, KA_GLOBAL ulong *cnt, KA_GLOBAL ulong *st, ulong n, uint pass, uint stamp, uint vw, uint gen, \\\n"
-"    uint wk)\n"
+"    ulong vdo, KA_GLOBAL ulong *cnt, KA_GLOBAL ulong *st, ulong n, uint pass, uint vw, uint gen, uint wk)\n"
 "#if CONTIG\n"
 /* ---- CPUs: no barriers, the OpenMP radix sort's scheme. Each work-item
  * owns a contiguous run of its group's chunk and counts its digits privately
@@ -83,10 +82,17 @@ static const char ka__prims_src_sort[] =
 "}\n"
 "SORT_UPSWEEP {}\nSORT_ONESWEEP {}\n#else\nSORT_HIST {}\nSORT_HIST_SCAN {}\nSORT_SCATTER {}\n"
 /* ---- GPUs: onesweep. cnt: [SORT_PASSES][256] digit counts (zeroed before
- * each call), scanned in place into each pass's digit starts; then one tile
- * counter a pass at SORT_CTR. */
+ * each call), scanned in place into each pass's digit starts; one tile
+ * counter a pass at SORT_CTR; past them (kept between calls) the last
+ * look-back stamp used (SORT_EPOCH) and the first of this call (SORT_BASE).
+ * The stamps live on the device, so a recorded graph's replays take new ones. */
 "#define SORT_CTR 2048\n"
-/* Every digit of every pass, counted in local memory, added to cnt. */
+"#define SORT_EPOCH 2056\n"
+"#define SORT_BASE 2057\n"
+"#define SORT_STAMP_MAX 4194303UL\n"
+/* Every digit of every pass, counted in local memory, added to cnt. When
+ * this call's stamps would pass the last, the groups clear the status words
+ * (nst of them) first: no old word can carry a stamp of the new round. */
 "SORT_UPSWEEP {\n"
 "    keys += ko;\n"
 "    KA_LOCAL uint h[SORT_PASSES * 256];\n"
@@ -107,6 +113,8 @@ static const char ka__prims_src_sort[] =
 "    ka_barrier_local();\n"
 "    for (uint d = lid; d < SORT_PASSES * 256u; d += WG)\n"
 "        if (h[d]) ka_atomic_add(&cnt[d], (ulong)h[d]);\n"
+"    if (cnt[SORT_EPOCH] + SORT_PASSES > SORT_STAMP_MAX)\n"
+"        for (ulong i = g * WG + lid; i < nst; i += ka_num_groups(0) * WG) st[i] = 0UL;\n"
 "}\n"
 /* One pass. Each group takes the next tile from the pass's counter (so a
  * group only ever waits on tiles that running or finished groups hold:
@@ -122,9 +130,9 @@ static const char ka__prims_src_sort[] =
  * sees its count; nothing else passes between groups within a pass (keys go
  * to places no group reads until the next launch), so no fence is needed,
  * and the weak ordering of OpenCL 1.2 is enough. Tile 0 starts from cnt's
- * digit starts. Every pass of every call has a stamp of its own (sort.c
- * clears the words when the stamps wrap), and a word of another stamp reads
- * as not yet written: the words need no clearing between passes.
+ * digit starts. Every pass of every call has a stamp of its own (the
+ * upsweep clears the words when the stamps wrap), and a word of another
+ * stamp reads as not yet written: the words need no clearing between passes.
  * Keys of a tile: item j of work-item (w, lane), w its SW-wide warp, sits at
  * w*SW*SORT_ITEMS + j*SW + lane: loads are coalesced, and the order (w, j,
  * lane) is the tile's order. A key's rank in the tile = the start of its
@@ -166,7 +174,7 @@ static const char ka__prims_src_sort[] =
 "#endif\n"
 "SORT_ONESWEEP {\n"
 "    ksrc += kso; kdst += kdo; v4src += vso; v8src += vso; v4dst += vdo; v8dst += vdo;\n"
-"    ulong sw = (ulong)stamp << 40;\n"
+"    ulong sw = (cnt[SORT_BASE] + pass) << 40;\n"
 "    KA_LOCAL SORT_XT xch[STILE];\n"
 "    KA_LOCAL uchar ldig[STILE];\n"
 "    KA_LOCAL uint wh[NW * 256];\n"
@@ -315,7 +323,8 @@ static const char ka__prims_src_sort[] =
 "        }\n"
 "}\n"
 "#endif\n"
-/* Group p: the exclusive scan of pass p's 256 counts, in place. */
+/* Group p: the exclusive scan of pass p's 256 counts, in place. GPUs: the
+ * call's stamps, after the upsweep read the last one. */
 "KA_KERNEL(kaprims_upscan, KA_GLOBAL ulong *cnt) {\n"
 "    KA_LOCAL ulong sc[2 * WG];\n"
 "    uint lid = (uint)ka_local_id(0);\n"
@@ -328,6 +337,13 @@ static const char ka__prims_src_sort[] =
 "        if (d < 256u) c[d] = carry + ex;\n"
 "        carry += tot;\n"
 "    }\n"
+"#if !CONTIG\n"
+"    if (ka_group_id(0) == 0 && lid == 0u) {\n"
+"        ulong e = cnt[SORT_EPOCH], b = e + SORT_PASSES > SORT_STAMP_MAX ? 1UL : e + 1UL;\n"
+"        cnt[SORT_BASE] = b;\n"
+"        cnt[SORT_EPOCH] = b + SORT_PASSES - 1UL;\n"
+"    }\n"
+"#endif\n"
 "}\n"
 "";
 #endif
