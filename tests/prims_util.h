@@ -95,44 +95,70 @@ static inline double special(double x, uint64_t r, double inf) {
     return x;
 }
 
-/* Keys from few distinct values (many ties: stability shows), values = index. */
-static inline void check_sort(ka_prims_plan *p, ka_dtype t, size_t n, int with_vals, uint32_t seed, int wide) {
-    size_t es = esize(t), rs = es + 4;
-    uint8_t *k = malloc(n * es + 8), *rec = malloc(n * rs + 8), *got = malloc(n * es + 8);
-    uint32_t *v = malloc(n * 4 + 8), *gv = malloc(n * 4 + 8);
+/* What a sort check moves with the keys: nothing, 4- or 8-byte values
+ * (ka_sort_pairs), or argsort's u32 or u64 indices. */
+enum { SORT_KEYS = 0, SORT_V4 = 4, SORT_V8 = 8, SORT_ARG32 = 32, SORT_ARG64 = 64 };
+
+/* Keys from few distinct values (many ties: stability shows) or wide ones
+ * (every digit), values = index; keys, values and perm at an offset of off
+ * elements. Checked against qsort, stable by index. */
+static inline void check_sort_ex(ka_prims_plan *p, ka_dtype t, size_t n, int mode, uint32_t seed, int wide, size_t off) {
+    size_t es = esize(t), rs = es + 4, vw = mode == SORT_V8 || mode == SORT_ARG64 ? 8 : 4;
+    int arg = mode == SORT_ARG32 || mode == SORT_ARG64, vals = mode != SORT_KEYS;
+    uint8_t *k = malloc((n + off) * es + 8), *rec = malloc(n * rs + 8), *got = malloc((n + off) * es + 8);
+    uint8_t *v = malloc((n + off) * vw + 8), *gv = malloc((n + off) * vw + 8);
+    memset(k, 0x5a, off * es), memset(v, 0x5a, off * vw);
     for (size_t i = 0; i < n; i++) {
         seed = seed * 1103515245u + 12345u;
         uint64_t r = wide ? ((uint64_t)seed << 32 | (seed * 2654435761u)) : (seed >> 8) % 97;
         int64_t s = (int64_t)(r % 97) - 48;
+        uint8_t *kp = k + (off + i) * es;
         switch (t) {
-        case KA_DTYPE_U32: { uint32_t x = wide ? (uint32_t)r : (uint32_t)(r * 0x01010101u); memcpy(k + i * es, &x, 4); break; }
-        case KA_DTYPE_I32: { int32_t x = wide ? (int32_t)(uint32_t)r : (int32_t)s * 40000000; memcpy(k + i * es, &x, 4); break; }
-        case KA_DTYPE_F32: { float x = (float)special(s * 0.37, r, INFINITY); memcpy(k + i * es, &x, 4); break; }
-        case KA_DTYPE_U64: { uint64_t x = wide ? r : r * 0x0101010101010101ull; memcpy(k + i * es, &x, 8); break; }
-        case KA_DTYPE_I64: { int64_t x = wide ? (int64_t)r : s * 90000000000000000ll; memcpy(k + i * es, &x, 8); break; }
-        case KA_DTYPE_F64: { double x = special(s * 0.37, r, -INFINITY); memcpy(k + i * es, &x, 8); break; }
+        case KA_DTYPE_U32: { uint32_t x = wide ? (uint32_t)r : (uint32_t)(r * 0x01010101u); memcpy(kp, &x, 4); break; }
+        case KA_DTYPE_I32: { int32_t x = wide ? (int32_t)(uint32_t)r : (int32_t)s * 40000000; memcpy(kp, &x, 4); break; }
+        case KA_DTYPE_F32: { float x = (float)special(s * 0.37, r, INFINITY); memcpy(kp, &x, 4); break; }
+        case KA_DTYPE_U64: { uint64_t x = wide ? r : r * 0x0101010101010101ull; memcpy(kp, &x, 8); break; }
+        case KA_DTYPE_I64: { int64_t x = wide ? (int64_t)r : s * 90000000000000000ll; memcpy(kp, &x, 8); break; }
+        case KA_DTYPE_F64: { double x = special(s * 0.37, r, -INFINITY); memcpy(kp, &x, 8); break; }
         }
-        v[i] = (uint32_t)i;
-        memcpy(rec + i * rs, k + i * es, es), memcpy(rec + i * rs + es, &v[i], 4);
+        uint32_t ix = (uint32_t)i;
+        uint64_t v8 = (uint64_t)i | (uint64_t)(i * 7 + 1) << 40; /* the high half matters too */
+        if (vw == 4) memcpy(v + (off + i) * 4, &ix, 4);
+        else memcpy(v + (off + i) * 8, &v8, 8);
+        memcpy(rec + i * rs, kp, es), memcpy(rec + i * rs + es, &ix, 4);
     }
     g_sort_t = t;
     qsort(rec, n, rs, cmp_rec);
-    ka_buffer kb = upload(k, n * es), vb = with_vals ? upload(v, n * 4) : (ka_buffer){0};
+    ka_buffer kb = upload(k, (n + off) * es), vb = vals ? upload(v, (n + off) * vw) : (ka_buffer){0};
     ka_event ev;
-    KA_OK_OR_FAIL(ka_sort(q, p, kb, 0, vb, 0, n, &ev));
+    if (mode == SORT_KEYS) KA_OK_OR_FAIL(ka_sort(q, p, kb, off * es, vb, 0, n, &ev));
+    else if (!arg) KA_OK_OR_FAIL(ka_sort_pairs(q, p, kb, off * es, vb, off * vw, n, &ev));
+    else KA_OK_OR_FAIL(ka_argsort(q, p, vb, off * vw, kb, off * es, n, &ev));
     KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
     KA_OK_OR_FAIL(ka_event_release(ev));
-    if (n) KA_OK_OR_FAIL(ka_buffer_read(q, got, kb, 0, n * es));
-    if (n && with_vals) KA_OK_OR_FAIL(ka_buffer_read(q, gv, vb, 0, n * 4));
+    KA_OK_OR_FAIL(ka_buffer_read(q, got, kb, 0, (n + off) * es));
+    if (vals) KA_OK_OR_FAIL(ka_buffer_read(q, gv, vb, 0, (n + off) * vw));
+    if (memcmp(got, k, off * es) || (vals && memcmp(gv, v, off * vw)))
+        fail_msg("sort %s n %zu mode %d: the elements before the offset changed", tname(t), n, mode);
+    if (arg && memcmp(got, k, (n + off) * es)) fail_msg("argsort %s n %zu: the keys changed", tname(t), n);
     for (size_t i = 0; i < n; i++) {
-        if (memcmp(got + i * es, rec + i * rs, es)) fail_msg("sort %s n %zu: key %zu differs", tname(t), n, i);
-        if (with_vals && memcmp(&gv[i], rec + i * rs + es, 4))
-            fail_msg("sort %s n %zu: value %zu is %u, want %u (not stable)", tname(t), n, i, gv[i],
-                     *(uint32_t *)(rec + i * rs + es));
+        uint32_t want;
+        memcpy(&want, rec + i * rs + es, 4);
+        if (!arg && memcmp(got + (off + i) * es, rec + i * rs, es)) fail_msg("sort %s n %zu mode %d: key %zu differs", tname(t), n, mode, i);
+        if (!vals) continue;
+        uint64_t gi, wv = vw == 4 || arg ? want : (uint64_t)want | (uint64_t)(want * 7ull + 1) << 40;
+        if (vw == 4) { uint32_t x; memcpy(&x, gv + (off + i) * 4, 4); gi = x; }
+        else memcpy(&gi, gv + (off + i) * 8, 8);
+        if (gi != wv)
+            fail_msg("sort %s n %zu mode %d: value %zu is %llu, want %llu (not stable)", tname(t), n, mode, i,
+                     (unsigned long long)gi, (unsigned long long)wv);
     }
     ka_buffer_release(kb);
-    if (with_vals) ka_buffer_release(vb);
+    if (vals) ka_buffer_release(vb);
     free(k), free(rec), free(got), free(v), free(gv);
+}
+static inline void check_sort(ka_prims_plan *p, ka_dtype t, size_t n, int with_vals, uint32_t seed, int wide) {
+    check_sort_ex(p, t, n, with_vals ? SORT_V4 : SORT_KEYS, seed, wide, 0);
 }
 
 
