@@ -15,6 +15,14 @@ ka_status ka__plan_check(const ka_prims_plan *p, ka_prim_kind kind, const char *
     return KA_OK;
 }
 
+ka_status ka__prims_check_op(const ka_prims_plan *p, ka_reduce_op op, const char *fn) {
+    if (op != KA_REDUCE_SUM && op != KA_REDUCE_MIN && op != KA_REDUCE_MAX && op != KA_REDUCE_USER)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: unknown op %d", fn, (int)op);
+    if (op == KA_REDUCE_USER && !p->user_op)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: KA_REDUCE_USER on a plan made without an operator (desc.op)", fn);
+    return KA_OK;
+}
+
 ka_status ka__prims_check_n(const ka_prims_plan *p, size_t n, const char *fn) {
     if (n > p->max_n)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: n = %zu is larger than the plan's max_n %zu", fn, n, p->max_n);

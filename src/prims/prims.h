@@ -54,6 +54,8 @@ ka_status ka__plan_scratch(ka_prims_plan *p, int i, size_t bytes, const char *wh
 
 /* The checks of a call: each KA_OK or the failure with fn and its detail. */
 ka_status ka__plan_check(const ka_prims_plan *p, ka_prim_kind kind, const char *fn);
+/* A reduce op: one of ka_reduce_op, KA_REDUCE_USER only on a plan with an operator. */
+ka_status ka__prims_check_op(const ka_prims_plan *p, ka_reduce_op op, const char *fn);
 ka_status ka__prims_check_n(const ka_prims_plan *p, size_t n, const char *fn);
 /* A byte offset of a call: a multiple of the element size es, inside the
  * buffer with room for n elements after it; *el gets it in elements. */

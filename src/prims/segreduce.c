@@ -22,10 +22,7 @@ ka_status ka_segmented_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer out, si
     ka_status st = ka__plan_check(plan, KA_PRIM_SEGMENTED_REDUCE, fn);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
-    if (op != KA_REDUCE_SUM && op != KA_REDUCE_MIN && op != KA_REDUCE_MAX && op != KA_REDUCE_USER)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: unknown op %d", fn, (int)op);
-    if (op == KA_REDUCE_USER && !p->user_op)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: KA_REDUCE_USER on a plan made without an operator (desc.op)", fn);
+    if ((st = ka__prims_check_op(p, op, fn)) != KA_OK) return st;
     uint64_t oi, ii, fi;
     size_t in_bytes = 0;
     st = ka__prims_check_n(p, n_segments, fn);
