@@ -147,37 +147,39 @@ static void host_iota(uint32_t *v, size_t n) {
     for (size_t i = 0; i < n; i++) v[i] = (uint32_t)i;
 }
 /* Stable compaction: each thread counts its block's kept elements, then
- * writes them after the counts of the blocks before. fl NULL: keep x < 512. */
+ * writes them after the counts of the blocks before, without a branch per
+ * element (every element stored, the position advanced past kept ones) up
+ * to its block's last kept element, so no store lands in the next block's
+ * part. fl NULL: keep x < 512. */
 static uint64_t host_select_u32(const uint32_t *in, const uint8_t *fl, uint32_t *out, size_t n, uint64_t *part) {
     int T = nthreads();
     uint64_t total = 0;
 #pragma omp parallel num_threads(T)
     {
         int t = thread_id();
-        size_t lo, hi, k = 0;
+        size_t lo, hi, k = 0, last = 0;
         block(n, T, t, &lo, &hi);
         if (fl)
-            for (size_t i = lo; i < hi; i++) k += fl[i] != 0;
+            for (size_t i = lo; i < hi; i++) k += fl[i] != 0, last = fl[i] ? i : last;
         else
-            for (size_t i = lo; i < hi; i++) k += in[i] < 512u;
+            for (size_t i = lo; i < hi; i++) k += in[i] < 512u, last = in[i] < 512u ? i : last;
         part[t] = k;
 #pragma omp barrier
         size_t o = 0;
         for (int j = 0; j < t; j++) o += part[j];
-        /* Writes of kept elements only: an unconditional store past a block's last kept element
-         * would land on the next block's first. */
-        if (fl) {
-            for (size_t i = lo; i < hi; i++)
-                if (fl[i]) out[o++] = in[i];
-        } else {
-            for (size_t i = lo; i < hi; i++)
-                if (in[i] < 512u) out[o++] = in[i];
-        }
+        size_t end = k ? last + 1 : lo;
+        /* The keep bit by arithmetic: GCC turns `o += fl[i] != 0` into a branch, mispredicted on random flags. */
+        if (fl)
+            for (size_t i = lo; i < end; i++) out[o] = in[i], o += (unsigned)(fl[i] | -fl[i]) >> 31;
+        else
+            for (size_t i = lo; i < end; i++) out[o] = in[i], o += (unsigned)(in[i] - 512u) >> 31;
         if (t == T - 1) total = o;
     }
     return total;
 }
-/* 256 even bins of [0, 1024) (u32) or [0, 1) (f32): per-thread counts, then summed. */
+/* 256 even bins of [lo, hi) = [0, 1024) (u32) or [0, 1) (f32), the range read at run time as
+ * a histogram over any range computes its bin (a float scale), per-thread counts, then summed. */
+static volatile uint32_t hist_lo = 0, hist_hi = 1024;
 static void host_hist(const uint32_t *u, const float *f, size_t n, uint32_t *counts, uint32_t (*tc)[256]) {
     int T = nthreads();
 #pragma omp parallel num_threads(T)
@@ -188,8 +190,13 @@ static void host_hist(const uint32_t *u, const float *f, size_t n, uint32_t *cou
         uint32_t *c = tc[t];
         memset(c, 0, 256 * sizeof *c);
         if (u) {
+            uint32_t l = hist_lo, h = hist_hi;
+            float s = 256.0f / (float)(h - l);
             for (size_t i = lo; i < hi; i++)
-                if (u[i] < 1024u) c[u[i] >> 2]++;
+                if (u[i] >= l && u[i] < h) {
+                    uint32_t b = (uint32_t)((float)(u[i] - l) * s);
+                    c[b < 256u ? b : 255u]++;
+                }
         } else {
             for (size_t i = lo; i < hi; i++)
                 if (f[i] >= 0.0f && f[i] < 1.0f) c[(int)(f[i] * 256.0f)]++;
