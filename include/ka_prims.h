@@ -114,9 +114,11 @@ KA_API ka_status ka_select(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_
                            size_t count_offset, ka_buffer in, size_t in_offset, ka_buffer flags, size_t flags_offset,
                            size_t n, ka_event *ev);
 /* counts[b] (u32, the plan's bins of them, overwritten) = the number of the n
- * samples in bin b of bins evenly splitting [lower, upper): bin
- * floor((x - lower) * bins / (upper - lower)). Samples outside the range and
- * NaN are not counted. lower < upper. */
+ * samples in bin b of bins evenly splitting [lower, upper): integers, bin
+ * floor((x - lower) * bins / (upper - lower)) exactly (whole bounds inside
+ * the type); floats, (x - lower) * (bins / (upper - lower)) in the sample's
+ * type, truncated, what rounds to bins in the last bin. Samples outside the
+ * range and NaN are not counted. lower < upper. */
 KA_API ka_status ka_histogram(ka_queue q, ka_prims_plan *plan, ka_buffer counts, size_t counts_offset, ka_buffer in,
                               size_t in_offset, size_t n, double lower, double upper, ka_event *ev);
 /* out[j] (u64) = the first index i of the ascending sorted[0, n_sorted) with

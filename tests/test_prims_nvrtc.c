@@ -82,6 +82,11 @@ static void nvrtc_all(void **state) {
 }
 
 int main(void) {
+    test_nvrtc nv;
+    if (!test_nvrtc_open(&nv)) {
+        printf("libnvrtc not found: skipped\n");
+        return 77;
+    }
     const struct CMUnitTest tests[] = {cmocka_unit_test(nvrtc_all)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,11 +6,14 @@
  * Nothing here allocates. Scratch: b[0] the per-work-item histograms (CPUs). */
 #include "prims.h"
 
-#include <math.h>
+#include <math.h> /* isnan, isinf: macros, no libm */
 #include <stdio.h>
 #include <string.h>
 
 #include "src_histogram.h"
+
+/* x, inside [-2^63, 2^64), has no fraction (libka does not link libm). */
+static int whole(double x) { return x >= 0 ? (double)(uint64_t)x == x : (double)(int64_t)x == x; }
 
 static const char *const kernels[] = {"kaprims_histogram_zero", "kaprims_histogram_count", "kaprims_histogram_sum",
                                       NULL};
@@ -86,7 +89,7 @@ static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_a
     static const double tmin[] = {0, -2147483648.0, 0, -9223372036854775808.0, 0};
     static const double tend[] = {0, 2147483648.0, 4294967296.0, 9223372036854775808.0, 18446744073709551616.0};
     int t = (int)p->dtype;
-    if (floor(lower) != lower || floor(upper) != upper || lower < tmin[t] || upper >= tend[t])
+    if (!(lower >= tmin[t] && lower < tend[t] && upper >= tmin[t] && upper < tend[t]) || !whole(lower) || !whole(upper))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the bounds [%.17g, %.17g) of an integer histogram must be whole "
                         "numbers inside the sample type", fn, lower, upper);
     switch (p->dtype) {

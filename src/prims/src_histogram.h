@@ -12,8 +12,7 @@
  * in the type, truncated, the last bin for what rounds to bins. Integers:                                             \
  * floor((x - lo) * HB / R) exactly (R = hi - lo); x is inside when x - lo,                                            \
  * unsigned, is below R. Computed for every x, then masked (HIST_NONE is all                                           \
- * ones): no branch on the range, which random samples would mispredict on                                             \
- * CPUs. */                                                                                                            \
+ * ones): no branch on the range inside the bin's arithmetic. */                                                                                                            \
 "#define HIST_NONE 0xffffffffu\n"                                                                                      \
 "#ifdef T_FLOAT\n"                                                                                                     \
 "KA_DEVICE_FN uint hist_bin(T x, T lo, T hi, ulong R, ST s) {\n"                                                       \
@@ -93,16 +92,16 @@
 "#ifdef HIST_PRIVATE\n"                                                                                                \
 /* CPUs: no barriers, no atomics, as an OpenMP histogram does per thread.                                              \
  * Each work-item counts a contiguous run of its group's chunk into a                                                  \
- * private histogram (one more bin takes what is not counted, its index                                                \
- * chosen arithmetically, so the loop has no branch) and stores it in                                                  \
- * part[w * HB...]; kaprims_histogram_sum adds them up. */                                                             \
+ * private histogram (one branch on the bin's validity: predicted where the                                               \
+ * samples are in range, cheaper than an arithmetic index into a spare bin)                                            \
+ * and stores it in part[w * HB...]; kaprims_histogram_sum adds them up. */                                                             \
 "    ulong g = ka_group_id(0), a = g * C < n ? g * C : n, z = a + C < n ? a + C : n;\n"                                \
 "    prims_span(a, z, lid, WG, &i, &e, &st);\n"                                                                        \
-"    uint h[HB + 1u];\n"                                                                                               \
-"    for (uint d = 0; d <= HB; d++) h[d] = 0u;\n"                                                                      \
+"    uint h[HB];\n"                                                                                                   \
+"    for (uint d = 0; d < HB; d++) h[d] = 0u;\n"                                                                      \
 "    for (; i < e; i++) {\n"                                                                                           \
 "        uint b = HIST_BIN(in[i]);\n"                                                                                  \
-"        h[HB + ((b - HB) & (0u - (uint)(b < HB)))]++;\n"                                                              \
+"        if (b < HB) h[b]++;\n"                                                                                        \
 "    }\n"                                                                                                              \
 "    KA_GLOBAL uint *o = part + (g * WG + lid) * HB;\n"                                                                \
 "    for (uint d = 0; d < HB; d++) o[d] = h[d];\n"                                                                     \
