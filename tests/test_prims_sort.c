@@ -70,6 +70,19 @@ static void sort_gpu_ballot_emulated(void **state) {
         check_sort_ex(p, KA_DTYPE_F32, ss[i], SORT_KEYS, (uint32_t)i + 50, 1, 1);
     }
     ka_prims_plan_release(p);
+    /* The 8-byte layout (64-bit keys, 8-byte values: 12 keys a work-item, 3072 a tile). */
+    setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+    setenv("KA_PRIMS_SORT_BALLOT", "emu", 1);
+    st = ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_I64, 20000, KA_PRIM_SORT_VALUES8 | KA_PRIM_ARGSORT64, &p);
+    unsetenv("KA_PRIMS_LAYOUT");
+    unsetenv("KA_PRIMS_SORT_BALLOT");
+    KA_OK_OR_FAIL(st);
+    static const size_t s8[] = {3071, 3072, 3073, 20000};
+    for (size_t i = 0; i < sizeof s8 / sizeof s8[0]; i++) {
+        check_sort_ex(p, KA_DTYPE_I64, s8[i], i & 1 ? SORT_V8 : SORT_ARG64, (uint32_t)i + 7, (int)(i % 2 == 0), 1);
+        check_sort_ex(p, KA_DTYPE_I64, s8[i], SORT_KEYS, (uint32_t)i + 70, 0, 0);
+    }
+    ka_prims_plan_release(p);
 }
 
 /* The GPU layout's look-back stamps wrap (KA_PRIMS_SORT_STAMP starts them
