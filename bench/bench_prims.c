@@ -299,7 +299,6 @@ typedef struct row {
     int unit;           /* GBS: per_elem bytes an element; GELS, GKEYS: elements (needles), keys per second */
     double per_elem;
     int heavy;          /* sorts, searchsorted: one call per timing (sorts in place: fresh keys first) */
-    int newer;          /* a call still being built in some libkas: refusals make it not available */
     const char *cub;    /* CUB's call, NULL: none */
     double goal_cub;    /* libka speed / CUB speed at least (0: no goal) */
     double goal_cpu;    /* on a CPU device, libka speed / OpenMP speed at least */
@@ -313,28 +312,28 @@ typedef struct row {
     double *t[NI];
 } row;
 
-#define ROW(k, l, u, pe, hv, nw, cb, gc, gp)                                                      \
-    {.key = k, .label = l, .unit = u, .per_elem = pe, .heavy = hv, .newer = nw, .cub = cb, .goal_cub = gc,          \
+#define ROW(k, l, u, pe, hv, cb, gc, gp)                                                      \
+    {.key = k, .label = l, .unit = u, .per_elem = pe, .heavy = hv, .cub = cb, .goal_cub = gc,          \
      .goal_cpu = gp}
 static row rows[NR] = {
-    [R_COPY] = ROW("copy", "ka_buffer_copy u32", GBS, 8, 0, 0, "cudaMemcpyAsync", 0, 0),
-    [R_RED_U32] = ROW("reduce_u32", "ka_reduce sum u32", GBS, 4, 0, 0, "DeviceReduce::Sum", 1.0, 1.0),
-    [R_RED_F32] = ROW("reduce_f32", "ka_reduce sum f32", GBS, 4, 0, 0, "DeviceReduce::Sum", 1.0, 1.0),
-    [R_SUMSQ] = ROW("reduce_sumsq_f32", "ka_reduce user op f32 x*x, a+b", GBS, 4, 0, 1, "DeviceReduce::TransformReduce",
+    [R_COPY] = ROW("copy", "ka_buffer_copy u32", GBS, 8, 0, "cudaMemcpyAsync", 0, 0),
+    [R_RED_U32] = ROW("reduce_u32", "ka_reduce sum u32", GBS, 4, 0, "DeviceReduce::Sum", 1.0, 1.0),
+    [R_RED_F32] = ROW("reduce_f32", "ka_reduce sum f32", GBS, 4, 0, "DeviceReduce::Sum", 1.0, 1.0),
+    [R_SUMSQ] = ROW("reduce_sumsq_f32", "ka_reduce user op f32 x*x, a+b", GBS, 4, 0, "DeviceReduce::TransformReduce",
                  1.0, 1.0),
-    [R_SCAN] = ROW("scan_u32", "ka_scan inclusive u32", GBS, 8, 0, 0, "DeviceScan::InclusiveSum", 0.95, 1.0),
-    [R_SORT] = ROW("sort_u32", "ka_sort u32 keys", GKEYS, 0, 1, 0, "DeviceRadixSort::SortKeys", 0.8, 1.0),
-    [R_PAIRS] = ROW("sort_pairs_u32", "ka_sort_pairs u32/u32", GKEYS, 0, 1, 1, "DeviceRadixSort::SortPairs", 0.8, 1.0),
-    [R_SORT64] = ROW("sort_u64", "ka_sort u64 keys", GKEYS, 0, 1, 1, "DeviceRadixSort::SortKeys", 0.7, 1.0),
-    [R_ARGSORT] = ROW("argsort_u32", "ka_argsort u32", GKEYS, 0, 1, 1, "DeviceRadixSort::SortPairs (iota)", 0, 0),
-    [R_SEL_FLAG] = ROW("select_flagged_u32", "ka_select flagged u32", GELS, 0, 0, 1, "DeviceSelect::Flagged", 0.9, 1.0),
-    [R_SEL_IF] = ROW("select_if_u32", "ka_select if x < 512 u32", GELS, 0, 0, 1, "DeviceSelect::If", 0.9, 1.0),
-    [R_HIST_U32] = ROW("histogram_u32", "ka_histogram 256 bins u32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
+    [R_SCAN] = ROW("scan_u32", "ka_scan inclusive u32", GBS, 8, 0, "DeviceScan::InclusiveSum", 0.95, 1.0),
+    [R_SORT] = ROW("sort_u32", "ka_sort u32 keys", GKEYS, 0, 1, "DeviceRadixSort::SortKeys", 0.8, 1.0),
+    [R_PAIRS] = ROW("sort_pairs_u32", "ka_sort_pairs u32/u32", GKEYS, 0, 1, "DeviceRadixSort::SortPairs", 0.8, 1.0),
+    [R_SORT64] = ROW("sort_u64", "ka_sort u64 keys", GKEYS, 0, 1, "DeviceRadixSort::SortKeys", 0.7, 1.0),
+    [R_ARGSORT] = ROW("argsort_u32", "ka_argsort u32", GKEYS, 0, 1, "DeviceRadixSort::SortPairs (iota)", 0, 0),
+    [R_SEL_FLAG] = ROW("select_flagged_u32", "ka_select flagged u32", GELS, 0, 0, "DeviceSelect::Flagged", 0.9, 1.0),
+    [R_SEL_IF] = ROW("select_if_u32", "ka_select if x < 512 u32", GELS, 0, 0, "DeviceSelect::If", 0.9, 1.0),
+    [R_HIST_U32] = ROW("histogram_u32", "ka_histogram 256 bins u32", GELS, 0, 0, "DeviceHistogram::HistogramEven",
                     0.9, 1.0),
-    [R_HIST_F32] = ROW("histogram_f32", "ka_histogram 256 bins f32", GELS, 0, 0, 1, "DeviceHistogram::HistogramEven",
+    [R_HIST_F32] = ROW("histogram_f32", "ka_histogram 256 bins f32", GELS, 0, 0, "DeviceHistogram::HistogramEven",
                     0.9, 1.0),
-    [R_SEARCH] = ROW("searchsorted_u32", "ka_searchsorted u32", GELS, 0, 1, 1, "thrust::lower_bound", 0, 0),
-    [R_SEGRED] = ROW("segreduce_u32", "ka_segmented_reduce sum u32", GELS, 0, 0, 1, "DeviceSegmentedReduce::Sum", 0, 0),
+    [R_SEARCH] = ROW("searchsorted_u32", "ka_searchsorted u32", GELS, 0, 1, "thrust::lower_bound", 0, 0),
+    [R_SEGRED] = ROW("segreduce_u32", "ka_segmented_reduce sum u32", GELS, 0, 0, "DeviceSegmentedReduce::Sum", 0, 0),
 };
 
 /* What the rows share: the device, the sizes, the inputs (host and device, made when a row needs them). */
@@ -440,10 +439,9 @@ static int make_offsets(ctx *c) {
     return 0;
 }
 
-/* A refusal of a row's plan or first call: not available (UNSUPPORTED, or
- * INVALID_ARGUMENT for a call still being built), else a failure (1). */
+/* A refusal of a row's plan or first call: not available (UNSUPPORTED), else a failure (1). */
 static int refused(row *r, ka_status st, const char *where) {
-    if (st == KA_ERR_UNSUPPORTED || (r->newer && st == KA_ERR_INVALID_ARGUMENT)) {
+    if (st == KA_ERR_UNSUPPORTED) {
         snprintf(r->na, sizeof r->na, "%s", ka_last_error());
         r->avail = 0;
         return 0;
