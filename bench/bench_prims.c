@@ -4,7 +4,7 @@
  * process (bench/cub_prims.cu, loaded with dlopen). Every figure is one call +
  * its wait; the rows and implementations interleave within each repetition;
  * medians. Every result is checked against the OpenMP loop's, whose sorts
- * are checked themselves. A call this build of libka does not provide yet
+ * are checked themselves. A call the device does not support
  * (KA_ERR_UNSUPPORTED) makes its row "not available", not a failure. */
 #include <dlfcn.h>
 #include <limits.h>
