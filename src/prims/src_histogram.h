@@ -60,6 +60,22 @@
 "}\n"                                                                                                                  \
 "#endif\n"                                                                                                             \
 "#define HIST_BIN(x) hist_bin(x, lo, hi, R, s)\n"                                                                      \
+/* CPUs: the count of x in h[], a branch on the range (predicted where the                                              \
+ * samples are in range) and the bin's arithmetic only inside it: the bins                                            \
+ * of hist_bin. Floats: one clamp where HB - 1 is exact in T (past it, as                                              \
+ * hist_bin); 32-bit integers: the high word of d * M in one product. */                                               \
+"#if defined(T_FLOAT) && (TID == 6 || HB <= 16777216u)\n"                                                             \
+"#define HIST_COUNT(x) do { if ((x) >= lo && (x) < hi) { T v_ = ((x) - lo) * s;                                       \\\n"  \
+"    h[(uint)(v_ < (T)(HB - 1u) ? v_ : (T)(HB - 1u))]++; } } while (0)\n"                                              \
+"#elif defined(T_FLOAT)\n"                                                                                            \
+"#define HIST_COUNT(x) do { if ((x) >= lo && (x) < hi) { T v_ = ((x) - lo) * s; v_ = v_ < (T)HB ? v_ : (T)HB;          \\\n"  \
+"    uint b_ = (uint)v_; h[b_ < HB ? b_ : HB - 1u]++; } } while (0)\n"                                                  \
+"#elif TID == 1 || TID == 2\n"                                                                                        \
+"#define HIST_COUNT(x) do { ulong d_ = (ulong)((uint)(x) - (uint)lo);                                                 \\\n"  \
+"    if (d_ < (R & 0xffffffffUL)) h[(uint)(d_ * (R >> 32) + mul_hi(d_, s))]++; } while (0)\n"                          \
+"#else\n"                                                                                                             \
+"#define HIST_COUNT(x) do { uint b_ = HIST_BIN(x); if (b_ < HB) h[b_]++; } while (0)\n"                               \
+"#endif\n"                                                                                                            \
 /* The counts zeroed (before atomic adds). */                                                                          \
 "KA_KERNEL(kaprims_histogram_zero, KA_GLOBAL uint *cnt, ulong co) {\n"                                                 \
 "    ulong i = ka_global_id(0);\n"                                                                                     \
@@ -99,10 +115,14 @@
 "    prims_span(a, z, lid, WG, &i, &e, &st);\n"                                                                        \
 "    uint h[HB];\n"                                                                                                   \
 "    for (uint d = 0; d < HB; d++) h[d] = 0u;\n"                                                                      \
-"    for (; i < e; i++) {\n"                                                                                           \
-"        uint b = HIST_BIN(in[i]);\n"                                                                                  \
-"        if (b < HB) h[b]++;\n"                                                                                        \
+"    for (; e >= 3 && i < e - 3; i += 4) {\n"                                                                         \
+"        T x0 = in[i], x1 = in[i + 1], x2 = in[i + 2], x3 = in[i + 3];\n"                                            \
+"        HIST_COUNT(x0);\n"                                                                                            \
+"        HIST_COUNT(x1);\n"                                                                                            \
+"        HIST_COUNT(x2);\n"                                                                                            \
+"        HIST_COUNT(x3);\n"                                                                                            \
 "    }\n"                                                                                                              \
+"    for (; i < e; i++) HIST_COUNT(in[i]);\n"                                                                          \
 "    KA_GLOBAL uint *o = part + (g * WG + lid) * HB;\n"                                                                \
 "    for (uint d = 0; d < HB; d++) o[d] = h[d];\n"                                                                     \
 "#else\n"                                                                                                              \
