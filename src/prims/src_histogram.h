@@ -108,9 +108,8 @@
 "#ifdef HIST_PRIVATE\n"                                                                                                \
 /* CPUs: no barriers, no atomics, as an OpenMP histogram does per thread.                                              \
  * Each work-item counts a contiguous run of its group's chunk into a                                                  \
- * private histogram (one branch on the bin's validity: predicted where the                                               \
- * samples are in range, cheaper than an arithmetic index into a spare bin)                                            \
- * and stores it in part[w * HB...]; kaprims_histogram_sum adds them up. */                                                             \
+ * private histogram (HIST_COUNT, four loads first) and stores it in                                                   \
+ * part[w * HB...]; kaprims_histogram_sum adds them up. */                                                             \
 "    ulong g = ka_group_id(0), a = g * C < n ? g * C : n, z = a + C < n ? a + C : n;\n"                                \
 "    prims_span(a, z, lid, WG, &i, &e, &st);\n"                                                                        \
 "    uint h[HB];\n"                                                                                                   \
