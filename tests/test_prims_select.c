@@ -489,11 +489,32 @@ static void big_inputs(void **state) {
     free(h), free(g), free(f);
 }
 
+/* The look-back under an adversarial schedule (KA_PRIMS_ADVERSARY=1: groups
+ * wait pseudo-random whiles after taking a tile, after publishing its count
+ * and before publishing its prefix; tiles of WG elements, so look-backs walk
+ * far): flags and predicates, 4- and 8-byte types, calls in a row. Must not
+ * hang. */
+static void select_adversary(void **state) {
+    (void)state;
+    setenv("KA_PRIMS_ADVERSARY", "1", 1), setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+    ka_prims_plan *a = select_plan(KA_DTYPE_U32, 300000, PRED_NONE), *b = select_plan(KA_DTYPE_I64, 300000, PRED_GT3);
+    ka_prims_plan *c = select_plan(KA_DTYPE_F32, 300000, PRED_ODD);
+    unsetenv("KA_PRIMS_ADVERSARY"), unsetenv("KA_PRIMS_LAYOUT");
+    static const size_t ns[] = {0, 1, 255, 256, 257, 5000, 65537, 300000};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        check_select(a, KA_DTYPE_U32, ns[i], PRED_NONE, i % 2 ? FL_RANDOM : FL_SPARSE, i == 5 ? 5 : 0, (uint32_t)i);
+        check_select(b, KA_DTYPE_I64, ns[i], PRED_GT3, FL_ZERO, 0, (uint32_t)i + 3);
+        check_select(c, KA_DTYPE_F32, ns[i], PRED_ODD, FL_ZERO, i % 3 == 1 ? 2 : 0, (uint32_t)i + 7);
+    }
+    ka_prims_plan_release(a), ka_prims_plan_release(b), ka_prims_plan_release(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_input),         cmocka_unit_test(select_all_types),    cmocka_unit_test(select_predicates),
         cmocka_unit_test(select_layouts),    cmocka_unit_test(histogram_all_types), cmocka_unit_test(histogram_layouts),
         cmocka_unit_test(zero_alloc),        cmocka_unit_test(big_inputs),
+        cmocka_unit_test(select_adversary),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -102,6 +102,37 @@ static void sort_gpu_stamps(void **state) {
     ka_prims_plan_release(p);
 }
 
+/* The onesweep look-back under an adversarial schedule (KA_PRIMS_ADVERSARY=1:
+ * groups wait pseudo-random whiles after taking a tile, after publishing its
+ * counts and before publishing a digit's prefix; one key a work-item, so a
+ * pass has hundreds of tiles; the stamps wrap every few calls), the portable
+ * and the emulated warp ranking, 4- and 8-byte keys, keys only, values and
+ * argsort, calls in a row over the same status words. Must not hang. */
+static void sort_adversary(void **state) {
+    (void)state;
+    static const size_t ss[] = {1, 255, 256, 257, 5003, 200000, 777, 65536};
+    for (int emu = 0; emu < 2; emu++)
+        for (int w8 = 0; w8 < 2; w8++) {
+            ka_dtype t = w8 ? KA_DTYPE_I64 : KA_DTYPE_U32;
+            setenv("KA_PRIMS_ADVERSARY", "1", 1);
+            setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+            if (emu) setenv("KA_PRIMS_SORT_BALLOT", "emu", 1);
+            ka_prims_plan *p;
+            ka_status st = ka_prims_plan_create(dev, KA_PRIM_SORT, t, 200000,
+                                                w8 ? KA_PRIM_SORT_VALUES8 | KA_PRIM_ARGSORT64
+                                                   : KA_PRIM_SORT_VALUES | KA_PRIM_ARGSORT, &p);
+            unsetenv("KA_PRIMS_ADVERSARY"), unsetenv("KA_PRIMS_LAYOUT"), unsetenv("KA_PRIMS_SORT_BALLOT");
+            KA_OK_OR_FAIL(st);
+            static const int m4[] = {SORT_KEYS, SORT_V4, SORT_ARG32}, m8[] = {SORT_KEYS, SORT_V8, SORT_ARG64};
+            for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++) {
+                if (ss[i] > 100000 && (emu + w8) % 2) continue; /* the largest size for two of the four plans */
+                int mode = (w8 ? m8 : m4)[(i + (size_t)emu) % 3];
+                check_sort_ex(p, t, ss[i], mode, (uint32_t)(i * 13 + 2u * (uint32_t)w8 + (uint32_t)emu), (int)(i % 2), i == 4 ? 3 : 0);
+            }
+            KA_OK_OR_FAIL(ka_prims_plan_release(p));
+        }
+}
+
 /* A sort recorded in a graph and replayed on new keys, both layouts (the GPU
  * sort's look-back stamps advance on the device, replay after replay). */
 static void sort_graph_replay(void **state) {
@@ -255,6 +286,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sort_bad_input),   cmocka_unit_test(sort_all_types), cmocka_unit_test(sort_gpu_layout),
         cmocka_unit_test(sort_gpu_ballot_emulated), cmocka_unit_test(sort_gpu_stamps),
+        cmocka_unit_test(sort_adversary),
         cmocka_unit_test(sort_graph_replay),
         cmocka_unit_test(sort_large),       cmocka_unit_test(sort_many_groups), cmocka_unit_test(sort_zero_alloc),
     };

@@ -5,7 +5,9 @@
  * (GPUs) or the per-work-item counts (CPUs). */
 #include "prims.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "src_select.h"
 
@@ -21,11 +23,18 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     /* Larger tiles than a scan's, as CUB's select takes: the look-back and
      * the barriers are paid once a tile. KA_PRIMS_SELECT_K (1 to 32: a
      * work-item's kept elements are a 32-bit mask) sets the elements per
-     * work-item, for tuning. */
-    uint32_t k = p->esize == 4 ? 16 : 12;
-    const char *e = getenv("KA_PRIMS_SELECT_K");
+     * work-item, for tuning. KA_PRIMS_ADVERSARY=1 (tests) adds the delays of
+     * src_common.h's LB_DELAY and, unless K is set, tiles of WG elements, so
+     * look-backs walk far. */
+    const char *e = getenv("KA_PRIMS_SELECT_K"), *adv = getenv("KA_PRIMS_ADVERSARY");
+    int adversary = adv && !strcmp(adv, "1");
+    uint32_t k = adversary ? 1 : p->esize == 4 ? 16 : 12;
     if (e && atoi(e) >= 1 && atoi(e) <= 32) k = (uint32_t)atoi(e);
     p->tile = p->wg * k;
+    if (adversary) {
+        size_t n = strlen(p->defs);
+        snprintf(p->defs + n, sizeof p->defs - n, "#define PRIMS_ADVERSARY 1\n");
+    }
     return KA_OK;
 }
 

@@ -56,16 +56,21 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     /* A group counts its chunk's digits in 32-bit local counters. */
     if (p->max_n / p->max_groups >= (1ull << 31)) p->max_groups = p->max_n / (1ull << 31) + 1;
     /* tests: "emu" ranks as CUDA does, with warps emulated in local memory;
-     * tuning: the items of a work-item (1 to 24), CUDA's groups a
-     * multiprocessor the registers are bounded for (0: no bound) */
+     * KA_PRIMS_ADVERSARY=1 adds the onesweep pass's delays (src_common.h's
+     * LB_DELAY), stamps that wrap every few calls and, unless the items are
+     * set, one key a work-item, so look-backs walk far; tuning: the items of
+     * a work-item (1 to 24), CUDA's groups a multiprocessor the registers are
+     * bounded for (0: no bound) */
     const char *emu = getenv("KA_PRIMS_SORT_BALLOT"), *it = getenv("KA_PRIMS_SORT_ITEMS"),
-               *mb = getenv("KA_PRIMS_SORT_MINB");
-    unsigned items = xwidth(p) == 4 ? 15 : 12, minb = 3;
+               *mb = getenv("KA_PRIMS_SORT_MINB"), *adv = getenv("KA_PRIMS_ADVERSARY");
+    int adversary = !p->contig && adv && !strcmp(adv, "1");
+    unsigned items = adversary ? 1 : xwidth(p) == 4 ? 15 : 12, minb = 3;
     if (it && atoi(it) >= 1 && atoi(it) <= 24) items = (unsigned)atoi(it);
     if (mb && atoi(mb) >= 0 && atoi(mb) <= 16) minb = (unsigned)atoi(mb);
     if (!p->contig) p->tile = p->wg * items;
-    snprintf(p->defs, sizeof p->defs, "#define SORT_XW %u\n#define SORT_ITEMS %u\n#define SORT_MINB %u\n%s", xwidth(p),
-             items, minb, emu && !strcmp(emu, "emu") ? "#define SORT_EMU_BALLOT 1\n" : "");
+    snprintf(p->defs, sizeof p->defs, "#define SORT_XW %u\n#define SORT_ITEMS %u\n#define SORT_MINB %u\n%s%s", xwidth(p),
+             items, minb, emu && !strcmp(emu, "emu") ? "#define SORT_EMU_BALLOT 1\n" : "",
+             adversary ? "#define PRIMS_ADVERSARY 1\n" : "");
     return KA_OK;
 }
 

@@ -204,7 +204,24 @@ static const char ka__prims_src_common[] =
 "}\n"
 "#define PRIMS_RANGE_SCAN(NAME, TT, TILEF, ADDF) PRIMS_RANGE_SCAN_ID(NAME, TT, TILEF, ADDF, (TT)0)\n"
 "PRIMS_RANGE_SCAN(prims_range_scan, T, prims_tile_scan, ADD)\n"
-"PRIMS_RANGE_SCAN(prims_range_scan_ul, ulong, prims_tile_scan_ul, ADDU)\n";
+"PRIMS_RANGE_SCAN(prims_range_scan_ul, ulong, prims_tile_scan_ul, ADDU)\n"
+/* PRIMS_ADVERSARY (tests, KA_PRIMS_ADVERSARY=1): LB_DELAY(t, stage) busy-waits
+ * a pseudo-random while from the tile t and the stage, mostly short, now and
+ * then long. The look-back kernels (scan, sort's onesweep pass, select) call
+ * it after taking a tile (odd tiles), after publishing its aggregate and
+ * before publishing its prefix, so look-backs meet unpublished tiles. */
+"#ifdef PRIMS_ADVERSARY\n"
+"KA_DEVICE_FN void lb_delay(uint t, uint stage) {\n"
+"    uint h = t * 2654435761u + stage * 40503u;\n"
+"    h ^= h >> 15; h *= 0x2c1b3c6du; h ^= h >> 12;\n"
+"    uint d = (h & 15u) == 0u ? (h >> 4) & 16383u : (h >> 4) & 255u;\n"
+"    volatile uint x = 0u;\n"
+"    for (uint i = 0; i < d; i++) x = x + i;\n"
+"}\n"
+"#define LB_DELAY(t, s) lb_delay((uint)(t), s)\n"
+"#else\n"
+"#define LB_DELAY(t, s)\n"
+"#endif\n";
 #endif
 
 /* After the user's definitions (desc.source): the user's operator, map and

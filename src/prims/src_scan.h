@@ -34,8 +34,8 @@
  * the user's map applies to each input element as it is read. Combining
  * keeps the elements' order (the operator need not commute).
  *
- * PRIMS_ADVERSARY (tests): groups wait a pseudo-random while, from their
- * tile, after taking it (odd tiles), after publishing the aggregate and
+ * PRIMS_ADVERSARY (tests): groups wait a pseudo-random while (LB_DELAY,
+ * src_common.h), from their tile, after taking it (odd tiles), after publishing the aggregate and
  * before publishing the prefix, so look-backs walk far and meet unpublished
  * tiles; the epoch wraps every few calls. */
 #ifndef KA_PRIMS_SRC_SCAN_H
@@ -63,18 +63,10 @@ static const char ka__prims_src_scan[] =
 "#else\n"
 "#define LB_VSTORE(p, x) (*(p) = (x))\n#define LB_VLOAD(p) (*(p))\n"
 "#endif\n"
+/* The adversary's delays (LB_DELAY): src_common.h; its epochs wrap often. */
 "#ifdef PRIMS_ADVERSARY\n"
-"KA_DEVICE_FN void lb_delay(uint t, uint stage) {\n"
-"    uint h = t * 2654435761u + stage * 40503u;\n"
-"    h ^= h >> 15; h *= 0x2c1b3c6du; h ^= h >> 12;\n"
-"    uint d = (h & 15u) == 0u ? (h >> 4) & 16383u : (h >> 4) & 255u;\n"
-"    volatile uint x = 0u;\n"
-"    for (uint i = 0; i < d; i++) x = x + i;\n"
-"}\n"
-"#define LB_DELAY(t, s) lb_delay(t, s)\n"
 "#define LB_EPOCHS 3u\n"
 "#else\n"
-"#define LB_DELAY(t, s)\n"
 "#define LB_EPOCHS 0x40000000u\n"
 "#endif\n"
 /* Reads the epoch and takes a tile (lid 0). The epoch may be read first: it

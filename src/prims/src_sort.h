@@ -89,7 +89,8 @@ static const char ka__prims_src_sort[] =
 "#define SORT_CTR 2048\n"
 "#define SORT_EPOCH 2056\n"
 "#define SORT_BASE 2057\n"
-"#define SORT_STAMP_MAX 4194303UL\n"
+/* The adversary (tests): the stamps wrap every few calls. */
+"#ifdef PRIMS_ADVERSARY\n#define SORT_STAMP_MAX 16UL\n#else\n#define SORT_STAMP_MAX 4194303UL\n#endif\n"
 /* Every digit of every pass, counted in local memory, added to cnt. When
  * this call's stamps would pass the last, the groups clear the status words
  * (nst of them) first: no old word can carry a stamp of the new round. */
@@ -187,7 +188,11 @@ static const char ka__prims_src_sort[] =
 "    KA_LOCAL uint lb[WG];\n"
 "#endif\n"
 "    uint lid = (uint)ka_local_id(0), lane = lid % SW, w = lid / SW, shift = pass * 8u;\n"
-"    if (lid == 0u) tsh[0] = ka_atomic_add(&cnt[SORT_CTR + pass], 1UL);\n"
+"    if (lid == 0u) {\n"
+"        ulong t = ka_atomic_add(&cnt[SORT_CTR + pass], 1UL);\n"
+"        if (t & 1UL) LB_DELAY(t, 0u);\n"
+"        tsh[0] = t;\n"
+"    }\n"
 "    for (uint d = lid; d < NW * 256u; d += WG) wh[d] = 0u;\n"
 "    ka_barrier_local();\n"
 "    ulong t = tsh[0], base = t * STILE;\n"
@@ -258,6 +263,7 @@ static const char ka__prims_src_sort[] =
 "        tcnt[d] = s;\n"
 "        ka_atomic_store(&st[t * 256u + d], sw | (t == 0UL ? (SORT_FP | (cnt[pass * 256u + d] + s)) : (SORT_FA | (ulong)s)));\n"
 "    }\n"
+"    if (lid == 0u) LB_DELAY(t, 1u);\n"
 "    ka_barrier_local();\n"
 "    uint carry = 0u;\n"
 "    for (uint b = 0; b < 256u; b += WG) {\n"
@@ -293,6 +299,9 @@ static const char ka__prims_src_sort[] =
 "                if ((s >> 62) == 2UL) break;\n"
 "                j--;\n"
 "            }\n"
+/* The adversary holds back one digit's prefix (and, where work-items run
+ * in turn, the later digits'). */
+"            if (d == (uint)(t * 37UL % 256UL)) LB_DELAY(t, 2u);\n"
 "            ka_atomic_store(&st[t * 256u + d], sw | SORT_FP | (ex + tcnt[d]));\n"
 "        }\n"
 "        gofs[d] = ex - (ulong)tstart[d];\n"
