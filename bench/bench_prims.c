@@ -172,7 +172,7 @@ static uint64_t host_select_u32(const uint32_t *in, const uint8_t *fl, uint32_t 
         if (fl)
             for (size_t i = lo; i < end; i++) out[o] = in[i], o += (unsigned)(fl[i] | -fl[i]) >> 31;
         else
-            for (size_t i = lo; i < end; i++) out[o] = in[i], o += (unsigned)(in[i] - 512u) >> 31;
+            for (size_t i = lo; i < end; i++) out[o] = in[i], o += (size_t)(((uint64_t)in[i] - 512u) >> 63);
         if (t == T - 1) total = o;
     }
     return total;
@@ -180,6 +180,7 @@ static uint64_t host_select_u32(const uint32_t *in, const uint8_t *fl, uint32_t 
 /* 256 even bins of [lo, hi) = [0, 1024) (u32) or [0, 1) (f32), the range read at run time as
  * a histogram over any range computes its bin (a float scale), per-thread counts, then summed. */
 static volatile uint32_t hist_lo = 0, hist_hi = 1024;
+static volatile float hist_flo = 0.0f, hist_fhi = 1.0f;
 static void host_hist(const uint32_t *u, const float *f, size_t n, uint32_t *counts, uint32_t (*tc)[256]) {
     int T = nthreads();
 #pragma omp parallel num_threads(T)
@@ -198,8 +199,12 @@ static void host_hist(const uint32_t *u, const float *f, size_t n, uint32_t *cou
                     c[b < 256u ? b : 255u]++;
                 }
         } else {
+            float l = hist_flo, h = hist_fhi, s = 256.0f / (h - l);
             for (size_t i = lo; i < hi; i++)
-                if (f[i] >= 0.0f && f[i] < 1.0f) c[(int)(f[i] * 256.0f)]++;
+                if (f[i] >= l && f[i] < h) {
+                    uint32_t b = (uint32_t)((f[i] - l) * s);
+                    c[b < 256u ? b : 255u]++;
+                }
         }
 #pragma omp barrier
 #pragma omp for schedule(static)
@@ -723,6 +728,9 @@ static void json_str(const char *k, const char *v) {
 }
 
 int bench_prims_main(int argc, char **argv) {
+#ifdef _OPENMP
+    omp_set_dynamic(0); /* the OpenMP loops split their work over exactly nthreads() threads */
+#endif
     static const struct option lo[] = {BENCH_OPT_DEVICE, BENCH_OPT_ITERATIONS, BENCH_OPT_REPS, BENCH_OPT_JSON,
                                        {"n", required_argument, NULL, 'n'}, {"sort-n", required_argument, NULL, 's'},
                                        {"only", required_argument, NULL, 'o'},

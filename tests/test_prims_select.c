@@ -402,10 +402,13 @@ static void bad_input(void **state) {
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_histogram(q, fp, c, 0, b, 0, 100, 1.0, 1.0 + 1e-12, NULL)); /* one float */
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_histogram(q, fp, c, 0, b, 0, 100, 0, 1e39, NULL));          /* inf as f32 */
     KA_OK_OR_FAIL(ka_histogram(q, fp, c, 0, b, 0, 100, -0.5, 1e-3, NULL));
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_histogram(q, fp, c, 0, b, 0, 100, 0, 1e-38, NULL)); /* scale inf */
+    EXPECT_DETAIL("too narrow");
     if (type_ok(KA_DTYPE_F64)) {
         d.dtype = KA_DTYPE_F64;
         KA_OK_OR_FAIL(ka_prims_plan_create_desc(dev, &d, &dp));
         KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_histogram(q, dp, c, 0, o, 0, 50, -1.5e308, 1.5e308, NULL));
+        KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_histogram(q, dp, c, 0, o, 0, 50, 0, 1e-308, NULL));
         ka_prims_plan_release(dp);
     }
     KA_OK_OR_FAIL(ka_queue_finish(q));

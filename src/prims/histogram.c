@@ -75,12 +75,17 @@ static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_a
         float l = (float)lower, h = (float)upper;
         if (isinf(l) || isinf(h) || !(l < h))
             return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: [%g, %g) is empty or not finite as f32", fn, lower, upper);
-        *lo = ka_arg_f32(l), *hi = ka_arg_f32(h), *s = ka_arg_f32((float)(b / ((double)h - (double)l)));
+        float sc = (float)(b / ((double)h - (double)l));
+        if (!isnormal(sc)) /* inf: x == lower would make 0 * inf; subnormal: flushed to 0 on GPUs */
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: [%g, %g) is too narrow for %u f32 bins (the scale %g)", fn,
+                            lower, upper, p->bins, (double)sc);
+        *lo = ka_arg_f32(l), *hi = ka_arg_f32(h), *s = ka_arg_f32(sc);
         return KA_OK;
     }
     case KA_DTYPE_F64:
-        if (isinf(upper - lower))
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: upper - lower overflows f64 ([%g, %g))", fn, lower, upper);
+        if (isinf(upper - lower) || !isnormal(b / (upper - lower)))
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: [%g, %g) is too wide or too narrow for %u f64 bins", fn,
+                            lower, upper, p->bins);
         *lo = ka_arg_f64(lower), *hi = ka_arg_f64(upper), *s = ka_arg_f64(b / (upper - lower));
         return KA_OK;
     default: break;
