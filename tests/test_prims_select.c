@@ -268,6 +268,7 @@ static void check_histogram(ka_prims_plan *p, ka_dtype t, size_t n, uint32_t bin
 
 /* Ranges per type: a positive and a negative one (signed types, floats). */
 static void ranges(ka_dtype t, double r[2][2]) {
+    r[0][0] = r[0][1] = r[1][0] = r[1][1] = 0;
     switch (t) {
     case KA_DTYPE_I32: r[0][0] = -700, r[0][1] = 800, r[1][0] = -2147483648.0, r[1][1] = -2147483000.0; break;
     case KA_DTYPE_U32: r[0][0] = 100, r[0][1] = 1500, r[1][0] = 4294000000.0, r[1][1] = 4294967295.0; break;
