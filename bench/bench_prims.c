@@ -815,7 +815,7 @@ int bench_prims_main(int argc, char **argv) {
         }
         if (!r->avail) continue;
         if (!r->cub) snprintf(r->cub_na, sizeof r->cub_na, "no CUB call");
-        else if (!cub) snprintf(r->cub_na, sizeof r->cub_na, "%s", cub_state);
+        else if (!cub) snprintf(r->cub_na, sizeof r->cub_na, "%.250s", cub_state);
         else r->cub_on = cub_setup(c, r, id) == 0;
         for (int i = 0; i < NI; i++)
             if (!(r->t[i] = calloc((size_t)o.reps, sizeof(double)))) FAIL("out of host memory");
@@ -919,7 +919,7 @@ int bench_prims_main(int argc, char **argv) {
         } else if (!r->avail) {
             printf("%-32s not available: %s\n", r->label, r->na);
         } else {
-            char gk[32] = "", gc[32] = "", cb[64];
+            char gk[32] = "", gc[32] = "", cb[sizeof r->cub_na + 32];
             if (di->is_cpu && r->goal_cpu > 0)
                 snprintf(gk, sizeof gk, " [%.2f]%s", r->goal_cpu, vo >= r->goal_cpu ? "" : "*");
             if (has_cub && r->goal_cub > 0)
