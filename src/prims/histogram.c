@@ -136,8 +136,7 @@ ka_status ka_histogram(ka_queue q, ka_prims_plan *plan, ka_buffer counts, size_t
     if (st == KA_OK) st = ka__prims_check_at(in, in_offset, n, p->esize, fn, "in", &ii);
     if (st == KA_OK) st = ka__prims_check_at(counts, counts_offset, p->bins, 4, fn, "counts", &ci);
     if (st != KA_OK) return st;
-    if (counts.id == in.id && n && counts_offset < in_offset + n * p->esize &&
-        in_offset < counts_offset + (size_t)p->bins * 4)
+    if (ka__prims_overlap(counts, counts_offset, (size_t)p->bins * 4, in, in_offset, n * p->esize))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: counts overlaps in", fn);
     ka_arg lo, hi, s;
     uint64_t R;

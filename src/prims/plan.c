@@ -36,14 +36,25 @@ ka_status ka_prims_plan_release(ka_prims_plan *p) {
     return KA_OK;
 }
 
-ka_status ka__plan_scratch(ka_prims_plan *p, int i, size_t bytes, const char *what) {
-    ka_status st = ka_buffer_create(p->dev, bytes ? bytes : 8, &p->b[i]);
+static ka_status scratch(ka_prims_plan *p, int i, size_t bytes, int init, const void *data, const char *what) {
+    size_t sz = bytes ? bytes : 8;
+    ka_status st = !init ? ka_buffer_create(p->dev, sz, &p->b[i])
+                 : data  ? ka_buffer_create_with(p->dev, sz, data, &p->b[i])
+                         : ka_buffer_create_zeroed(p->dev, sz, &p->b[i]);
     if (st != KA_OK) {
         char d[256];
         snprintf(d, sizeof d, "%s", ka_last_error());
         return ka__fail(st, "ka_prims_plan_create: scratch for %s (%zu bytes): %s", what, bytes, d);
     }
     return KA_OK;
+}
+
+ka_status ka__plan_scratch(ka_prims_plan *p, int i, size_t bytes, const char *what) {
+    return scratch(p, i, bytes, 0, NULL, what);
+}
+
+ka_status ka__plan_scratch_init(ka_prims_plan *p, int i, size_t bytes, const void *data, const char *what) {
+    return scratch(p, i, bytes, 1, data, what);
 }
 
 /* The program's source: the layout's defines, the user's expressions as

@@ -49,8 +49,10 @@ extern const ka__prim_impl ka__prim_searchsorted, ka__prim_segreduce;
 extern const ka__prim_impl ka__prim_select, ka__prim_histogram;
 
 const char *ka__prim_name(ka_prim_kind k);
-/* A scratch buffer of bytes (at least 8) into p->b[i], with what in the detail on failure. */
+/* A scratch buffer of bytes (at least 8) into p->b[i], with what in the detail on failure;
+ * _init: made with its contents, data's bytes (data NULL: zeroed). */
 ka_status ka__plan_scratch(ka_prims_plan *p, int i, size_t bytes, const char *what);
+ka_status ka__plan_scratch_init(ka_prims_plan *p, int i, size_t bytes, const void *data, const char *what);
 
 /* The checks of a call: each KA_OK or the failure with fn and its detail. */
 ka_status ka__plan_check(const ka_prims_plan *p, ka_prim_kind kind, const char *fn);

@@ -50,14 +50,8 @@ static uint64_t status_tiles(const ka_prims_plan *p) {
 static ka_status alloc(ka_prims_plan *p) {
     if (p->contig) return ka__plan_scratch(p, 2, p->max_groups * p->wg * p->esize, "partials");
     uint64_t m = status_tiles(p);
-    ka_status st = ka_buffer_create_zeroed(p->dev, 16, &p->b[0]);
-    if (st == KA_OK) st = ka_buffer_create_zeroed(p->dev, (size_t)m * (4 + 2 * 8), &p->b[1]);
-    if (st != KA_OK) {
-        char d[256];
-        snprintf(d, sizeof d, "%s", ka_last_error());
-        return ka__fail(st, "ka_prims_plan_create: scan status of %llu tiles: %s", (unsigned long long)m, d);
-    }
-    return KA_OK;
+    ka_status st = ka__plan_scratch_init(p, 0, 16, NULL, "the look-back's control words");
+    return st != KA_OK ? st : ka__plan_scratch_init(p, 1, (size_t)m * (4 + 2 * 8), NULL, "look-back status");
 }
 
 const ka__prim_impl ka__prim_scan = {KA_PRIM_SCAN, "scan", ka__prims_src_scan, kernels, setup, alloc};

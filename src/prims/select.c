@@ -45,11 +45,6 @@ static ka_status alloc(ka_prims_plan *p) {
 
 const ka__prim_impl ka__prim_select = {KA_PRIM_SELECT, "select", ka__prims_src_select, kernels, setup, alloc};
 
-/* Byte ranges [a, a + an) and [b, b + bn) of one buffer meet. */
-static int overlap(ka_buffer x, size_t a, size_t an, ka_buffer y, size_t b, size_t bn) {
-    return x.id == y.id && an && bn && a < b + bn && b < a + an;
-}
-
 ka_status ka_select(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer count,
                     size_t count_offset, ka_buffer in, size_t in_offset, ka_buffer flags, size_t flags_offset, size_t n,
                     ka_event *ev) {
@@ -70,10 +65,12 @@ ka_status ka_select(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_o
     if (st == KA_OK && flags.id) st = ka__prims_check_at(flags, flags_offset, n, 1, fn, "flags", &fi);
     if (st != KA_OK) return st;
     size_t ob = n * p->esize, ib = n * p->esize, fb = flags.id ? n : 0;
-    if (overlap(out, out_offset, ob, in, in_offset, ib) || overlap(out, out_offset, ob, flags, flags_offset, fb))
+    if (ka__prims_overlap(out, out_offset, ob, in, in_offset, ib) ||
+        ka__prims_overlap(out, out_offset, ob, flags, flags_offset, fb))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out overlaps in or flags", fn);
-    if (overlap(count, count_offset, 8, in, in_offset, ib) || overlap(count, count_offset, 8, out, out_offset, ob) ||
-        overlap(count, count_offset, 8, flags, flags_offset, fb))
+    if (ka__prims_overlap(count, count_offset, 8, in, in_offset, ib) ||
+        ka__prims_overlap(count, count_offset, 8, out, out_offset, ob) ||
+        ka__prims_overlap(count, count_offset, 8, flags, flags_offset, fb))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: count overlaps in, out or flags", fn);
     ka_buffer fl = flags.id ? flags : in; /* a predicate plan's kernels never read it */
     if (!p->contig) {

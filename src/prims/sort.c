@@ -85,18 +85,10 @@ static ka_status alloc(ka_prims_plan *p) {
         uint64_t c0[SORT_CNT_WORDS + 2] = {0};
         const char *seq = getenv("KA_PRIMS_SORT_STAMP");
         c0[SORT_EPOCH] = seq ? strtoull(seq, NULL, 10) % ((1u << 22) - 1) : 0;
-        if ((st = ka_buffer_create_with(p->dev, sizeof c0, c0, &p->b[0])) != KA_OK) {
-            char e[256];
-            snprintf(e, sizeof e, "%s", ka_last_error());
-            return ka__fail(st, "ka_prims_plan_create: scratch for digit counts (%zu bytes): %s", sizeof c0, e);
-        }
+        st = ka__plan_scratch_init(p, 0, sizeof c0, c0, "digit counts");
         /* The status words start cleared (stamp 0 is never used). */
         size_t sb = ka__cdiv(p->max_n, otile(p)) * 256 * 8;
-        if (st == KA_OK && (st = ka_buffer_create_zeroed(p->dev, sb, &p->b[3])) != KA_OK) {
-            char e[256];
-            snprintf(e, sizeof e, "%s", ka_last_error());
-            return ka__fail(st, "ka_prims_plan_create: scratch for look-back status (%zu bytes): %s", sb, e);
-        }
+        if (st == KA_OK) st = ka__plan_scratch_init(p, 3, sb, NULL, "look-back status");
     }
     if (st == KA_OK) st = ka__plan_scratch(p, 1, p->max_n * p->esize, "keys");
     if (st == KA_OK && w) st = ka__plan_scratch(p, 2, p->max_n * w, "values");
