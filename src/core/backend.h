@@ -392,5 +392,7 @@ static inline bool ka__be_has_graphs(const ka__device *d) { return d->ops->graph
 static inline void ka__be_queue_stats(ka__queue *q, ka_queue_stats *out) {
     if (q->dev->ops->queue_stats) q->dev->ops->queue_stats(q, out);
 }
+static inline bool ka__be_has_timing(const ka__device *d) { return d->ops->event_elapsed != NULL; }
+static inline bool ka__be_wait_sleeps(const ka__device *d) { return d->ops->flags & KA__BE_WAIT_SLEEPS; }
 
 #endif

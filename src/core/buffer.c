@@ -1,4 +1,5 @@
 /* Buffers and transfers. */
+#include "event.h"
 #include "graph.h"
 
 #include <string.h>

@@ -1,5 +1,7 @@
-/* What the event files share (sync.c, event_pool.c, event_done.c, wait.c).
- * Not installed; nothing outside src/core/ includes it.
+/* Events: the slot, its inline helpers, and what the rest of the core calls
+ * of events. event.c holds the pool and completion, wait.c every wait. Not
+ * installed; back-ends see of events only what ka_internal.h declares
+ * (ka__event_native_done, the completion callback's target).
  *
  * Each queue owns a fixed array of event slots made when the queue is made;
  * a launch pops one from a lock-free stack, a release pushes it back, and the
@@ -10,30 +12,39 @@
  * lock-free push; it takes no lock that a user thread could hold.
  *
  * The helpers below are static inline because a launch + wait runs them
- * (bind marks a no-op launch done, a wait pins and polls, a release unrefs):
- * split over files they would otherwise become calls. */
+ * (bind marks a no-op launch done, a wait pins and polls, a release unrefs)
+ * from both files: out of line they would become calls. */
 #ifndef KA_EVENT_H
 #define KA_EVENT_H
 
 #include "backend.h"
 #include "freelist.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define ka__cpu_relax() _mm_pause()
-#elif defined(__aarch64__)
-#define ka__cpu_relax() __asm__ __volatile__("yield")
-#else
-#define ka__cpu_relax() ((void)0)
-#endif
+enum ka__ev_state { KA__EV_FREE = 0, KA__EV_PENDING, KA__EV_DONE };
 
-/* ---- futex (sync.c): only a sleeping wait or a wake of one calls these -- */
-/* Sleeps while *addr == val, at most timeout_ns (INT64_MAX: no limit; <= 0:
- * returns at once). May return early: callers re-check. */
-void ka__futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns);
-void ka__futex_wake_all(_Atomic uint32_t *addr);
+struct ka__event {
+    uint64_t id;               /* current handle (renewed on release) */
+    ka__queue *q;
+    void *native;              /* native event, NULL for a no-op launch */
+    void *stale_native;        /* released when the slot is next used */
+    _Atomic uint32_t state;    /* futex word */
+    _Atomic uint32_t sleepers; /* threads in futex_wait on state: wake only then */
+    _Atomic int32_t status;    /* ka_status once done */
+    _Atomic uint32_t refs;
+    _Atomic uint32_t cb_armed; /* driver callback registered for this use */
+    _Atomic uint32_t user_cb;  /* 0 none, 1 armed, 2 fired */
+    _Atomic uint32_t notify;   /* 1: write the queue's eventfd on completion */
+    _Atomic uint32_t released; /* the user released it; a callback may still hold it */
+    ka_event_fn fn;
+    void *fn_user;
+    /* Free-list link (index+1). Atomic (relaxed) because a pop reads the link
+     * of a slot another thread may be popping and pushing back at that moment:
+     * the tagged compare-exchange then fails and the value is dropped, but the
+     * read itself must not be a data race. */
+    _Atomic uint32_t next;
+};
 
-/* ---- ka_wait_any's wake (wait.c) --------------------------------------- */
+/* ---- ka_wait_any's wake (defined in event.c) ---------------------------- */
 /* ka_wait_any sleeps on ka__any_seq, bumped by every completion while a
  * wait_any is in progress (ka__any_waiters > 0). Hidden: read in mark_done
  * directly, not through the GOT. */
@@ -66,7 +77,7 @@ static inline bool ka__event_poll(ka__event *e) {
     return true;
 }
 
-/* ---- the pool's free list (event_pool.c) ------------------------------- */
+/* ---- the pool (event.c) ------------------------------------------------- */
 /* free_head is the list's head (freelist.h), each slot's `next` its link. */
 static inline void ka__event_push_free(ka__queue *q, ka__event *e) {
     ka__freelist_push(&q->free_head, &e->next, (uint32_t)(e - q->events) + 1);
@@ -95,11 +106,44 @@ static inline ka__event *ka__event_pin(ka_event ev, ka__slot **s) {
     return e;
 }
 
-/* ---- completion (event_done.c) ----------------------------------------- */
+/* A queue's slots, made with it (KA_ERR_OUT_OF_MEMORY naming ka_queue_create)
+ * and released with it; fini drains calls in flight on its events. */
+ka_status ka__events_init(ka__queue *q, uint32_t n);
+void ka__events_fini(ka__queue *q);
+
+/* An enqueue that asks for an event: acquire a slot before the back-end's
+ * call, then publish. */
+ka_status ka__event_acquire(ka__queue *q, ka__event **out);
+void ka__event_bind(ka__event *e, void *native);
+void ka__event_abandon(ka__event *e);
+/* The end of an enqueue that asked for an event (e from ka__event_acquire,
+ * NULL when none was asked): on success binds the native event and gives the
+ * caller its handle; on failure gives the slot back. Returns st. */
+static inline ka_status ka__event_publish(ka__event *e, ka_status st, void *native, ka_event *ev) {
+    if (!e) return st;
+    if (KA_UNLIKELY(st != KA_OK)) {
+        ka__event_abandon(e);
+        return st;
+    }
+    ka__event_bind(e, native);
+    ev->id = e->id;
+    return KA_OK;
+}
+
+/* ---- completion (event.c) ----------------------------------------------- */
 /* Registers the driver's completion callback for this use of the event, once
  * (later calls return KA_OK); it holds a reference until it has run. Off the
  * hot path: only a wait past its spin, ka_wait_any, ka_event_on_complete and
  * ka_event_notify arm it. */
 ka_status ka__event_arm_callback(ka__event *e);
+
+/* ---- waits (wait.c) ----------------------------------------------------- */
+/* At queue release: returns once no completion callback of q is pending. */
+void ka__queue_wait_callbacks(ka__queue *q);
+/* The checks a wait on a queue with hooks runs after it succeeded (only for
+ * KA__QH_ASSERTS or KA__QH_DEBUG): ka_assert's record (KA_ERR_KERNEL_FAILED
+ * naming the failing work-item; the record is cleared), then KA_DEBUG's guard
+ * zones. call names the public call in the message. */
+ka_status ka__wait_checks(ka__queue *q, const char *call);
 
 #endif

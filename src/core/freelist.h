@@ -1,5 +1,5 @@
 /* A lock-free free list of pool slots, shared by the core's event pool
- * (event_pool.c) and the CUDA back-end's CUevent pool (cuda_events.c). Not
+ * (event.c) and the CUDA back-end's CUevent pool (cuda_events.c). Not
  * installed.
  *
  * A Treiber stack of slots named by index + 1 (0 ends the list). The head is

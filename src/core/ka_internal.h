@@ -241,30 +241,6 @@ struct ka__buffer {
     } maps[KA_MAX_MAPS];
 };
 
-enum ka__ev_state { KA__EV_FREE = 0, KA__EV_PENDING, KA__EV_DONE };
-
-struct ka__event {
-    uint64_t id;               /* current handle (renewed on release) */
-    ka__queue *q;
-    void *native;              /* native event, NULL for a no-op launch */
-    void *stale_native;        /* released when the slot is next used */
-    _Atomic uint32_t state;    /* futex word */
-    _Atomic uint32_t sleepers; /* threads in futex_wait on state: wake only then */
-    _Atomic int32_t status;    /* ka_status once done */
-    _Atomic uint32_t refs;
-    _Atomic uint32_t cb_armed; /* driver callback registered for this use */
-    _Atomic uint32_t user_cb;  /* 0 none, 1 armed, 2 fired */
-    _Atomic uint32_t notify;   /* 1: write the queue's eventfd on completion */
-    _Atomic uint32_t released; /* the user released it; a callback may still hold it */
-    ka_event_fn fn;
-    void *fn_user;
-    /* Free-list link (index+1). Atomic (relaxed) because a pop reads the link
-     * of a slot another thread may be popping and pushing back at that moment:
-     * the tagged compare-exchange then fails and the value is dropped, but the
-     * read itself must not be a data race. */
-    _Atomic uint32_t next;
-};
-
 struct ka__queue {
     uint64_t id;
     ka__device *dev;
@@ -292,16 +268,14 @@ static inline void ka__queue_mark_asserts(ka__queue *q) {
         atomic_fetch_or_explicit(&q->hooks, KA__QH_ASSERTS, memory_order_relaxed);
 }
 
-/* ---- ka_assert (kassert.c) ---------------------------------------------- */
+/* ---- ka_assert ---------------------------------------------------------- */
 /* The record a kernel's failing ka_assert fills in the queue's buffer, as
  * 32-bit words: set (the first failure's flag), line, global id x, y, z
  * (64 bits each, low word first), the kernel's handle (64 bits). Written by
- * the dialect's ka__assert_fail (include/ka_kernel_cl.h, ka_kernel_cuda.h). */
+ * the dialect's ka__assert_fail (include/ka_kernel_cl.h, ka_kernel_cuda.h);
+ * read by a wait on a queue with KA__QH_ASSERTS (wait.c), through the
+ * back-end's assert_take. */
 #define KA__ASSERT_WORDS 10
-/* After a successful wait on q: KA_ERR_KERNEL_FAILED with the failure's
- * detail when a kernel's ka_assert failed since the last check (the record
- * is cleared), else KA_OK. Only for queues with KA__QH_ASSERTS set. */
-ka_status ka__assert_check(ka__queue *q, const char *call);
 
 /* ---- KA_DEBUG (debug.c) ------------------------------------------------- */
 /* Whether KA_DEBUG is set (not "", "0", "off", "no" or "false"). Read at each
@@ -333,16 +307,6 @@ void ka__debug_note_launch(ka__queue *q, const ka__kernel *k, const ka_arg *args
 /* After a successful wait on q (KA__QH_DEBUG): the guards of the buffers
  * marked on q checked; the first overrun's KA_ERR_OUT_OF_BOUNDS. */
 ka_status ka__debug_check(ka__queue *q, const char *call);
-/* The checks a wait on a queue with hooks runs after it succeeded: ka_assert's
- * record, then the guard zones. */
-static inline ka_status ka__wait_checks(ka__queue *q, const char *call) {
-    uint32_t h = atomic_load_explicit(&q->hooks, memory_order_relaxed);
-    ka_status st = KA_OK;
-    if (h & KA__QH_ASSERTS) st = ka__assert_check(q, call);
-    if ((h & KA__QH_DEBUG) && st == KA_OK) st = ka__debug_check(q, call);
-    return st;
-}
-
 /* A test-and-set lock for the few hundred nanoseconds of set-args + enqueue:
  * cheaper than a mutex uncontended (measured with callgrind), yields when held. */
 void ka__spin_wait(_Atomic uint32_t *l);
@@ -351,29 +315,25 @@ static inline void ka__spin_lock(_Atomic uint32_t *l) {
 }
 static inline void ka__spin_unlock(_Atomic uint32_t *l) { atomic_store_explicit(l, 0, memory_order_release); }
 
-/* ---- core helpers ------------------------------------------------------ */
+/* ---- what back-ends use of events and waits (event.h has the rest) ---- */
+/* The driver's completion callback: a back-end's event_callback hook calls
+ * it (directly, or through its own callback) with the ctx it was given. */
 void ka__event_native_done(void *ctx, ka_status st);
-ka_status ka__event_acquire(ka__queue *q, ka__event **out);
-void ka__event_bind(ka__event *e, void *native);
-void ka__event_abandon(ka__event *e);
-/* The end of an enqueue that asked for an event (e from ka__event_acquire,
- * NULL when none was asked): on success binds the native event and gives the
- * caller its handle; on failure gives the slot back. Returns st. */
-static inline ka_status ka__event_publish(ka__event *e, ka_status st, void *native, ka_event *ev) {
-    if (!e) return st;
-    if (KA_UNLIKELY(st != KA_OK)) {
-        ka__event_abandon(e);
-        return st;
-    }
-    ka__event_bind(e, native);
-    ev->id = e->id;
-    return KA_OK;
-}
-ka_status ka__events_init(ka__queue *q, uint32_t n);
-void ka__events_fini(ka__queue *q);
-void ka__queue_wait_callbacks(ka__queue *q);
 
-int64_t ka__now_ns(void);
+/* ---- clock and futex (sync.c) -------------------------------------------- */
+int64_t ka__now_ns(void); /* CLOCK_MONOTONIC */
+/* Sleeps while *addr == val, at most timeout_ns (INT64_MAX: no limit; <= 0:
+ * returns at once). May return early: callers re-check. */
+void ka__futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns);
+void ka__futex_wake_all(_Atomic uint32_t *addr);
+#if defined(__x86_64__) || defined(__i386__)
+#define ka__cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define ka__cpu_relax() __asm__ __volatile__("yield")
+#else
+#define ka__cpu_relax() ((void)0)
+#endif
+
 uint64_t ka__hash(const void *p, size_t n, uint64_t seed);
 
 /* ---- persistent kernel cache (kcache.c) --------------------------------- */

@@ -1,5 +1,6 @@
 /* ka_launch: validation, work-group choice, padding, then one back-end call.
  * Everything lives on the stack: no allocation, no device query. */
+#include "event.h"
 #include "graph.h"
 
 #include <stdio.h>

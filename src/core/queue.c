@@ -1,4 +1,5 @@
 /* Queues. */
+#include "event.h"
 #include "graph.h"
 #include "trace.h"
 

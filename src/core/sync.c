@@ -1,7 +1,7 @@
 /* Clock, futex wrappers and the spin lock's slow path: the few system calls
- * the event files (and the OpenCL back-end's launch lock) build on. Kept out
- * of the event files because none of it knows about events. */
-#include "event.h"
+ * the waits, the event completion, the host back-end's threads and the spin
+ * locks build on (declared in ka_internal.h). None of it knows about events. */
+#include "ka_internal.h"
 
 #include <limits.h>
 #include <linux/futex.h>

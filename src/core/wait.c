@@ -1,22 +1,26 @@
-/* The waits: ka_event_wait, ka_wait_all, ka_wait_any, and their spin
- * (ka_set_wait_spin, the queue's spin_ns, the adaptive GPU default).
+/* Every wait:
+ * - ka_event_wait, ka_wait_all, ka_wait_any and their spin (ka_set_wait_spin,
+ *   the queue's spin_ns, the adaptive GPU default), and the checks a wait on
+ *   a queue with hooks runs after it (ka_assert's record, KA_DEBUG's guards;
+ *   ka_queue_finish runs them too);
+ * - ka_queue_wait_event, a wait enqueued on the device;
+ * - at queue release, the wait for pending completion callbacks.
  *
  * A wait polls first; past its spin it sleeps: in the driver where the
  * back-end's blocking wait sleeps (KA__BE_WAIT_SLEEPS), else on a futex
- * woken by the completion callback (event_done.c). */
+ * woken by the completion callback (event.c). */
 #include "event.h"
 #include "trace.h"
 
 #include <stdio.h>
 #include <time.h>
 
+/* ---- one event's wait: poll, spin, sleep -------------------------------- */
 /* Default spin before sleeping. On a CPU device the spinning thread takes a
- * core from the workers running the kernel: measured on PoCL (2 cores, quiet
- * machine), a 64-item launch + wait took 21 us with no spin, 26 us with 3 us
- * of spin and 36 us with 10 us (docs/BENCHMARKS.md has a loaded machine's
- * figures too). On a GPU the host is free and a completion callback wakes
- * late (on the H200 machine: libka's callback path 25 us against 10 us
- * polling, docs/BENCHMARKS.md), so a short spin catches short kernels first. */
+ * core from the workers running the kernel, and a long kernel must not cost
+ * a core: none. On a GPU the host is free and a completion callback wakes
+ * late, so a short spin catches short kernels first (docs/DESIGN.md, "Events
+ * and waits"; the figures behind both: docs/BENCHMARKS.md). */
 #define KA__DEFAULT_SPIN_CPU_NS 0
 #define KA__DEFAULT_SPIN_GPU_NS 50000
 /* The GPU default adapts (wait_spin below): the next wait spins 1.5 times
@@ -26,14 +30,12 @@
  * saxpy) spins long enough for both; within the limit, so one long wait (one
  * behind several queued kernels) does not stop the spin. A kernel of about
  * 1 ms then costs its waiter what a raw spinning wait costs, where sleeping
- * added 100-300 us (docs/BENCHMARKS.md, H200); longer kernels get the default
- * spin and a sleep. No wait spins longer than this: at most 2 % of a core for
- * a wait of 100 ms or more. */
+ * adds a wake's latency (docs/BENCHMARKS.md, the H200's waits); longer
+ * kernels get the default spin and a sleep. No wait spins longer than this:
+ * at most 2 % of a core for a wait of 100 ms or more. */
 #define KA__ADAPTIVE_SPIN_MAX_NS 2000000
 
 static _Atomic int64_t default_spin_ns = -1;
-_Atomic uint32_t ka__any_seq;
-_Atomic uint32_t ka__any_waiters;
 
 void ka_set_wait_spin(int64_t spin_ns) { atomic_store(&default_spin_ns, spin_ns < 0 ? -1 : spin_ns); }
 
@@ -115,7 +117,7 @@ static void remember(struct recent_wait *rw, ka__queue *q, int64_t start) {
  * callback path wakes the callback thread first and then the waiter. Not
  * OpenCL: NVIDIA's clWaitForEvents spins, and PoCL's callbacks already run
  * on its own threads. */
-static bool driver_wait_sleeps(const ka__queue *q) { return q->dev->ops->flags & KA__BE_WAIT_SLEEPS; }
+static bool driver_wait_sleeps(const ka__queue *q) { return ka__be_wait_sleeps(q->dev); }
 
 static int64_t deadline_of(int64_t timeout_ns) {
     if (timeout_ns == KA_WAIT_FOREVER) return INT64_MAX;
@@ -193,6 +195,38 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
     return done_status(e);
 }
 
+/* ---- after a wait ------------------------------------------------------- */
+/* ka_assert: a kernel whose program calls ka_assert takes the queue's
+ * assertion record as a hidden last argument (the back-ends pass it); the
+ * first failing work-item fills it. A wait on a queue that launched such a
+ * kernel (KA__QH_ASSERTS) reads the record afterwards. */
+static ka_status assert_check(ka__queue *q, const char *call) {
+    uint32_t r[KA__ASSERT_WORDS] = {0};
+    ka_status st = ka__be_assert_take(q, r);
+    if (st != KA_OK) return st;
+    if (!r[0]) return KA_OK;
+    uint64_t g[3];
+    for (int d = 0; d < 3; d++) g[d] = r[2 + 2 * d] | (uint64_t)r[3 + 2 * d] << 32;
+    uint64_t kid = r[8] | (uint64_t)r[9] << 32;
+    ka__slot *ks;
+    ka__kernel *k = ka__pin(kid, KA__T_KERNEL, &ks);
+    st = ka__fail(KA_ERR_KERNEL_FAILED,
+                  "%s: ka_assert failed in kernel '%s', line %u of the program's source, work-item (%llu,%llu,%llu)", call,
+                  k ? k->name : "(released)", r[1], (unsigned long long)g[0], (unsigned long long)g[1],
+                  (unsigned long long)g[2]);
+    if (k) ka__unpin(ks);
+    return st;
+}
+
+ka_status ka__wait_checks(ka__queue *q, const char *call) {
+    uint32_t h = atomic_load_explicit(&q->hooks, memory_order_relaxed);
+    ka_status st = KA_OK;
+    if (h & KA__QH_ASSERTS) st = assert_check(q, call);
+    if ((h & KA__QH_DEBUG) && st == KA_OK) st = ka__debug_check(q, call);
+    return st;
+}
+
+/* ---- ka_event_wait, ka_wait_all, ka_wait_any ----------------------------- */
 /* A wait on a queue with hooks (q->hooks): a traced span, the assertion
  * record and KA_DEBUG's guard zones read after. */
 static ka_status __attribute__((noinline, cold)) wait_hooked(ka__event *e, int64_t timeout_ns) {
@@ -323,4 +357,50 @@ static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32
         st == KA_OK)
         st = ka__wait_checks(es[*index]->q, "ka_wait_any");
     return st;
+}
+
+/* ---- ka_queue_wait_event ------------------------------------------------- */
+/* A dependency between queues, enqueued on the device
+ * (clEnqueueBarrierWithWaitList, cuStreamWaitEvent), so the host never waits
+ * and a copy queue and a compute queue overlap. Allocates nothing. */
+ka_status ka_queue_wait_event(ka_queue queue, ka_event ev) {
+    ka__slot *qs, *es;
+    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
+    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_wait_event: invalid or released queue");
+    /* Pinned: its queue cannot go (ka__events_fini drains the slots), nor
+     * the native event, which the user's reference keeps until release. */
+    ka__event *e = ka__event_pin(ev, &es);
+    if (KA_UNLIKELY(!e)) {
+        ka__unpin(qs);
+        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_wait_event: invalid, released or stale event");
+    }
+    ka_status st = KA_OK;
+    if (KA_UNLIKELY(q->rec)) {
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT,
+                      "ka_queue_wait_event: the queue is recording a graph, which holds no dependency on an event "
+                      "(wait before ka_graph_launch)");
+    } else if (ka__event_poll(e)) {
+        /* Done (an inline launch's, a no-op's, or finished): nothing to wait
+         * for. A failed command's dependents would never have their input. */
+        ka_status es_st = (ka_status)atomic_load_explicit(&e->status, memory_order_acquire);
+        if (KA_UNLIKELY(es_st != KA_OK))
+            st = ka__fail(es_st, "ka_queue_wait_event: the event's command failed (%s); nothing was enqueued",
+                          ka_status_name(es_st));
+    } else if (KA_UNLIKELY(e->q->dev != q->dev)) {
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT,
+                      "ka_queue_wait_event: the event is of another device's queue (wait for it on the host)");
+    } else if (e->q != q) { /* a queue's own commands are in order already */
+        st = ka__be_queue_wait(q, e->native);
+    }
+    ka__unpin(es);
+    ka__unpin(qs);
+    return st;
+}
+
+/* ---- at queue release ---------------------------------------------------- */
+void ka__queue_wait_callbacks(ka__queue *q) {
+    while (atomic_load_explicit(&q->callbacks_pending, memory_order_acquire)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
 }

@@ -27,9 +27,7 @@
  * handshakes are store-then-load on two words from both sides (sequentially
  * consistent), so one side always sees the other. */
 #define _GNU_SOURCE /* pthread_setname_np */
-#include "host_exec.h"
-
-#include "event.h" /* ka__futex_wait, ka__futex_wake_all, ka__cpu_relax, ka__now_ns */
+#include "host_exec.h" /* ka_internal.h: ka__futex_wait, ka__futex_wake_all, ka__cpu_relax, ka__now_ns */
 
 #include <limits.h>
 #include <signal.h>
