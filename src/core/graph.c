@@ -4,6 +4,7 @@
  * checks that the kernels and buffers it names are still alive and enqueues:
  * through the back-end's own graph when it has one (CUDA), else node by node
  * through the ordinary launch and transfer hooks (routed like any launch). */
+#include "args.h"
 #include "event.h"
 #include "graph.h"
 

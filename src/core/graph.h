@@ -61,9 +61,4 @@ ka_status ka__graph_add_fill(ka__queue *q, ka__buffer *b, const void *pattern, s
 /* Frees a recording (queue release while recording). */
 void ka__graph_free(ka__graph *g);
 
-/* launch.c: ka_launch's argument check (kinds and sizes against the
- * signature, buffers resolved and of dev into mem), every argument in full:
- * what a graph keeps must not hold an argument a back-end would refuse. */
-ka_status ka__args_check_full(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs, void **mem);
-
 #endif

@@ -1,136 +1,8 @@
 /* ka_launch: validation, work-group choice, padding, then one back-end call.
  * Everything lives on the stack: no allocation, no device query. */
+#include "args.h"
 #include "event.h"
 #include "graph.h"
-
-#include <stdio.h>
-#include <string.h>
-
-
-static const char *kind_name(uint32_t k) {
-    switch (k) {
-    case KA_ARG_BUFFER: return "buffer";
-    case KA_ARG_SCALAR: return "scalar";
-    case KA_ARG_LOCAL: return "local memory";
-    case KA_ARG_BYTES: return "bytes";
-    case KA_ARG_INT: return "an integer (KA_ARG_INT)";
-    case KA_ARG_FLOAT: return "a float (KA_ARG_FLOAT)";
-    default: return "unknown kind";
-    }
-}
-
-/* The full check of argument i, whose (kind, size) word is not the one its
- * parameter most likely gets. dyn_local sums the dynamic local memory. */
-static ka_status __attribute__((noinline, cold)) check_arg(const ka__kernel *k, uint32_t i, const ka_arg *a,
-                                                          uint64_t *dyn_local) {
-    const ka__argsig *s = &k->sig[i];
-    const ka_device_info *di = &k->prog->dev->info;
-    uint32_t max_bytes = di->max_arg_bytes ? di->max_arg_bytes : 1024;
-    bool ok;
-    switch (a->kind) {
-    case KA_ARG_BUFFER: ok = s->kind == KA__SIG_BUFFER || (s->kind == KA__SIG_UNKNOWN && (!s->size || s->size == 8)); break;
-    case KA_ARG_LOCAL: {
-        ok = s->kind == KA__SIG_LOCAL || s->kind == KA__SIG_UNKNOWN;
-        if (ok && !a->size) /* OpenCL refuses a 0-byte __local argument; a graph must refuse it when recorded */
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): 0 bytes of local memory",
-                            k->name, i, s->name);
-        uint64_t limit = di->local_mem_size, local = k->local_mem + (*dyn_local += a->size);
-        if (ok && limit && local > limit)
-            return ka__fail(KA_ERR_INVALID_ARGUMENT,
-                            "ka_launch: kernel '%s' argument %u ('%s'): %u bytes of local memory bring the kernel to "
-                            "%llu bytes, over the device's %llu",
-                            k->name, i, s->name, a->size, (unsigned long long)local, (unsigned long long)limit);
-        break;
-    }
-    case KA_ARG_INT:
-    case KA_ARG_FLOAT:
-        if (s->cls && s->cls != (a->kind == KA_ARG_FLOAT ? KA__CLS_FLOAT : KA__CLS_INT))
-            return ka__fail(KA_ERR_ARG_TYPE,
-                            "ka_launch: kernel '%s' argument %u ('%s'): declared '%s', given %s of %u bytes (ka_arg_%s%u); "
-                            "pass ka_arg_%s%u, or convert the value", k->name, i, s->name, s->type, kind_name(a->kind),
-                            a->size, a->kind == KA_ARG_FLOAT ? "f" : "i", a->size * 8,
-                            s->cls == KA__CLS_FLOAT ? "f" : "i", (s->size ? s->size : a->size) * 8);
-        __attribute__((fallthrough)); /* then as an untyped scalar, by size */
-    case KA_ARG_SCALAR:
-        ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (!s->size || s->size == a->size) &&
-             (a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8);
-        break;
-    case KA_ARG_BYTES: /* by the parameter's size where known, always by the device's limit */
-        ok = (s->kind == KA__SIG_SCALAR || s->kind == KA__SIG_UNKNOWN) && (s->size ? s->size == a->size : a->size > 0) &&
-             a->size <= max_bytes && a->u.ptr;
-        break;
-    default: ok = false;
-    }
-    if (KA_LIKELY(ok)) return KA_OK;
-    char want[64];
-    if (s->kind == KA__SIG_BUFFER) snprintf(want, sizeof want, "a buffer");
-    else if (s->kind == KA__SIG_LOCAL) snprintf(want, sizeof want, "local memory");
-    else if (s->size && s->type[0]) snprintf(want, sizeof want, "a value of %u bytes ('%s')", s->size, s->type);
-    else if (s->size) snprintf(want, sizeof want, "a value of %u bytes", s->size);
-    else snprintf(want, sizeof want, "a value of 1 to %u bytes", max_bytes);
-    if (a->kind == KA_ARG_BYTES && !a->u.ptr)
-        return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): bytes with a NULL pointer", k->name, i,
-                        s->name);
-    if (a->kind < KA_ARG_BUFFER || a->kind > KA_ARG_FLOAT)
-        return ka__fail(KA_ERR_ARG_TYPE,
-                        "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u (a zeroed or "
-                        "uninitialized ka_arg?), expected %s",
-                        k->name, i, s->name, a->kind, want);
-    return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s", k->name,
-                    i, s->name, kind_name(a->kind), a->size, want);
-}
-
-static ka_status __attribute__((noinline, cold)) bad_buffer(const ka__kernel *k, uint32_t i, const ka__buffer *b) {
-    if (!b)
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid or released buffer", k->name,
-                        i, k->sig[i].name);
-    return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): a buffer of another device", k->name,
-                    i, k->sig[i].name);
-}
-
-/* Checks every argument against the kernel's signature and resolves each
- * buffer argument, once for every back-end: mem[i] gets its native object,
- * argp[1 + i] a pointer to the argument's value as a driver takes it (&mem[i],
- * or the ka_arg's bytes), and *plain whether every argument is a buffer or a
- * scalar (ka__launch.argp). A launch checks in full only an argument whose
- * (kind, size) word is not its parameter's likely one (one compare each); full
- * checks every argument, so garbage of exactly that word is refused here, not
- * left to the back-end. */
-static inline __attribute__((always_inline)) ka_status check_args(const ka__kernel *k, const ka__device *dev,
-                                                                  const ka_arg *args, uint32_t nargs, void **mem,
-                                                                  void **argp, bool *plain, bool full) {
-    if (KA_UNLIKELY(nargs != k->nargs))
-        return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
-    if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
-    uint64_t dyn_local = 0;
-    for (uint32_t i = 0; i < nargs; i++) {
-        const ka_arg *a = &args[i];
-        uint64_t tag;
-        memcpy(&tag, a, sizeof tag); /* kind and size */
-        ka_status st;
-        if (KA_UNLIKELY(full || tag != k->fast_tag[i]) && (st = check_arg(k, i, a, &dyn_local)) != KA_OK) return st;
-        if ((uint32_t)tag == KA_ARG_BUFFER) { /* the kind: tag's low half (ka_arg starts with it; little-endian) */
-            const ka__buffer *b = ka__resolve(a->u.buffer, KA__T_BUFFER);
-            if (KA_UNLIKELY(!b || b->dev != dev)) return bad_buffer(k, i, b);
-            mem[i] = b->native;
-            argp[i + 1] = &mem[i];
-        } else {
-            argp[i + 1] = (void *)&a->u; /* a scalar's bytes lead the union */
-            /* Local memory, bytes, and an unknown kind (garbage of exactly a
-             * struct parameter's tag passes the one compare) take the
-             * back-end's own loop, which refuses the last. */
-            uint32_t kind = (uint32_t)tag;
-            if (KA_UNLIKELY(kind != KA_ARG_INT && kind != KA_ARG_FLOAT && kind != KA_ARG_SCALAR)) *plain = false;
-        }
-    }
-    return KA_OK;
-}
-
-ka_status ka__args_check_full(const ka__kernel *k, const ka__device *dev, const ka_arg *args, uint32_t nargs, void **mem) {
-    void *argp[KA_MAX_ARGS + 3];
-    bool plain = true;
-    return check_args(k, dev, args, nargs, mem, argp, &plain, true);
-}
 
 static inline uint32_t pow2ceil(uint64_t n) {
     uint32_t p = 1;
@@ -326,7 +198,7 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
     void *mem[KA_MAX_ARGS]; /* native buffers by argument (buffer arguments only); k->nargs <= KA_MAX_ARGS */
     void *argp[KA_MAX_ARGS + 3]; /* ka__launch.argp */
     bool plain = true;
-    ka_status st = check_args(k, q->dev, args, nargs, mem, argp, &plain, debug);
+    ka_status st = ka__args_check(k, q->dev, args, nargs, mem, argp, &plain, debug);
     if (KA_UNLIKELY(st != KA_OK)) return st;
 
     /* The geometry of recent launches on this thread, a slot per kernel
