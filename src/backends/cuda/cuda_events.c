@@ -33,7 +33,7 @@
  * blocks in cuEventSynchronize on the oldest armed event's bev (it sleeps, it
  * does not spin), then fires every armed event the driver reports complete.
  * Why not cuLaunchHostFunc: a host function must be enqueued when the callback
- * is asked for, i.ne. behind later commands, and it stalls the stream until it
+ * is asked for, i.e. behind later commands, and it stalls the stream until it
  * has run, which costs every later command on the queue tens of microseconds;
  * the core asks for a callback on every timed wait that outlasts its spin. */
 #include "cuda_internal.h"
