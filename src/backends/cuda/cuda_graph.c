@@ -39,7 +39,7 @@ typedef struct ka__cu_graph {
     ka__cu_dev *nd;
     CUgraph graph;
     CUgraphExec exec;
-    ka__cu_knode *kn;                  /* by node index; launch nodes only */
+    ka__cu_knode *kn;          /* by node index; launch nodes only */
     uint32_t nkn;
     void **params;             /* nargs + 1 per launch node */
     size_t nparams;
