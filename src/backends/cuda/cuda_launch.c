@@ -29,8 +29,9 @@ static ka_status raise_dyn_smem(ka__kernel *k, ka__cu_kern *nk, uint32_t bytes) 
     return st;
 }
 
-/* Inlined into ka__cuda_launch (the hot path); the graph's kernel nodes call
- * it through ka__cuda_kernel_params. */
+/* One body for ka__cuda_launch (the hot path: static, so the compiler may
+ * inline it there) and, through ka__cuda_kernel_params, the graph's kernel
+ * nodes. */
 static inline ka_status kernel_params(ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                                       void **params, uint64_t *vals, CUDA_KERNEL_NODE_PARAMS *kp) {
     ka__cu_kern *nk = k->bk;
