@@ -88,6 +88,8 @@ int bench_cu_stencil_steps(bench_cu *c, const bench_cu_stencil *s, int steps, in
 #include <nvrtc.h>
 #include <stdlib.h>
 
+#include "../src/backends/cuda/nvrtc_names.h"
+
 /* cuda.h renames entry points by macro (cuMemAlloc -> cuMemAlloc_v2); the
  * field, its declared type and the looked-up symbol use the same spelling. */
 #define CU_FNS(X)                                                                                       \
@@ -167,12 +169,7 @@ static int load(char *why, size_t len) {
     }
     int drv = 0;
     cu.cuDriverGetVersion(&drv);
-    char first[32];
-    snprintf(first, sizeof first, "libnvrtc.so.%d", drv / 1000);
-    const char *names[] = {first, "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                           "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so"};
-    void *rl = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !rl; i++) rl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    void *rl = ka__nvrtc_open(drv / 1000); /* libka's search order */
     if (!rl) {
         snprintf(reason, sizeof reason, "libnvrtc.so not found");
         snprintf(why, len, "%s", reason);

@@ -17,6 +17,8 @@
 #include <cmocka.h>
 #include <dlfcn.h>
 
+#include "../src/backends/cuda/nvrtc_names.h" /* where NVRTC is looked for: as libka */
+
 /* libka's heap calls, counted through ka_set_allocator: heap_install()
  * before the first libka object exists (libka frees with the allocator it
  * allocated with), then heap_start() ... heap_stop() around what must not
@@ -68,10 +70,8 @@ typedef struct test_nvrtc {
     int (*version)(int *, int *);
 } test_nvrtc;
 static inline bool test_nvrtc_open(test_nvrtc *n) {
-    static const char *libs[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so",
-                                 "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so"};
     memset(n, 0, sizeof *n);
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !n->lib; i++) n->lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    n->lib = ka__nvrtc_open(0); /* libka's search order; no driver to ask for its version */
     if (!n->lib) return false;
     *(void **)&n->create = dlsym(n->lib, "nvrtcCreateProgram");
     *(void **)&n->compile = dlsym(n->lib, "nvrtcCompileProgram");

@@ -169,7 +169,7 @@ struct ka__backend {
      * hooks are its back-end steps. Under the program's mutex, or, for the
      * alternate target (ka__build_alt), under the variant's alt_lock, so
      * concurrently with another variant's build. A module is the back-end's
-     * loaded program (a cl_program, a ka__cumod *), a binary opaque bytes
+     * loaded program (a cl_program, a ka__cu_module *), a binary opaque bytes
      * (ka__alloc'd, the core frees them unless load kept them). ---------- */
     const char *prelude;       /* the kernel dialect, put before the user's source */
     const char *source_file;   /* may be NULL: the file name of the user's source in its #line */

@@ -163,7 +163,7 @@ struct ka__variant {           /* one native build of a program (build.c) */
     char *defines;
     char *options;             /* the full build options, every target's */
     bool plain;                /* built without the back-end's appendix (with it, the build failed) */
-    void *native;              /* the module for the device: cl_program / ka__cumod * */
+    void *native;              /* the module for the device: cl_program / ka__cu_module * */
     void *alt;                 /* the module for the alternate target (PoCL's `basic`), once asked for */
     pthread_mutex_t alt_lock;  /* building alt */
 };

@@ -1,4 +1,4 @@
-/* CUDA devices: enumeration, limits, primary contexts. */
+/* CUDA devices: enumeration, limits, primary contexts, native handles. */
 #include "cuda_internal.h"
 
 #include <stdio.h>
@@ -107,25 +107,36 @@ ka_status ka__cuda_device_open(ka__device *d, uint32_t index) {
     CUresult r = ka__cu.cuDeviceGet(&dev, (int)index);
     if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuDeviceGet");
     if ((st = fill_info((int)index, dev, &d->info)) != KA_OK) return st;
-    ka__cudev *cd = ka__calloc(1, sizeof *cd);
-    if (!cd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
-    cd->dev = dev;
-    cd->ordinal = (int)index;
-    cd->cc = d->info.compute_capability;
-    cd->smem_optin = (uint32_t)d->info.local_mem_size;
-    r = ka__cu.cuDevicePrimaryCtxRetain(&cd->ctx, dev);
-    if (r != CUDA_SUCCESS) {
-        ka__free(cd, sizeof *cd);
-        return ka__cu_fail(r, "cuDevicePrimaryCtxRetain");
+    ka__cu_dev *nd = ka__calloc(1, sizeof *nd);
+    if (!nd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    nd->dev = dev;
+    nd->ordinal = (int)index;
+    nd->cc = d->info.compute_capability;
+    nd->smem_optin = (uint32_t)d->info.local_mem_size;
+    if ((r = ka__cu.cuDevicePrimaryCtxRetain(&nd->ctx, dev)) != CUDA_SUCCESS) {
+        st = ka__cu_fail(r, "cuDevicePrimaryCtxRetain");
+        goto fail_ctx;
     }
-    d->native = cd;
+    d->native = nd;
     return KA_OK;
+
+fail_ctx:
+    ka__free(nd, sizeof *nd);
+    return st;
 }
 
 void ka__cuda_device_close(ka__device *d) {
-    ka__cudev *cd = d->native;
-    if (!cd) return;
-    ka__cu.cuDevicePrimaryCtxRelease(cd->dev);
-    ka__free(cd, sizeof *cd);
+    ka__cu_dev *nd = d->native;
+    if (!nd) return;
+    ka__cu.cuDevicePrimaryCtxRelease(nd->dev);
+    ka__free(nd, sizeof *nd);
     d->native = NULL;
+}
+
+/* Interop: the CUdevice (an int, carried in the pointer) and the retained
+ * primary context, which any CUDA runtime code on the device also uses. */
+void ka__cuda_device_native(ka__device *d, ka_native_device *out) {
+    ka__cu_dev *nd = d->native;
+    out->device = (void *)(intptr_t)nd->dev;
+    out->context = nd->ctx;
 }

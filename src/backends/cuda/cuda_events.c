@@ -43,119 +43,143 @@
 #include <time.h>
 
 /* Released natives the callback helper can hold past the core's slots. */
-#define KA__CUEV_MARGIN 64u
+#define KA__CU_EVENT_MARGIN 64u
 
-static inline ka__cuev *event_at(ka__cuq *q, uint32_t index) {
-    ka__cuev *c = atomic_load_explicit(&q->chunks[index / KA__CUEV_CHUNK], memory_order_acquire);
-    return &c[index % KA__CUEV_CHUNK];
+static inline ka__cu_event *event_at(ka__cu_queue *nq, uint32_t index) {
+    ka__cu_event *c = atomic_load_explicit(&nq->chunks[index / KA__CU_EVENT_CHUNK], memory_order_acquire);
+    return &c[index % KA__CU_EVENT_CHUNK];
 }
 
-static void push_free(ka__cuq *q, ka__cuev *e) { ka__freelist_push(&q->free_head, &e->next_free, e->index + 1); }
+static void push_free(ka__cu_queue *nq, ka__cu_event *ne) { ka__freelist_push(&nq->free_head, &ne->next_free, ne->index + 1); }
 
 static _Atomic uint32_t *event_link(void *pool, uint32_t idx1) { return &event_at(pool, idx1 - 1)->next_free; }
 
-static void unref(ka__cuev *e) {
-    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) push_free(e->q, e);
+static void unref(ka__cu_event *ne) {
+    if (atomic_fetch_sub_explicit(&ne->refs, 1, memory_order_acq_rel) == 1) push_free(ne->nq, ne);
 }
 
 /* Makes events up to `want` in all (under grow_lock, or before the queue is
- * shared) and puts the new ones on the free list. */
-static ka_status add_events(ka__cuq *q, uint32_t want) {
-    uint32_t have = atomic_load_explicit(&q->nev, memory_order_relaxed);
-    if (want > KA__CUEV_CHUNK * KA__CUEV_MAX_CHUNKS) want = KA__CUEV_CHUNK * KA__CUEV_MAX_CHUNKS;
+ * shared) and puts the new ones on the free list. On failure the ones made
+ * before stay (nev counts them). */
+static ka_status add_events(ka__cu_queue *nq, uint32_t want) {
+    uint32_t have = atomic_load_explicit(&nq->nev, memory_order_relaxed);
+    ka__cu_event *ne;
+    ka_status st;
+    CUresult r;
+    if (want > KA__CU_EVENT_CHUNK * KA__CU_EVENT_MAX_CHUNKS) want = KA__CU_EVENT_CHUNK * KA__CU_EVENT_MAX_CHUNKS;
     while (have < want) {
-        uint32_t ci = have / KA__CUEV_CHUNK;
-        ka__cuev *c = atomic_load_explicit(&q->chunks[ci], memory_order_relaxed);
+        uint32_t ci = have / KA__CU_EVENT_CHUNK;
+        ka__cu_event *c = atomic_load_explicit(&nq->chunks[ci], memory_order_relaxed);
         if (!c) {
-            if (!(c = ka__calloc(KA__CUEV_CHUNK, sizeof *c)))
+            if (!(c = ka__calloc(KA__CU_EVENT_CHUNK, sizeof *c)))
                 return ka__fail(KA_ERR_OUT_OF_MEMORY, "CUDA queue: out of memory for events");
-            atomic_store_explicit(&q->chunks[ci], c, memory_order_release);
+            atomic_store_explicit(&nq->chunks[ci], c, memory_order_release);
         }
-        ka__cuev *e = &c[have % KA__CUEV_CHUNK];
+        ne = &c[have % KA__CU_EVENT_CHUNK];
         /* A profiling queue's events time (ka_event_elapsed_ns); others do
          * not, the cheaper event to record. */
-        unsigned timing = q->profiling ? 0 : CU_EVENT_DISABLE_TIMING;
-        CUresult r = ka__cu.cuEventCreate(&e->ev, timing);
-        if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventCreate");
-        if (q->profiling && (r = ka__cu.cuEventCreate(&e->sev, 0)) != CUDA_SUCCESS) {
-            ka__cu.cuEventDestroy(e->ev);
-            e->ev = NULL;
-            return ka__cu_fail(r, "cuEventCreate(start)");
+        unsigned timing = nq->profiling ? 0 : CU_EVENT_DISABLE_TIMING;
+        if ((r = ka__cu.cuEventCreate(&ne->ev, timing)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventCreate");
+        if (nq->profiling && (r = ka__cu.cuEventCreate(&ne->sev, 0)) != CUDA_SUCCESS) {
+            st = ka__cu_fail(r, "cuEventCreate(start)");
+            goto fail_sev;
         }
-        if ((r = ka__cu.cuEventCreate(&e->bev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC)) != CUDA_SUCCESS) {
-            ka__cu.cuEventDestroy(e->ev);
-            if (e->sev) ka__cu.cuEventDestroy(e->sev);
-            e->ev = e->sev = NULL;
-            return ka__cu_fail(r, "cuEventCreate(blocking sync)");
+        if ((r = ka__cu.cuEventCreate(&ne->bev, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC)) != CUDA_SUCCESS) {
+            st = ka__cu_fail(r, "cuEventCreate(blocking sync)");
+            goto fail_bev;
         }
-        e->q = q;
-        e->index = have;
-        atomic_store_explicit(&q->nev, ++have, memory_order_release);
-        push_free(q, e);
+        ne->nq = nq;
+        ne->index = have;
+        atomic_store_explicit(&nq->nev, ++have, memory_order_release);
+        push_free(nq, ne);
     }
     return KA_OK;
+
+fail_bev:
+    if (ne->sev) ka__cu.cuEventDestroy(ne->sev);
+fail_sev:
+    ka__cu.cuEventDestroy(ne->ev);
+    ne->ev = ne->sev = NULL;
+    return st;
+}
+
+/* Destroys every event made and frees the chunks. */
+static void destroy_events(ka__cu_queue *nq) {
+    uint32_t n = atomic_load(&nq->nev);
+    for (uint32_t i = 0; i < n; i++) {
+        ka__cu_event *ne = event_at(nq, i);
+        ka__cu.cuEventDestroy(ne->ev);
+        ka__cu.cuEventDestroy(ne->bev);
+        if (ne->sev) ka__cu.cuEventDestroy(ne->sev);
+    }
+    for (uint32_t c = 0; c < KA__CU_EVENT_MAX_CHUNKS; c++) {
+        ka__cu_event *chunk = atomic_load(&nq->chunks[c]);
+        if (chunk) ka__free(chunk, sizeof *chunk * KA__CU_EVENT_CHUNK);
+        atomic_store(&nq->chunks[c], NULL);
+    }
+    atomic_store(&nq->nev, 0);
 }
 
 /* The pool is dry: grows it when the core has more slots than were assumed.
  * true when there may be free events now. */
-static bool grow(ka__cuq *q) {
-    uint32_t want = q->kq->nevents + KA__CUEV_MARGIN;
+static bool grow(ka__cu_queue *nq) {
+    uint32_t want = nq->q->nevents + KA__CU_EVENT_MARGIN;
     bool ok;
-    pthread_mutex_lock(&q->grow_lock);
-    if (atomic_load_explicit(&q->nev, memory_order_relaxed) < want) {
+    pthread_mutex_lock(&nq->grow_lock);
+    if (atomic_load_explicit(&nq->nev, memory_order_relaxed) < want) {
         ka__log(KA_LOG_DEBUG, "CUDA queue: growing the event pool to %u", want);
-        ok = add_events(q, want) == KA_OK;
+        ok = add_events(nq, want) == KA_OK;
     } else {
-        ok = ka__freelist_peek(&q->free_head) != 0; /* grown by another thread */
+        ok = ka__freelist_peek(&nq->free_head) != 0; /* grown by another thread */
     }
-    pthread_mutex_unlock(&q->grow_lock);
+    pthread_mutex_unlock(&nq->grow_lock);
     return ok;
 }
 
-ka__cuev *ka__cuda_event_pop(ka__cuq *q) {
+ka__cu_event *ka__cuda_event_pop(ka__cu_queue *nq) {
     uint32_t idx;
-    while (KA_UNLIKELY(!(idx = ka__freelist_pop(&q->free_head, event_link, q)))) {
-        if (grow(q) && ka__freelist_peek(&q->free_head)) continue;
+    while (KA_UNLIKELY(!(idx = ka__freelist_pop(&nq->free_head, event_link, nq)))) {
+        if (grow(nq) && ka__freelist_peek(&nq->free_head)) continue;
         ka__fail(KA_ERR_EVENT_POOL_EXHAUSTED, "CUDA queue: all %u native events are in use",
-                 atomic_load_explicit(&q->nev, memory_order_relaxed));
+                 atomic_load_explicit(&nq->nev, memory_order_relaxed));
         return NULL;
     }
-    ka__cuev *e = event_at(q, idx - 1);
-    atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
-    if (KA_UNLIKELY(q->profiling)) {
-        CUresult r = ka__cu.cuEventRecord(e->sev, q->stream);
+    ka__cu_event *ne = event_at(nq, idx - 1);
+    atomic_store_explicit(&ne->refs, 1, memory_order_relaxed);
+    if (KA_UNLIKELY(nq->profiling)) {
+        CUresult r = ka__cu.cuEventRecord(ne->sev, nq->stream);
         if (r != CUDA_SUCCESS) {
-            unref(e);
+            unref(ne);
             ka__cu_fail(r, "cuEventRecord(start)");
             return NULL;
         }
     }
-    return e;
+    return ne;
 }
 
-void ka__cuda_event_unpop(ka__cuev *e) { unref(e); }
+void ka__cuda_event_unpop(ka__cu_event *ne) { unref(ne); }
 
-ka_status ka__cuda_event_record(ka__cuev *e) {
-    e->seq = atomic_fetch_add_explicit(&e->q->seq, 1, memory_order_relaxed);
-    atomic_store_explicit(&e->chain, 0, memory_order_relaxed);
-    CUresult r = ka__cu.cuEventRecord(e->ev, e->q->stream);
+ka_status ka__cuda_event_record(ka__cu_event *ne) {
+    ne->seq = atomic_fetch_add_explicit(&ne->nq->seq, 1, memory_order_relaxed);
+    atomic_store_explicit(&ne->chain, 0, memory_order_relaxed);
+    CUresult r = ka__cu.cuEventRecord(ne->ev, ne->nq->stream);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventRecord");
 }
 
 ka_status ka__cuda_event_elapsed(void *ev, uint64_t *ns) {
-    ka__cuev *e = ev;
-    if (!e->sev || !ka__cu.cuEventElapsedTime)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_event_elapsed_ns: %s", e->sev ? "the CUDA driver lacks cuEventElapsedTime" : "the event's queue does not profile");
+    ka__cu_event *ne = ev;
+    if (!ne->sev || !ka__cu.cuEventElapsedTime)
+        return ka__fail(KA_ERR_UNSUPPORTED, "%s", ne->sev ? "the CUDA driver lacks cuEventElapsedTime" : "the event's queue does not profile");
     float ms = 0;
-    CUresult r = ka__cu.cuEventElapsedTime(&ms, e->sev, e->ev);
+    CUresult r = ka__cu.cuEventElapsedTime(&ms, ne->sev, ne->ev);
     if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuEventElapsedTime");
     *ns = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
     return KA_OK;
 }
 
 int ka__cuda_event_query(void *ev, ka_status *st) {
-    ka__cuev *e = ev;
-    CUresult r = ka__cu.cuEventQuery(e->ev);
+    ka__cu_event *ne = ev;
+    CUresult r = ka__cu.cuEventQuery(ne->ev);
     if (KA_LIKELY(r == CUDA_ERROR_NOT_READY)) return 0;
     if (r == CUDA_SUCCESS) return 1;
     *st = ka__cu_fail(r, "cuEventQuery");
@@ -163,7 +187,7 @@ int ka__cuda_event_query(void *ev, ka_status *st) {
 }
 
 const char *ka__cuda_event_error(void *ev) {
-    CUresult r = ka__cu.cuEventQuery(((ka__cuev *)ev)->ev);
+    CUresult r = ka__cu.cuEventQuery(((ka__cu_event *)ev)->ev);
     return r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY ? NULL : ka__cu_name(r);
 }
 
@@ -171,15 +195,15 @@ const char *ka__cuda_event_error(void *ev) {
  * made by the first thread that needs it; others wait until it is recorded
  * (a bev synchronized before its record would return at once). The caller
  * has the device's context current. */
-static CUresult chain(ka__cuev *e) {
+static CUresult chain(ka__cu_event *ne) {
     uint32_t s = 0;
-    if (atomic_compare_exchange_strong_explicit(&e->chain, &s, 1, memory_order_acq_rel, memory_order_acquire)) {
-        CUresult r = ka__cu.cuStreamWaitEvent(e->q->side, e->ev, 0);
-        if (r == CUDA_SUCCESS) r = ka__cu.cuEventRecord(e->bev, e->q->side);
-        atomic_store_explicit(&e->chain, r == CUDA_SUCCESS ? 2u : 3u, memory_order_release);
+    if (atomic_compare_exchange_strong_explicit(&ne->chain, &s, 1, memory_order_acq_rel, memory_order_acquire)) {
+        CUresult r = ka__cu.cuStreamWaitEvent(ne->nq->side, ne->ev, 0);
+        if (r == CUDA_SUCCESS) r = ka__cu.cuEventRecord(ne->bev, ne->nq->side);
+        atomic_store_explicit(&ne->chain, r == CUDA_SUCCESS ? 2u : 3u, memory_order_release);
         return r;
     }
-    while ((s = atomic_load_explicit(&e->chain, memory_order_acquire)) == 1) sched_yield();
+    while ((s = atomic_load_explicit(&ne->chain, memory_order_acquire)) == 1) sched_yield();
     return s == 2 ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -189,158 +213,155 @@ static CUresult chain(ka__cuev *e) {
  * device's context is made current first, as at every entry point (a thread
  * may wait on an event it did not launch). */
 ka_status ka__cuda_event_wait(void *ev) {
-    ka__cuev *e = ev;
-    ka_status st = ka__cuda_bind(e->q->d);
+    ka__cu_event *ne = ev;
+    ka_status st = ka__cuda_bind(ne->nq->nd);
     if (st != KA_OK) return st;
-    CUresult r = chain(e);
-    if (r == CUDA_SUCCESS && (r = ka__cu.cuEventSynchronize(e->bev)) != CUDA_SUCCESS)
+    CUresult r = chain(ne);
+    if (r == CUDA_SUCCESS && (r = ka__cu.cuEventSynchronize(ne->bev)) != CUDA_SUCCESS)
         return ka__cu_fail(r, "cuEventSynchronize");
     /* Without a blocking-sync twin (its record failed), poll in 50 us sleeps:
      * the command's own status is ev's either way. */
-    while ((r = ka__cu.cuEventQuery(e->ev)) == CUDA_ERROR_NOT_READY) nanosleep(&(struct timespec){0, 50000}, NULL);
+    while ((r = ka__cu.cuEventQuery(ne->ev)) == CUDA_ERROR_NOT_READY) nanosleep(&(struct timespec){0, 50000}, NULL);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuEventQuery");
 }
 
 void ka__cuda_event_release(void *ev) { unref(ev); }
 
 ka_status ka__cuda_event_callback(void *ev, ka__native_cb cb, void *ctx) {
-    ka__cuev *e = ev;
-    ka__cuq *q = e->q;
-    CUresult r = ka__cu.cuEventQuery(e->ev);
+    ka__cu_event *ne = ev;
+    ka__cu_queue *nq = ne->nq;
+    CUresult r = ka__cu.cuEventQuery(ne->ev);
     if (r != CUDA_ERROR_NOT_READY) { /* complete, or failed: no need for the helper */
         cb(ctx, r == CUDA_SUCCESS ? KA_OK : ka__cu_status(r));
         return KA_OK;
     }
-    ka_status st = ka__cuda_bind(q->d);
+    ka_status st = ka__cuda_bind(nq->nd);
     if (st != KA_OK) return st;
-    if ((r = chain(e)) != CUDA_SUCCESS)
+    if ((r = chain(ne)) != CUDA_SUCCESS)
         return ka__cu_fail(r, "cuStreamWaitEvent/cuEventRecord (blocking-sync event)");
-    pthread_mutex_lock(&q->lock);
-    if (e->cb) {
-        pthread_mutex_unlock(&q->lock);
+    pthread_mutex_lock(&nq->lock);
+    if (ne->cb) {
+        pthread_mutex_unlock(&nq->lock);
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "CUDA event: a completion callback is already registered");
     }
-    if (!q->thread_started || q->stop) {
-        pthread_mutex_unlock(&q->lock);
+    if (!nq->thread_started || nq->stop) {
+        pthread_mutex_unlock(&nq->lock);
         return ka__fail(KA_ERR_UNSUPPORTED, "CUDA queue: no callback thread");
     }
-    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-    e->cb = cb;
-    e->cb_ctx = ctx;
-    e->armed_next = q->armed;
-    q->armed = e;
-    pthread_cond_signal(&q->cond);
-    pthread_mutex_unlock(&q->lock);
+    atomic_fetch_add_explicit(&ne->refs, 1, memory_order_relaxed);
+    ne->cb = cb;
+    ne->cb_ctx = ctx;
+    ne->armed_next = nq->armed;
+    nq->armed = ne;
+    pthread_cond_signal(&nq->cond);
+    pthread_mutex_unlock(&nq->lock);
     return KA_OK;
 }
 
 /* The callback helper. Sleeps on the condition while nothing is armed. */
 static void *helper_main(void *arg) {
-    ka__cuq *q = arg;
-    ka__cu.cuCtxSetCurrent(q->d->ctx);
-    pthread_mutex_lock(&q->lock);
+    ka__cu_queue *nq = arg;
+    ka__cu.cuCtxSetCurrent(nq->nd->ctx);
+    pthread_mutex_lock(&nq->lock);
     for (;;) {
-        while (!q->armed && !q->stop) pthread_cond_wait(&q->cond, &q->lock);
-        if (!q->armed) break; /* stop, and nothing left to run */
-        ka__cuev *oldest = q->armed;
-        for (ka__cuev *e = q->armed->armed_next; e; e = e->armed_next)
-            if (e->seq < oldest->seq) oldest = e;
+        while (!nq->armed && !nq->stop) pthread_cond_wait(&nq->cond, &nq->lock);
+        if (!nq->armed) break; /* stop, and nothing left to run */
+        ka__cu_event *oldest = nq->armed;
+        for (ka__cu_event *ne = nq->armed->armed_next; ne; ne = ne->armed_next)
+            if (ne->seq < oldest->seq) oldest = ne;
         CUevent wait_on = oldest->bev; /* chained when armed; oldest stays armed, so its CUevent stays ours */
-        pthread_mutex_unlock(&q->lock);
+        pthread_mutex_unlock(&nq->lock);
         ka__cu.cuEventSynchronize(wait_on);
-        pthread_mutex_lock(&q->lock);
+        pthread_mutex_lock(&nq->lock);
         /* Unlink every armed event that is complete (or failed). */
-        ka__cuev *fire = NULL;
-        for (ka__cuev **pp = &q->armed; *pp;) {
-            ka__cuev *e = *pp;
-            if (ka__cu.cuEventQuery(e->ev) == CUDA_ERROR_NOT_READY) {
-                pp = &e->armed_next;
+        ka__cu_event *fire = NULL;
+        for (ka__cu_event **pp = &nq->armed; *pp;) {
+            ka__cu_event *ne = *pp;
+            if (ka__cu.cuEventQuery(ne->ev) == CUDA_ERROR_NOT_READY) {
+                pp = &ne->armed_next;
                 continue;
             }
-            *pp = e->armed_next;
-            e->armed_next = fire;
-            fire = e;
+            *pp = ne->armed_next;
+            ne->armed_next = fire;
+            fire = ne;
         }
-        pthread_mutex_unlock(&q->lock);
+        pthread_mutex_unlock(&nq->lock);
         while (fire) {
-            ka__cuev *e = fire;
-            fire = e->armed_next;
-            CUresult r = ka__cu.cuEventQuery(e->ev);
-            ka__native_cb cb = e->cb;
-            void *ctx = e->cb_ctx;
-            e->cb = NULL;
-            e->cb_ctx = NULL;
+            ka__cu_event *ne = fire;
+            fire = ne->armed_next;
+            CUresult r = ka__cu.cuEventQuery(ne->ev);
+            ka__native_cb cb = ne->cb;
+            void *ctx = ne->cb_ctx;
+            ne->cb = NULL;
+            ne->cb_ctx = NULL;
             cb(ctx, r == CUDA_SUCCESS ? KA_OK : ka__cu_status(r));
-            unref(e);
+            unref(ne);
         }
-        pthread_mutex_lock(&q->lock);
+        pthread_mutex_lock(&nq->lock);
     }
-    pthread_mutex_unlock(&q->lock);
+    pthread_mutex_unlock(&nq->lock);
     return NULL;
 }
 
-ka_status ka__cuda_events_init(ka__cuq *q, uint32_t n) {
-    CUresult r = ka__cu.cuStreamCreate(&q->side, CU_STREAM_NON_BLOCKING);
+ka_status ka__cuda_events_init(ka__cu_queue *nq, uint32_t n) {
+    ka_status st;
+    CUresult r = ka__cu.cuStreamCreate(&nq->side, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) {
-        q->side = NULL;
+        nq->side = NULL;
         return ka__cu_fail(r, "cuStreamCreate(side)");
     }
-    atomic_init(&q->free_head, 0);
-    atomic_init(&q->seq, 1);
-    atomic_init(&q->nev, 0);
-    if (pthread_mutex_init(&q->grow_lock, NULL)) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: pthread_mutex_init failed");
-    q->locks_made = true;
-    if (pthread_mutex_init(&q->lock, NULL) || pthread_cond_init(&q->cond, NULL)) {
-        ka__cuda_events_fini(q);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: pthread_mutex_init/pthread_cond_init failed");
+    atomic_init(&nq->free_head, 0);
+    atomic_init(&nq->seq, 1);
+    atomic_init(&nq->nev, 0);
+    if (pthread_mutex_init(&nq->grow_lock, NULL)) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "pthread_mutex_init failed");
+        goto fail_grow_lock;
     }
-    ka_status st = add_events(q, n);
-    if (st != KA_OK) {
-        ka__cuda_events_fini(q);
-        return st;
+    if (pthread_mutex_init(&nq->lock, NULL)) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "pthread_mutex_init/pthread_cond_init failed");
+        goto fail_lock;
     }
-    q->stop = false;
-    q->armed = NULL;
-    if (pthread_create(&q->thread, NULL, helper_main, q) != 0) {
-        ka__cuda_events_fini(q);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: cannot start the CUDA callback thread");
+    if (pthread_cond_init(&nq->cond, NULL)) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "pthread_mutex_init/pthread_cond_init failed");
+        goto fail_cond;
     }
-    q->thread_started = true;
+    if ((st = add_events(nq, n)) != KA_OK) goto fail_events;
+    nq->stop = false;
+    nq->armed = NULL;
+    if (pthread_create(&nq->thread, NULL, helper_main, nq) != 0) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "cannot start the CUDA callback thread");
+        goto fail_events;
+    }
+    nq->thread_started = true;
     return KA_OK;
+
+fail_events:
+    destroy_events(nq);
+    pthread_cond_destroy(&nq->cond);
+fail_cond:
+    pthread_mutex_destroy(&nq->lock);
+fail_lock:
+    pthread_mutex_destroy(&nq->grow_lock);
+fail_grow_lock:
+    ka__cu.cuStreamDestroy(nq->side);
+    nq->side = NULL;
+    return st;
 }
 
 /* After the stream is idle: stops the helper (running what is still armed)
  * and destroys the events. */
-void ka__cuda_events_fini(ka__cuq *q) {
-    if (q->thread_started) {
-        pthread_mutex_lock(&q->lock);
-        q->stop = true;
-        pthread_cond_signal(&q->cond);
-        pthread_mutex_unlock(&q->lock);
-        pthread_join(q->thread, NULL);
-        q->thread_started = false;
-    }
-    if (q->locks_made) {
-        pthread_cond_destroy(&q->cond);
-        pthread_mutex_destroy(&q->lock);
-        pthread_mutex_destroy(&q->grow_lock);
-        q->locks_made = false;
-    }
-    if (q->side) {
-        ka__cu.cuStreamSynchronize(q->side);
-        ka__cu.cuStreamDestroy(q->side);
-        q->side = NULL;
-    }
-    uint32_t n = atomic_load(&q->nev);
-    for (uint32_t i = 0; i < n; i++) {
-        ka__cu.cuEventDestroy(event_at(q, i)->ev);
-        ka__cu.cuEventDestroy(event_at(q, i)->bev);
-        if (event_at(q, i)->sev) ka__cu.cuEventDestroy(event_at(q, i)->sev);
-    }
-    for (uint32_t c = 0; c < KA__CUEV_MAX_CHUNKS; c++) {
-        ka__cuev *chunk = atomic_load(&q->chunks[c]);
-        if (chunk) ka__free(chunk, sizeof *chunk * KA__CUEV_CHUNK);
-        atomic_store(&q->chunks[c], NULL);
-    }
-    atomic_store(&q->nev, 0);
+void ka__cuda_events_fini(ka__cu_queue *nq) {
+    pthread_mutex_lock(&nq->lock);
+    nq->stop = true;
+    pthread_cond_signal(&nq->cond);
+    pthread_mutex_unlock(&nq->lock);
+    pthread_join(nq->thread, NULL);
+    nq->thread_started = false;
+    pthread_cond_destroy(&nq->cond);
+    pthread_mutex_destroy(&nq->lock);
+    pthread_mutex_destroy(&nq->grow_lock);
+    ka__cu.cuStreamSynchronize(nq->side);
+    ka__cu.cuStreamDestroy(nq->side);
+    nq->side = NULL;
+    destroy_events(nq);
 }

@@ -29,23 +29,23 @@
 #ifdef KA_HAVE_CUDA
 
 /* A kernel node's parameters, in the graph's storage. */
-typedef struct cugk {
-    CUDA_KERNEL_NODE_PARAMS p; /* kernelParams: into cugraph.params */
-    uint64_t *vals;            /* local-memory offsets, by argument: into cugraph.vals */
-} cugk;
+typedef struct ka__cu_knode {
+    CUDA_KERNEL_NODE_PARAMS kp; /* kernelParams: into ka__cu_graph.params */
+    uint64_t *vals;            /* local-memory offsets, by argument: into ka__cu_graph.vals */
+} ka__cu_knode;
 
 /* ka__graph.native */
-typedef struct cugraph {
-    ka__cudev *d;
+typedef struct ka__cu_graph {
+    ka__cu_dev *nd;
     CUgraph graph;
     CUgraphExec exec;
-    cugk *kn;                  /* by node index; launch nodes only */
+    ka__cu_knode *kn;          /* by node index; launch nodes only */
     uint32_t nkn;
     void **params;             /* nargs + 1 per launch node */
     size_t nparams;
     uint64_t *vals;            /* nargs per launch node */
     size_t nvals;
-} cugraph;
+} ka__cu_graph;
 
 
 static CUdeviceptr dptr(uint64_t buffer, size_t off) {
@@ -53,13 +53,13 @@ static CUdeviceptr dptr(uint64_t buffer, size_t off) {
     return (CUdeviceptr)(uintptr_t)b->native + (CUdeviceptr)off;
 }
 
-static void cugraph_free(cugraph *cg) {
-    if (cg->exec) ka__cu.cuGraphExecDestroy(cg->exec); /* one in flight is freed when it completes */
-    if (cg->graph) ka__cu.cuGraphDestroy(cg->graph);
-    ka__free(cg->kn, sizeof(cugk) * cg->nkn);
-    ka__free(cg->params, sizeof(void *) * cg->nparams);
-    ka__free(cg->vals, sizeof(uint64_t) * cg->nvals);
-    ka__free(cg, sizeof *cg);
+static void graph_free(ka__cu_graph *ng) {
+    if (ng->exec) ka__cu.cuGraphExecDestroy(ng->exec); /* one in flight is freed when it completes */
+    if (ng->graph) ka__cu.cuGraphDestroy(ng->graph);
+    ka__free(ng->kn, sizeof(ka__cu_knode) * ng->nkn);
+    ka__free(ng->params, sizeof(void *) * ng->nparams);
+    ka__free(ng->vals, sizeof(uint64_t) * ng->nvals);
+    ka__free(ng, sizeof *ng);
 }
 
 /* What the CUDA graph cannot hold, found before anything is made; counts
@@ -68,152 +68,154 @@ static bool representable(const ka__graph *g, size_t *nparams, size_t *nvals) {
     uint32_t work = 0;
     *nparams = *nvals = 0;
     for (uint32_t i = 0; i < g->n; i++) {
-        const ka__gnode *nd = &g->nodes[i];
-        if (!ka__gnode_does_work(nd)) continue;
+        const ka__gnode *gn = &g->nodes[i];
+        if (!ka__gnode_does_work(gn)) continue;
         work++;
-        switch (nd->type) {
+        switch (gn->type) {
         case KA__GN_LAUNCH:
             /* Kernels and buffers: checked live by the core before graph_make. */
-            *nparams += nd->nargs + 1u;
-            *nvals += nd->nargs;
+            *nparams += gn->nargs + 1u;
+            *nvals += gn->nargs;
             break;
         case KA__GN_COPY: break;
         default:
             /* A memset node sets 1-, 2- or 4-byte elements: a longer pattern
              * fits only when it is one such element repeated. */
-            if (ka__cuda_fill_period(nd->pattern, nd->psz) > 4) return false;
+            if (ka__cuda_fill_period(gn->pattern, gn->psz) > 4) return false;
         }
     }
     return work != 0;
 }
 
-/* Adds node nd after dep (none when NULL). */
-static ka_status add_node(cugraph *cg, ka__gnode *nd, cugk *kn, CUgraphNode prev, CUgraphNode *out) {
+/* Adds node gn after dep (none when NULL). */
+static ka_status add_node(ka__cu_graph *ng, ka__gnode *gn, ka__cu_knode *kn, CUgraphNode prev, CUgraphNode *out) {
     const CUgraphNode *dep = prev ? &prev : NULL;
     size_t ndep = prev ? 1 : 0;
     CUresult r;
-    if (nd->type == KA__GN_LAUNCH) {
-        ka_status st = ka__cuda_kernel_params("ka_graph_end", nd->k, &nd->l, nd->args, nd->nargs, kn->p.kernelParams,
-                                              kn->vals, &kn->p);
+    if (gn->type == KA__GN_LAUNCH) {
+        ka_status st = ka__cuda_kernel_params(gn->k, &gn->l, gn->args, gn->nargs, kn->kp.kernelParams,
+                                              kn->vals, &kn->kp);
         if (st != KA_OK) return st;
-        r = ka__cu.cuGraphAddKernelNode(out, cg->graph, dep, ndep, &kn->p);
+        r = ka__cu.cuGraphAddKernelNode(out, ng->graph, dep, ndep, &kn->kp);
         return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuGraphAddKernelNode");
     }
-    if (nd->type == KA__GN_COPY) {
+    if (gn->type == KA__GN_COPY) {
         /* One row: pitches and heights 0 ("not specified"), so no pitch limit applies. */
         CUDA_MEMCPY3D c = {
             .srcMemoryType = CU_MEMORYTYPE_DEVICE,
-            .srcDevice = dptr(nd->buf[0], nd->off[0]),
+            .srcDevice = dptr(gn->buf[0], gn->off[0]),
             .dstMemoryType = CU_MEMORYTYPE_DEVICE,
-            .dstDevice = dptr(nd->buf[1], nd->off[1]),
-            .WidthInBytes = nd->n,
+            .dstDevice = dptr(gn->buf[1], gn->off[1]),
+            .WidthInBytes = gn->n,
             .Height = 1,
             .Depth = 1,
         };
-        r = ka__cu.cuGraphAddMemcpyNode(out, cg->graph, dep, ndep, &c, cg->d->ctx);
+        r = ka__cu.cuGraphAddMemcpyNode(out, ng->graph, dep, ndep, &c, ng->nd->ctx);
         return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuGraphAddMemcpyNode");
     }
     /* The pattern's period (1, 2 or 4: checked by representable) is the
      * element; offset and size are multiples of the pattern, hence of it. */
-    size_t per = ka__cuda_fill_period(nd->pattern, nd->psz);
+    size_t per = ka__cuda_fill_period(gn->pattern, gn->psz);
     CUDA_MEMSET_NODE_PARAMS m = {
-        .dst = dptr(nd->buf[0], nd->off[0]),
-        .value = ka__cuda_fill_value(nd->pattern, per),
+        .dst = dptr(gn->buf[0], gn->off[0]),
+        .value = ka__cuda_fill_value(gn->pattern, per),
         .elementSize = (unsigned int)per,
-        .width = nd->n / per,
+        .width = gn->n / per,
         .height = 1,
     };
-    r = ka__cu.cuGraphAddMemsetNode(out, cg->graph, dep, ndep, &m, cg->d->ctx);
+    r = ka__cu.cuGraphAddMemsetNode(out, ng->graph, dep, ndep, &m, ng->nd->ctx);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuGraphAddMemsetNode");
 }
 
 ka_status ka__cuda_graph_make(ka__graph *g) {
     size_t nparams, nvals;
-    if (!ka__cuda_has_graphs() || !representable(g, &nparams, &nvals)) return KA_ERR_UNSUPPORTED;
-    ka__cudev *d = g->dev->native;
-    ka_status st = ka__cuda_bind(d);
+    if (!ka__cuda_has_graphs() || !representable(g, &nparams, &nvals)) return KA_ERR_UNSUPPORTED; /* no detail: the core replays */
+    ka__cu_dev *nd = g->dev->native;
+    ka_status st = ka__cuda_bind(nd);
     if (st != KA_OK) return st;
-    cugraph *cg = ka__calloc(1, sizeof *cg);
-    if (!cg) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_graph_end: out of memory");
-    cg->d = d;
-    cg->nkn = g->n;
-    cg->nparams = nparams;
-    cg->nvals = nvals ? nvals : 1; /* no 0-byte request */
-    cg->kn = ka__calloc(g->n, sizeof(cugk));
-    cg->params = ka__calloc(cg->nparams, sizeof(void *));
-    cg->vals = ka__calloc(cg->nvals, sizeof(uint64_t));
-    if (!cg->kn || !cg->params || !cg->vals) {
-        cugraph_free(cg);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_graph_end: out of memory");
+    ka__cu_graph *ng = ka__calloc(1, sizeof *ng);
+    if (!ng) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    ng->nd = nd;
+    ng->nkn = g->n;
+    ng->nparams = nparams;
+    ng->nvals = nvals ? nvals : 1; /* no 0-byte request */
+    ng->kn = ka__calloc(g->n, sizeof(ka__cu_knode));
+    ng->params = ka__calloc(ng->nparams, sizeof(void *));
+    ng->vals = ka__calloc(ng->nvals, sizeof(uint64_t));
+    if (!ng->kn || !ng->params || !ng->vals) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+        goto fail;
     }
-    CUresult r = ka__cu.cuGraphCreate(&cg->graph, 0);
+    CUresult r = ka__cu.cuGraphCreate(&ng->graph, 0);
     if (r != CUDA_SUCCESS) {
-        cg->graph = NULL;
-        cugraph_free(cg);
-        return ka__cu_fail(r, "cuGraphCreate");
+        ng->graph = NULL;
+        st = ka__cu_fail(r, "cuGraphCreate");
+        goto fail;
     }
     CUgraphNode prev = NULL;
     size_t pat = 0, vat = 0;
-    for (uint32_t i = 0; i < g->n && st == KA_OK; i++) {
-        ka__gnode *nd = &g->nodes[i];
-        nd->native = NULL;
-        if (!ka__gnode_does_work(nd)) continue;
-        cugk *kn = &cg->kn[i];
-        if (nd->type == KA__GN_LAUNCH) {
-            kn->p.kernelParams = cg->params + pat;
-            kn->vals = cg->vals + vat;
-            pat += nd->nargs + 1u;
-            vat += nd->nargs;
+    for (uint32_t i = 0; i < g->n; i++) {
+        ka__gnode *gn = &g->nodes[i];
+        gn->native = NULL;
+        if (!ka__gnode_does_work(gn)) continue;
+        ka__cu_knode *kn = &ng->kn[i];
+        if (gn->type == KA__GN_LAUNCH) {
+            kn->kp.kernelParams = ng->params + pat;
+            kn->vals = ng->vals + vat;
+            pat += gn->nargs + 1u;
+            vat += gn->nargs;
         }
         CUgraphNode node = NULL;
-        if ((st = add_node(cg, nd, kn, prev, &node)) == KA_OK) nd->native = prev = node;
+        if ((st = add_node(ng, gn, kn, prev, &node)) != KA_OK) goto fail_nodes;
+        gn->native = prev = node;
     }
-    if (st == KA_OK && (r = ka__cu.cuGraphInstantiateWithFlags(&cg->exec, cg->graph, 0)) != CUDA_SUCCESS) {
-        cg->exec = NULL;
+    if ((r = ka__cu.cuGraphInstantiateWithFlags(&ng->exec, ng->graph, 0)) != CUDA_SUCCESS) {
+        ng->exec = NULL;
         st = ka__cu_fail(r, "cuGraphInstantiateWithFlags");
+        goto fail_nodes;
     }
-    if (st != KA_OK) {
-        for (uint32_t i = 0; i < g->n; i++) g->nodes[i].native = NULL;
-        cugraph_free(cg);
-        return st;
-    }
-    g->native = cg;
+    g->native = ng;
     return KA_OK;
+
+fail_nodes:
+    for (uint32_t i = 0; i < g->n; i++) g->nodes[i].native = NULL;
+fail:
+    graph_free(ng); /* what was made: graph_free skips the rest */
+    return st;
 }
 
-/* As cuda_launch enqueues: the event popped first (an exhausted pool leaves
+/* As ka__cuda_launch enqueues: the event popped first (an exhausted pool leaves
  * nothing enqueued), recorded behind the graph. */
-ka_status ka__cuda_graph_launch(ka__queue *kq, ka__graph *g, void **ev) {
-    ka__cuq *q = kq->native;
-    cugraph *cg = g->native;
-    ka_status st = ka__cuda_bind(q->d);
+ka_status ka__cuda_graph_launch(ka__queue *q, ka__graph *g, void **ev) {
+    ka__cu_queue *nq = q->native;
+    ka__cu_graph *ng = g->native;
+    ka_status st = ka__cuda_bind(nq->nd);
     if (KA_UNLIKELY(st != KA_OK)) return st;
-    ka__cuev *e = NULL;
-    if (ev && KA_UNLIKELY(!(e = ka__cuda_event_pop(q)))) return KA_ERR_EVENT_POOL_EXHAUSTED;
-    return ka__cuda_event_after(e, ka__cu.cuGraphLaunch(cg->exec, q->stream), "cuGraphLaunch", ev);
+    KA__CU_EVENT_BEGIN(nq, ev, ne);
+    return ka__cuda_event_after(ne, ka__cu.cuGraphLaunch(ng->exec, nq->stream), "cuGraphLaunch", ev);
 }
 
 ka_status ka__cuda_graph_update(ka__graph *g, uint32_t node) {
-    cugraph *cg = g->native;
-    ka__gnode *nd = &g->nodes[node];
-    if (!nd->native) return KA_OK; /* an empty range: not in the CUDA graph */
-    cugk *kn = &cg->kn[node];
-    CUDA_KERNEL_NODE_PARAMS p;
-    ka_status st = ka__cuda_bind(cg->d);
+    ka__cu_graph *ng = g->native;
+    ka__gnode *gn = &g->nodes[node];
+    if (!gn->native) return KA_OK; /* an empty range: not in the CUDA graph */
+    ka__cu_knode *kn = &ng->kn[node];
+    CUDA_KERNEL_NODE_PARAMS kp;
+    ka_status st = ka__cuda_bind(ng->nd);
     if (st != KA_OK) return st;
-    st = ka__cuda_kernel_params("ka_graph_set_arg", nd->k, &nd->l, nd->args, nd->nargs, kn->p.kernelParams, kn->vals, &p);
+    st = ka__cuda_kernel_params(gn->k, &gn->l, gn->args, gn->nargs, kn->kp.kernelParams, kn->vals, &kp);
     if (st != KA_OK) return st;
-    CUresult r = ka__cu.cuGraphExecKernelNodeSetParams(cg->exec, (CUgraphNode)nd->native, &p);
+    CUresult r = ka__cu.cuGraphExecKernelNodeSetParams(ng->exec, (CUgraphNode)gn->native, &kp);
     if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuGraphExecKernelNodeSetParams");
-    kn->p = p;
+    kn->kp = kp;
     return KA_OK;
 }
 
 void ka__cuda_graph_release(ka__graph *g) {
-    cugraph *cg = g->native;
-    if (!cg) return;
-    (void)ka__cuda_bind(cg->d);
-    cugraph_free(cg);
+    ka__cu_graph *ng = g->native;
+    if (!ng) return;
+    (void)ka__cuda_bind(ng->nd);
+    graph_free(ng);
     for (uint32_t i = 0; i < g->n; i++) g->nodes[i].native = NULL;
     g->native = NULL;
 }

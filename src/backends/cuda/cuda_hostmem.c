@@ -7,12 +7,12 @@
 enum { KA__CU_REGISTERED = 1u }; /* ka__buffer.be_flags: wrap registered the memory, release unregisters */
 
 ka_status ka__cuda_buffer_wrap(ka__buffer *b) {
-    ka__cudev *d = b->dev->native;
-    ka_status st = ka__cuda_bind(d);
+    ka__cu_dev *nd = b->dev->native;
+    ka_status st = ka__cuda_bind(nd);
     if (st != KA_OK) return st;
     int can_map = 0;
-    if (ka__cu.cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, d->dev) != CUDA_SUCCESS || !can_map)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_buffer_wrap: the device cannot map host memory (ka_buffer_create_with copies it)");
+    if (ka__cu.cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, nd->dev) != CUDA_SUCCESS || !can_map)
+        return ka__fail(KA_ERR_UNSUPPORTED, "the device cannot map host memory (ka_buffer_create_with copies it)");
     /* Memory of ka_host_alloc (cuMemHostAlloc) or ka_host_register is
      * page-locked and mapped already: it has a device pointer, and the wrap
      * leaves it alone (registering cuMemHostAlloc memory again is
@@ -23,11 +23,11 @@ ka_status ka__cuda_buffer_wrap(ka__buffer *b) {
     if (r != CUDA_SUCCESS) {
         r = ka__cu.cuMemHostRegister(b->host, b->bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
         if (r == CUDA_SUCCESS) b->be_flags |= KA__CU_REGISTERED;
-        else if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) return ka__cu_fail(r, "ka_buffer_wrap: cuMemHostRegister");
+        else if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) return ka__cu_fail(r, "cuMemHostRegister");
         if ((r = ka__cu.cuMemHostGetDevicePointer(&p, b->host, 0)) != CUDA_SUCCESS) {
             if (b->be_flags & KA__CU_REGISTERED) ka__cu.cuMemHostUnregister(b->host);
             b->be_flags = 0;
-            return ka__cu_fail(r, "ka_buffer_wrap: cuMemHostGetDevicePointer");
+            return ka__cu_fail(r, "cuMemHostGetDevicePointer");
         }
     }
     b->native = (void *)(uintptr_t)p;
@@ -66,69 +66,69 @@ ka_status ka__cuda_buffer_guard(ka__buffer *b, void *host, bool write) {
 /* A wrapped buffer maps in place once the stream is idle; device memory
  * through a page-locked copy (token), read in for KA_MAP_READ and written
  * back at unmap for KA_MAP_WRITE. */
-ka_status ka__cuda_buffer_map(ka__queue *kq, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token) {
-    ka__cuq *q = kq->native;
-    ka_status st = ka__cuda_bind(q->d);
+ka_status ka__cuda_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token) {
+    ka__cu_queue *nq = q->native;
+    ka_status st = ka__cuda_bind(nq->nd);
     if (st != KA_OK) return st;
     *token = NULL;
     CUresult r;
     if (b->host) {
-        if ((r = ka__cu.cuStreamSynchronize(q->stream)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuStreamSynchronize");
+        if ((r = ka__cu.cuStreamSynchronize(nq->stream)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuStreamSynchronize");
         *ptr = (char *)b->host + off;
         return KA_OK;
     }
     void *stage = NULL;
-    if ((r = ka__cu.cuMemAllocHost(&stage, n)) != CUDA_SUCCESS) return ka__cu_fail(r, "ka_buffer_map: cuMemAllocHost");
-    if (flags & KA_MAP_READ) r = ka__cu.cuMemcpyDtoHAsync(stage, (CUdeviceptr)(uintptr_t)b->native + off, n, q->stream);
-    if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(q->stream);
+    if ((r = ka__cu.cuMemAllocHost(&stage, n)) != CUDA_SUCCESS) return ka__cu_fail(r, "cuMemAllocHost");
+    if (flags & KA_MAP_READ) r = ka__cu.cuMemcpyDtoHAsync(stage, (CUdeviceptr)(uintptr_t)b->native + off, n, nq->stream);
+    if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(nq->stream);
     if (r != CUDA_SUCCESS) {
         ka__cu.cuMemFreeHost(stage);
-        return ka__cu_fail(r, "ka_buffer_map: cuMemcpyDtoHAsync");
+        return ka__cu_fail(r, "cuMemcpyDtoHAsync");
     }
     *ptr = *token = stage;
     return KA_OK;
 }
 
-ka_status ka__cuda_buffer_unmap(ka__queue *kq, ka__buffer *b, const struct ka__map *m) {
-    ka__cuq *q = kq->native;
-    ka_status st = ka__cuda_bind(q->d);
+ka_status ka__cuda_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map *m) {
+    ka__cu_queue *nq = q->native;
+    ka_status st = ka__cuda_bind(nq->nd);
     if (st != KA_OK) return st;
     if (!m->token) return KA_OK; /* in place: the host's stores are the buffer's */
     CUresult r = CUDA_SUCCESS;
     if (m->flags & KA_MAP_WRITE) {
-        r = ka__cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)b->native + m->off, m->token, m->n, q->stream);
-        if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(q->stream);
+        r = ka__cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)b->native + m->off, m->token, m->n, nq->stream);
+        if (r == CUDA_SUCCESS) r = ka__cu.cuStreamSynchronize(nq->stream);
     }
     ka__cu.cuMemFreeHost(m->token);
-    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "ka_buffer_unmap: cuMemcpyHtoDAsync");
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuMemcpyHtoDAsync");
 }
 
-ka_status ka__cuda_queue_wait(ka__queue *kq, void *ev) {
-    ka__cuq *q = kq->native;
-    ka_status st = ka__cuda_bind(q->d);
+ka_status ka__cuda_queue_wait(ka__queue *q, void *ev) {
+    ka__cu_queue *nq = q->native;
+    ka_status st = ka__cuda_bind(nq->nd);
     if (st != KA_OK) return st;
-    CUresult r = ka__cu.cuStreamWaitEvent(q->stream, ((ka__cuev *)ev)->ev, 0);
+    CUresult r = ka__cu.cuStreamWaitEvent(nq->stream, ((ka__cu_event *)ev)->ev, 0);
     return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuStreamWaitEvent");
 }
 
-ka_status ka__cuda_host_alloc(ka__device *kd, size_t bytes, void **ptr) {
-    ka_status st = ka__cuda_bind(kd->native);
+ka_status ka__cuda_host_alloc(ka__device *d, size_t bytes, void **ptr) {
+    ka_status st = ka__cuda_bind(d->native);
     if (st != KA_OK) return st;
     CUresult r = ka__cu.cuMemHostAlloc(ptr, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "ka_host_alloc: cuMemHostAlloc");
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuMemHostAlloc");
 }
 
-void ka__cuda_host_free(ka__device *kd, void *ptr) {
-    if (ka__cuda_bind(kd->native) == KA_OK) ka__cu.cuMemFreeHost(ptr);
+void ka__cuda_host_free(ka__device *d, void *ptr) {
+    if (ka__cuda_bind(d->native) == KA_OK) ka__cu.cuMemFreeHost(ptr);
 }
 
-ka_status ka__cuda_host_register(ka__device *kd, void *ptr, size_t bytes) {
-    ka_status st = ka__cuda_bind(kd->native);
+ka_status ka__cuda_host_register(ka__device *d, void *ptr, size_t bytes) {
+    ka_status st = ka__cuda_bind(d->native);
     if (st != KA_OK) return st;
     CUresult r = ka__cu.cuMemHostRegister(ptr, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
-    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "ka_host_register: cuMemHostRegister");
+    return r == CUDA_SUCCESS ? KA_OK : ka__cu_fail(r, "cuMemHostRegister");
 }
 
-void ka__cuda_host_unregister(ka__device *kd, void *ptr) {
-    if (ka__cuda_bind(kd->native) == KA_OK) ka__cu.cuMemHostUnregister(ptr);
+void ka__cuda_host_unregister(ka__device *d, void *ptr) {
+    if (ka__cuda_bind(d->native) == KA_OK) ka__cu.cuMemHostUnregister(ptr);
 }

@@ -1,5 +1,6 @@
 /* dlopen'd CUDA driver and NVRTC. See cuda_loader.h. */
 #include "cuda_loader.h"
+#include "nvrtc_names.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -66,20 +67,8 @@ static void load_cu(void) {
 
 static void load_nvrtc(void) {
     int drv = 0;
-    char first[32];
     ka__cu.cuDriverGetVersion(&drv);
-    snprintf(first, sizeof first, "libnvrtc.so.%d", drv / 1000);
-    const char *const names[] = {
-        first, /* NVRTC of the driver's major version: its cubins surely load */
-        "libnvrtc.so.13",
-        "libnvrtc.so.12",
-        "libnvrtc.so",
-        "/usr/local/cuda/lib64/libnvrtc.so",
-        "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so",
-        "/usr/local/cuda/targets/sbsa-linux/lib/libnvrtc.so",
-        "libnvrtc.so.11.2",
-    };
-    void *lib = open_first(names, sizeof names / sizeof names[0]);
+    void *lib = ka__nvrtc_open(drv / 1000);
     if (!lib) {
         snprintf(nvrtc_why, sizeof nvrtc_why, "libnvrtc.so not found (install the CUDA toolkit's NVRTC)");
         return;

@@ -1,4 +1,4 @@
-/* Programs through NVRTC, kernels through the module loader.
+/* Programs through NVRTC, loaded as modules (the build hooks).
  *
  * The build hooks (src/core/build.c composes the CUDA prelude + `#line 1
  * "<program name>"` + the user's source and runs the cache): NVRTC compiles
@@ -7,7 +7,6 @@
  * it knows and the driver JIT-compiles it. OpenCL-style options are
  * translated where CUDA has an equivalent. */
 #include "cuda_internal.h"
-#include "kdecl.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -105,8 +104,8 @@ static ka_status nvrtc_fail(nvrtcResult r, const char *call) {
 /* Loads image (a cubin, or NUL-terminated PTX) into m->mod; keeps the PTX
  * when the driver lacks cuFuncGetParamInfo (signatures are read from it):
  * then image passes to m (*kept). */
-static CUresult module_load(ka__cudev *d, void *image, size_t image_len, bool cubin, ka__cumod *m, bool *kept) {
-    if (ka__cuda_bind(d) != KA_OK) return CUDA_ERROR_INVALID_CONTEXT;
+static CUresult module_load(ka__cu_dev *nd, void *image, size_t image_len, bool cubin, ka__cu_module *m, bool *kept) {
+    if (ka__cuda_bind(nd) != KA_OK) return CUDA_ERROR_INVALID_CONTEXT;
     CUresult r = ka__cu.cuModuleLoadData(&m->mod, image);
     if (r != CUDA_SUCCESS) return r;
     if (!ka__cu.cuFuncGetParamInfo && !cubin) {
@@ -127,9 +126,9 @@ static CUresult module_load(ka__cudev *d, void *image, size_t image_len, bool cu
 ka_status ka__cuda_build_target(ka__build *b) {
     ka_status st = ka__nvrtc_load();
     if (st != KA_OK) return st;
-    ka__cudev *d = b->prog->dev->native;
+    ka__cu_dev *nd = b->prog->dev->native;
     bool cubin = false;
-    if ((st = choose_arch(d->cc, b->be_text, sizeof b->be_text, &cubin)) != KA_OK) return st;
+    if ((st = choose_arch(nd->cc, b->be_text, sizeof b->be_text, &cubin)) != KA_OK) return st;
     b->be_flags = cubin ? CU_CUBIN : 0;
     int maj = 0, min = 0;
     ka__nvrtc.nvrtcVersion(&maj, &min);
@@ -139,30 +138,31 @@ ka_status ka__cuda_build_target(ka__build *b) {
 }
 
 ka_status ka__cuda_module_load(ka__build *b, void *image, size_t len, void **module) {
-    ka__cudev *d = b->prog->dev->native;
+    ka__cu_dev *nd = b->prog->dev->native;
     bool cubin = b->be_flags & CU_CUBIN;
     CUresult r = CUDA_ERROR_INVALID_IMAGE;
     if (!cubin && (len == 0 || ((char *)image)[len - 1] != 0)) /* PTX is NUL-terminated text */
         return ka__build_fail(b, KA_ERR_BUILD_FAILED, "cuModuleLoadData (%s): %s", b->be_text, ka__cu_name(r));
-    ka__cumod *m = ka__calloc(1, sizeof *m);
-    if (!m) return ka__build_fail(b, KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    ka__cu_module *m = ka__calloc(1, sizeof *m);
+    if (!m) return ka__build_fail(b, KA_ERR_OUT_OF_MEMORY, "out of memory");
     ka_status st;
     /* A fresh image: a context that cannot be bound fails the build with its own status. */
-    if (!b->from_cache && (st = ka__cuda_bind(d)) != KA_OK) {
-        ka__free(m, sizeof *m);
-        return st;
-    }
+    if (!b->from_cache && (st = ka__cuda_bind(nd)) != KA_OK) goto fail;
     bool kept = false;
-    if ((r = module_load(d, image, len, cubin, m, &kept)) != CUDA_SUCCESS) {
-        ka__free(m, sizeof *m);
-        return ka__build_fail(b,
-                              ka__cu_status(r) == KA_ERR_DEVICE_OUT_OF_MEMORY ? KA_ERR_DEVICE_OUT_OF_MEMORY
-                                                                               : KA_ERR_BUILD_FAILED,
-                              "cuModuleLoadData (%s): %s", b->be_text, ka__cu_name(r));
+    if ((r = module_load(nd, image, len, cubin, m, &kept)) != CUDA_SUCCESS) {
+        st = ka__build_fail(b,
+                            ka__cu_status(r) == KA_ERR_DEVICE_OUT_OF_MEMORY ? KA_ERR_DEVICE_OUT_OF_MEMORY
+                                                                             : KA_ERR_BUILD_FAILED,
+                            "cuModuleLoadData (%s): %s", b->be_text, ka__cu_name(r));
+        goto fail;
     }
     b->kept = kept;
     *module = m;
     return KA_OK;
+
+fail:
+    ka__free(m, sizeof *m);
+    return st;
 }
 
 /* NVRTC: the image (cubin or PTX) is the binary, loaded by the core through
@@ -180,7 +180,7 @@ ka_status ka__cuda_compile(ka__build *b, void **binary, size_t *size, void **mod
     nvrtcProgram prog = NULL;
     ka_status st;
     if (!obuf || !argv) {
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
     memcpy(obuf, b->options, olen + 1);
@@ -215,7 +215,7 @@ ka_status ka__cuda_compile(ka__build *b, void **binary, size_t *size, void **mod
     nr = cubin ? ka__nvrtc.nvrtcGetCUBINSize(prog, &image_len) : ka__nvrtc.nvrtcGetPTXSize(prog, &image_len);
     if (nr != NVRTC_SUCCESS || !(image = ka__alloc(image_len))) {
         st = nr != NVRTC_SUCCESS ? nvrtc_fail(nr, cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize")
-                                 : ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+                                 : ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
     nr = cubin ? ka__nvrtc.nvrtcGetCUBIN(prog, image) : ka__nvrtc.nvrtcGetPTX(prog, image);
@@ -227,7 +227,7 @@ ka_status ka__cuda_compile(ka__build *b, void **binary, size_t *size, void **mod
         /* Old driver: signatures come from the PTX, kept beside the cubin's
          * module; such a build is not cached (ka__cuda_build_target). */
         if ((st = ka__cuda_module_load(b, image, image_len, module)) != KA_OK) goto out;
-        ka__cumod *m = *module;
+        ka__cu_module *m = *module;
         size_t ptx_len = 0;
         if (ka__nvrtc.nvrtcGetPTXSize(prog, &ptx_len) == NVRTC_SUCCESS && (m->ptx = ka__alloc(ptx_len)) &&
             ka__nvrtc.nvrtcGetPTX(prog, m->ptx) == NVRTC_SUCCESS)
@@ -253,216 +253,8 @@ out:
 
 void ka__cuda_module_release(ka__program *p, void *module, uint32_t target) {
     (void)target;
-    ka__cumod *m = module;
+    ka__cu_module *m = module;
     if (ka__cuda_bind(p->dev->native) == KA_OK) ka__cu.cuModuleUnload(m->mod);
     if (m->ptx) ka__free(m->ptx, m->ptx_len);
     ka__free(m, sizeof *m);
-}
-
-/* ---- kernels ------------------------------------------------------------- */
-/* The name of the next `.entry` of PTX at or after *s (*len bytes, not
- * terminated); *s moves past it. NULL when there is none. */
-static const char *ptx_next_entry(const char **s, size_t *len) {
-    const char *e = strstr(*s, ".entry ");
-    if (!e) return NULL;
-    e += 7;
-    while (*e == ' ' || *e == '\t') e++;
-    *len = strcspn(e, "( \t\n\v\f\r");
-    *s = e + *len;
-    return e;
-}
-
-/* Parameter sizes of `.entry name(...)` in PTX; -1 if not found. */
-static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int cap) {
-    size_t nl = strlen(name), len;
-    const char *s = ptx, *e;
-    while ((e = ptx_next_entry(&s, &len)) != NULL && (len != nl || strncmp(e, name, nl))) {}
-    if (!e) return -1;
-    s = strchr(e, '(');
-    if (!s) return -1;
-    const char *end = strchr(s, ')');
-    if (!end) return -1;
-    int n = 0;
-    for (const char *p = strstr(s, ".param"); p && p < end && n < cap; p = strstr(p + 6, ".param")) {
-        const char *stop = p;
-        while (stop < end && *stop != ',') stop++;
-        uint32_t elem = 0, count = 1;
-        for (const char *t = p + 6; t < stop; t++) {
-            if (*t == '.' && (t[1] == 'b' || t[1] == 'u' || t[1] == 's' || t[1] == 'f') && isdigit((unsigned char)t[2]))
-                elem = (uint32_t)strtoul(t + 2, NULL, 10) / 8;
-            else if (*t == '[')
-                count = (uint32_t)strtoul(t + 1, NULL, 10);
-        }
-        sizes[n++] = elem * count;
-    }
-    return n;
-}
-
-/* The start of KA_KERNEL's instantiation for `dims` dimensions' mangled
- * name, _Z<length>ka_k_<name>ILi<dims>EE (the parameter types follow): the
- * length makes it unique. 0, or -1 when it does not fit. */
-static int entry_prefix(const char *native_name, int dims, char *out, size_t cap) {
-    int n = snprintf(out, cap, "_Z%zu%sILi%dEE", strlen(native_name), native_name, dims);
-    return n > 0 && (size_t)n < cap ? 0 : -1;
-}
-
-/* name (NUL-terminated) as the entry point fn[d] when it starts with pre[d];
- * mangled (cap bytes) gets the 1-D one's name. */
-static CUresult take_entry(const ka__cumod *m, char pre[3][300], const char *name, CUfunction fn[3], char *mangled,
-                           size_t cap) {
-    for (int d = 0; d < 3; d++) {
-        if (strncmp(name, pre[d], strlen(pre[d]))) continue;
-        CUresult r = ka__cu.cuModuleGetFunction(&fn[d], m->mod, name);
-        if (r != CUDA_SUCCESS) return r;
-        if (d == 0) snprintf(mangled, cap, "%s", name);
-    }
-    return CUDA_SUCCESS;
-}
-
-/* The entry points of KA_KERNEL's instantiations for 1, 2 and 3 dimensions:
- * from the PTX where the module keeps it (an older driver), else from the
- * driver's list of the module's functions (CUDA 12.4). Found: every fn set;
- * mangled (cap bytes) the first one's name. Each is taken by its name
- * through cuModuleGetFunction: the listed handles may be unloaded (lazy
- * module loading). */
-static ka_status find_entries(const ka__cumod *m, const char *native_name, CUfunction fn[3], char *mangled, size_t cap) {
-    char pre[3][300];
-    for (int d = 0; d < 3; d++)
-        if (entry_prefix(native_name, d + 1, pre[d], sizeof pre[d])) return KA_ERR_KERNEL_NOT_FOUND;
-    fn[0] = fn[1] = fn[2] = NULL;
-    mangled[0] = 0;
-    CUresult r = CUDA_SUCCESS;
-    if (m->ptx) {
-        size_t len;
-        for (const char *s = m->ptx, *e; r == CUDA_SUCCESS && (e = ptx_next_entry(&s, &len)) != NULL;) {
-            char name[512];
-            if (len >= cap || len >= sizeof name) continue; /* its signature could not be read back by name */
-            memcpy(name, e, len);
-            name[len] = 0;
-            r = take_entry(m, pre, name, fn, mangled, cap);
-        }
-    } else if (ka__cu.cuModuleGetFunctionCount && ka__cu.cuModuleEnumerateFunctions && ka__cu.cuFuncGetName) {
-        unsigned count = 0;
-        if ((r = ka__cu.cuModuleGetFunctionCount(&count, m->mod)) != CUDA_SUCCESS)
-            return ka__cu_fail(r, "cuModuleGetFunctionCount");
-        CUfunction *all = ka__calloc(count ? count : 1, sizeof *all);
-        if (!all) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
-        if ((r = ka__cu.cuModuleEnumerateFunctions(all, count, m->mod)) != CUDA_SUCCESS) {
-            ka__free(all, sizeof *all * (count ? count : 1));
-            return ka__cu_fail(r, "cuModuleEnumerateFunctions");
-        }
-        for (unsigned i = 0; i < count && r == CUDA_SUCCESS; i++) {
-            const char *name = NULL;
-            if (ka__cu.cuFuncGetName(&name, all[i]) == CUDA_SUCCESS && name) r = take_entry(m, pre, name, fn, mangled, cap);
-        }
-        ka__free(all, sizeof *all * (count ? count : 1));
-    }
-    if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
-    return fn[0] && fn[1] && fn[2] ? KA_OK : KA_ERR_KERNEL_NOT_FOUND;
-}
-
-ka_status ka__cuda_kernel_create(ka__kernel *k) {
-    ka__cumod *m = k->var->native;
-    ka__cudev *d = k->prog->dev->native;
-    ka_status st = ka__cuda_bind(d);
-    if (st != KA_OK) return st;
-    CUfunction fn[3], f;
-    char mangled[512];
-    CUresult r;
-    if ((st = find_entries(m, k->native_name, fn, mangled, sizeof mangled)) != KA_OK) {
-        if (st != KA_ERR_KERNEL_NOT_FOUND) return st;
-        /* A bare __kernel / __global__ of that name: not a libka kernel (no hidden range). */
-        if (ka__cu.cuModuleGetFunction(&f, m->mod, k->name) == CUDA_SUCCESS)
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' is not declared with KA_KERNEL(...)",
-                            k->name);
-        return ka__fail(KA_ERR_KERNEL_NOT_FOUND,
-                        "ka_kernel_get: no kernel '%s' in the program (no entry point %s<1..3> declared by KA_KERNEL)",
-                        k->name, k->native_name);
-    }
-    f = fn[0];
-
-    /* ka_assert's record and the kernel's handle close the list (KA__ASSERT_PARAMS). */
-    int hidden = k->prog->asserts ? 2 : 0;
-    uint32_t sizes[KA_MAX_ARGS + 4];
-    int n = 0;
-    if (ka__cu.cuFuncGetParamInfo) {
-        for (;; n++) {
-            size_t off = 0, sz = 0;
-            r = ka__cu.cuFuncGetParamInfo(f, (size_t)n, &off, &sz);
-            if (r == CUDA_ERROR_INVALID_VALUE) break; /* past the last parameter */
-            if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuFuncGetParamInfo");
-            if (n == KA_MAX_ARGS + 1 + hidden) {
-                n++;
-                break;
-            }
-            sizes[n] = (uint32_t)sz;
-        }
-    } else {
-        n = m->ptx ? ptx_params(m->ptx, mangled, sizes, KA_MAX_ARGS + 2 + hidden) : -1;
-        if (n < 0)
-            return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s': the driver lacks cuFuncGetParamInfo (CUDA 12.4) and the PTX "
-                            "signature could not be read", k->name);
-    }
-    /* Too many first: past the limit the last sizes were not read. */
-    if (n > KA_MAX_ARGS + 1 + hidden)
-        return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s' has more than %d arguments", k->name, KA_MAX_ARGS);
-    if (hidden && (n < 3 || sizes[n - 2] != 8 || sizes[n - 1] != 8))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' lacks ka_assert's hidden parameters", k->name);
-    n -= hidden;
-    if (n == 0 || sizes[0] != 32)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' does not take libka's hidden range first: declare it with "
-                        "KA_KERNEL or KA_KERNEL_NOARGS", k->name);
-
-    /* The limits every entry point allows: their register counts may differ. */
-    int max_threads = 0, smem = 0;
-    for (int i = 0; i < 3; i++) {
-        int mt = 0, sm = 0;
-        if ((r = ka__cu.cuFuncGetAttribute(&mt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn[i])) != CUDA_SUCCESS ||
-            (r = ka__cu.cuFuncGetAttribute(&sm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn[i])) != CUDA_SUCCESS)
-            return ka__cu_fail(r, "cuFuncGetAttribute");
-        if (i == 0 || mt < max_threads) max_threads = mt;
-        if (sm > smem) smem = sm;
-    }
-
-    uint32_t nargs = (uint32_t)n - 1;
-    ka__argsig *sig = ka__calloc(nargs ? nargs : 1, sizeof *sig);
-    ka__cukern *ck = ka__calloc(1, sizeof *ck);
-    if (!sig || !ck) {
-        if (sig) ka__free(sig, sizeof *sig * (nargs ? nargs : 1));
-        if (ck) ka__free(ck, sizeof *ck);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
-    }
-    /* Sizes from the driver; a buffer, a dynamic local-memory argument and a
-     * 64-bit scalar are all 8 bytes, so kinds and names come from the
-     * KA_KERNEL declaration when it can be read (kdecl.h), else stay unknown. */
-    for (uint32_t i = 0; i < nargs; i++) {
-        sig[i].kind = KA__SIG_UNKNOWN;
-        sig[i].size = sizes[i + 1];
-        snprintf(sig[i].name, sizeof sig[i].name, "#%u", i);
-    }
-    ka__kdecl_signature(k->prog->source, k->name, sig, nargs);
-    memcpy(ck->fn, fn, sizeof ck->fn);
-    ck->asserts = hidden != 0;
-    pthread_mutex_init(&ck->lock, NULL);
-    /* CUDA lets a block use 48 KiB of static + dynamic shared memory unless the
-     * function opts in to more (cuda_backend.c raises it on demand). */
-    atomic_init(&ck->dyn_smem, smem < 48 * 1024 ? (uint32_t)(48 * 1024 - smem) : 0);
-    k->native = f;
-    k->bk = ck;
-    k->nargs = nargs;
-    k->sig = sig; /* the core frees it */
-    k->max_wg = (uint32_t)max_threads;
-    k->pref_multiple = 32;
-    k->local_mem = (uint64_t)smem;
-    return KA_OK;
-}
-
-void ka__cuda_kernel_release(ka__kernel *k) {
-    ka__cukern *ck = k->bk;
-    if (ck) {
-        pthread_mutex_destroy(&ck->lock);
-        ka__free(ck, sizeof *ck);
-    }
-    k->bk = NULL;
-    k->native = NULL;
 }
