@@ -1,4 +1,5 @@
 /* The back-ends built in, the contract's check, and their public names. */
+#include "ka_internal.h"
 #include "backend.h"
 
 const ka__backend *const ka__backends[] = {

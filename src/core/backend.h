@@ -25,7 +25,7 @@
 #ifndef KA_BACKEND_H
 #define KA_BACKEND_H
 
-#include "ka_internal.h"
+#include "objects.h"
 
 /* Raised whenever a hook's signature or meaning changes. */
 #define KA__BACKEND_VERSION 7u

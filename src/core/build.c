@@ -5,6 +5,7 @@
  * cached binary through load, or compile, load when compile gave no module,
  * and store. The retry without the appendix (PoCL's size probes) and the
  * lazy build for the alternate target (PoCL's `basic`) are here too. */
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <stdarg.h>

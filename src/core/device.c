@@ -1,4 +1,5 @@
 /* Device enumeration over all back-ends, selection by string, open/close. */
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <ctype.h>

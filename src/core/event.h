@@ -11,27 +11,14 @@
  *
  * The helpers below are static inline because a launch + wait runs them
  * (bind marks a no-op launch done, a wait pins and polls, a release unrefs):
- * split over files they would otherwise become calls. */
+ * split over files they would otherwise become calls. The clock, the futex
+ * wrappers and ka__cpu_relax are objects.h's (back-ends use them too). */
 #ifndef KA_EVENT_H
 #define KA_EVENT_H
 
 #include "backend.h"
 #include "freelist.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define ka__cpu_relax() _mm_pause()
-#elif defined(__aarch64__)
-#define ka__cpu_relax() __asm__ __volatile__("yield")
-#else
-#define ka__cpu_relax() ((void)0)
-#endif
-
-/* ---- futex (sync.c): only a sleeping wait or a wake of one calls these -- */
-/* Sleeps while *addr == val, at most timeout_ns (INT64_MAX: no limit; <= 0:
- * returns at once). May return early: callers re-check. */
-void ka__futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns);
-void ka__futex_wake_all(_Atomic uint32_t *addr);
+#include "ka_internal.h"
 
 /* ---- ka_wait_any's wake (wait.c) --------------------------------------- */
 /* ka_wait_any sleeps on ka__any_seq, bumped by every completion while a

@@ -2,6 +2,7 @@
  * queue's assertion record as a hidden last argument (the back-ends pass it);
  * the first failing work-item fills it. Waits on a queue that launched such a
  * kernel (KA__QH_ASSERTS in q->hooks) read the record afterwards, here. */
+#include "ka_internal.h"
 #include "backend.h"
 
 ka_status ka__assert_check(ka__queue *q, const char *call) {

@@ -46,6 +46,7 @@
  * directory is unusable is logged once per process and reason. No printing;
  * memory through ka__alloc. */
 #define _GNU_SOURCE
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <dirent.h>

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ka_internal.h"
+#include "objects.h"
 
 typedef struct ka__kparam {
     const char *type, *type_end; /* everything before the name, trimmed */

@@ -5,6 +5,7 @@
  * variant, one native build. Kernels sit in an open-addressing table keyed by
  * a hash of (name, normalized configuration): a lookup of a known pair hashes
  * a small struct on the stack and allocates nothing. */
+#include "ka_internal.h"
 #include "backend.h"
 #include "kdecl.h"
 

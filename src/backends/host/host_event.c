@@ -3,7 +3,6 @@
  * (only when more events are alive at once than ever before) and freed with
  * the queue. Two references: the core's (event_release) and the command's
  * (its completion). */
-#include "event.h"
 #include "host_internal.h"
 
 #define CHUNK 64u

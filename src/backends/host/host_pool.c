@@ -29,8 +29,6 @@
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "host_exec.h"
 
-#include "event.h" /* ka__futex_wait, ka__futex_wake_all, ka__cpu_relax, ka__now_ns */
-
 #include <limits.h>
 #include <signal.h>
 #include <stdalign.h>

@@ -4,7 +4,6 @@
  * a wait on another queue's event (queue_wait) too, so the commands after it
  * wait for it. A command run in the calling thread first waits until the
  * worker has finished the queue's earlier ones (ka__host_drain). */
-#include "event.h"
 #include "host_internal.h"
 
 #include <string.h>
