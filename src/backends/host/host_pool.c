@@ -156,7 +156,7 @@ static void free_pool(ka__pool *p) {
 }
 
 ka_status ka__pool_create(uint32_t nthreads, ka__pool **out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka__pool_create: out is NULL");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "pool: out is NULL");
     *out = NULL;
     if (nthreads < 1 || nthreads > 65536)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "host pool: %u threads (1 to 65536)", nthreads);
