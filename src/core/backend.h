@@ -1,6 +1,15 @@
-/* The back-end contract: what the core asks of OpenCL, CUDA and null, and the
- * only way it asks (the inline ka__be_* wrappers below; the build hooks
- * from the build pipeline, build.c, alone). Not installed.
+/* The back-end contract: what the core asks of OpenCL, CUDA, host and null,
+ * and the only way it asks (the inline ka__be_* wrappers below; the build
+ * hooks from the build pipeline, build.c, alone). Not installed.
+ *
+ * What a back-end includes: this header, which brings objects.h (the core's
+ * objects with what a back-end may read and set of each, marked field by
+ * field; the view of a recorded graph; errors, allocation, the clock, the
+ * futex, the spin lock), and of the core besides only kdecl.h (the
+ * KA_KERNEL scanner) and freelist.h. Never ka_internal.h, event.h, graph.h
+ * or trace.h: handles and pins, events, graphs, the kernel cache, KA_DEBUG
+ * and tracing are the core's alone, and a back-end file that reaches for
+ * them does not compile.
  *
  * Threads and locks. Every hook may be called from any user thread, and
  * concurrently for different objects, unless its entry says otherwise. The
@@ -244,11 +253,12 @@ struct ka__backend {
 
     /* ---- graphs: all four NULL (the core replays node by node through
      * launch, buffer_copy and buffer_fill), or all four set ------------------ */
-    /* After recording (graph.h: g->nodes, each launch node's geometry, args
-     * and resolved mem): builds the driver's executable graph into
-     * g->native. KA_ERR_UNSUPPORTED: the core replays node by node instead. */
+    /* After recording (objects.h's graph view: ka__graph_node for each
+     * node's kind, kernel, geometry, args and resolved buffers): builds the
+     * driver's executable graph and sets it with ka__graph_set_native.
+     * KA_ERR_UNSUPPORTED: the core replays node by node instead. */
     ka_status (*graph_make)(ka__graph *g);
-    /* Replays g->native on q after q's earlier commands; *ev a native event
+    /* Replays ka__graph_native(g) on q after q's earlier commands; *ev a native event
      * when ev != NULL. The core has checked every node's kernel and buffers
      * live. No allocation; one replay of g at a time. */
     ka_status (*graph_launch)(ka__queue *q, ka__graph *g, void **ev);
