@@ -4,6 +4,9 @@
  * installed. */
 #ifndef KA_INTERNAL_H
 #define KA_INTERNAL_H
+#ifdef KA__BACKEND_FILE
+#error "ka_internal.h is the core's own: a back-end includes backend.h (objects.h), kdecl.h and freelist.h only"
+#endif
 
 #include "objects.h"
 
