@@ -1,4 +1,6 @@
 /* saxpy with libka: y = a*x + y on the default device, result checked. */
+#include "saxpy.h"
+
 #include <ka.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +22,6 @@ static const char *src =
         }                                                                                  \
     } while (0)
 
-int ka_run_saxpy(const char *sel, uint32_t n);
 int ka_run_saxpy(const char *sel, uint32_t n) {
     ka_device dev;
     ka_queue q;

@@ -2,7 +2,8 @@
  * linked against libka's objects: each parameter's traits (what OpenCL's
  * size probes and the signatures rest on), the signature a back-end whose
  * driver reports only sizes (CUDA) takes from the declaration, scalar type
- * classes, KA_WORKGROUP and the return-before-barrier finding. */
+ * classes, KA_WORKGROUP, the return-before-barrier finding and parameter
+ * counts (the null back-end's). */
 #include "test_util.h"
 
 #include "kdecl.h"
@@ -27,6 +28,23 @@ static void traits(void **state) {
     assert_int_equal(ka__kdecl_traits(&par[3]), KA__KT_SCALAR);
     assert_int_equal(ka__kdecl_traits(&par[4]), 0); /* by value, a type not spelled with scalar words: a probe on PoCL */
     assert_int_equal(ka__kdecl_traits(&par[5]), KA__KT_SCALAR);
+}
+
+/* Parameter counts, KA_KERNEL_NOARGS included (the null back-end's kernels). */
+static void count(void **state) {
+    (void)state;
+    static const char *s2 = "// KA_KERNEL_NOARGS(hidden)\nKA_KERNEL_NOARGS( none ) { }\nKA_KERNEL_NOARGS(nonempty) { }\n";
+    uint32_t n = 99;
+    assert_true(ka__kdecl_count(src, "k", &n));
+    assert_int_equal(n, 6);
+    assert_true(ka__kdecl_count(src, "two", &n));
+    assert_int_equal(n, 2);
+    assert_true(ka__kdecl_count(s2, "none", &n));
+    assert_int_equal(n, 0);
+    assert_true(ka__kdecl_count(s2, "nonempty", &n));
+    assert_false(ka__kdecl_count(s2, "hidden", &n)); /* in a comment */
+    assert_false(ka__kdecl_count(s2, "non", &n));    /* a prefix of a name */
+    assert_false(ka__kdecl_count(src, "commented_out", &n));
 }
 
 static void signature(void **state) {
@@ -121,6 +139,7 @@ static void return_before_barrier(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(traits),
+        cmocka_unit_test(count),
         cmocka_unit_test(signature),
         cmocka_unit_test(classes),
         cmocka_unit_test(workgroup),

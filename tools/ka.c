@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "saxpy.h"
 
 static const char usage_ka[] =
     "usage: ka COMMAND [OPTIONS]   (ka COMMAND --help, or ka help COMMAND, for its options)\n"
@@ -346,8 +347,6 @@ static int cmd_build(int argc, char **argv) {
     ka_device_close(dev);
     return 0;
 }
-
-int ka_run_saxpy(const char *sel, uint32_t n);
 
 static int cmd_run(int argc, char **argv) {
     static const struct option lo[] = {{"device", required_argument, NULL, 'd'},

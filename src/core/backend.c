@@ -1,4 +1,5 @@
 /* The back-ends built in, the contract's check, and their public names. */
+#include "ka_internal.h"
 #include "backend.h"
 
 const ka__backend *const ka__backends[] = {
@@ -13,7 +14,7 @@ const uint32_t ka__nbackends = sizeof ka__backends / sizeof ka__backends[0];
 
 ka_status ka__backend_check(const ka__backend *be) {
     if (be->version != KA__BACKEND_VERSION)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end implements contract version %u, libka needs %u",
+        return ka__fail(KA_ERR_UNSUPPORTED, "the %s back-end implements contract version %u, libka needs %u",
                         be->name, be->version, KA__BACKEND_VERSION);
     /* The required hooks, by name (the optional ones are NULL-checked at each call). */
 #define REQ(h) {#h, be->h == NULL}
@@ -28,18 +29,17 @@ ka_status ka__backend_check(const ka__backend *be) {
 #undef REQ
     for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
         if (req[i].missing)
-            return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end lacks the required hook %s", be->name,
-                            req[i].name);
+            return ka__fail(KA_ERR_UNSUPPORTED, "the %s back-end lacks the required hook %s", be->name, req[i].name);
     if (!be->source_append != !be->append_file)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end sets one of source_append and append_file "
+        return ka__fail(KA_ERR_UNSUPPORTED, "the %s back-end sets one of source_append and append_file "
                         "(both or neither)", be->name);
     int graph_hooks = !!be->graph_make + !!be->graph_launch + !!be->graph_update + !!be->graph_release;
     if (graph_hooks != 0 && graph_hooks != 4)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end sets %d of the 4 graph hooks (none or all)",
+        return ka__fail(KA_ERR_UNSUPPORTED, "the %s back-end sets %d of the 4 graph hooks (none or all)",
                         be->name, graph_hooks);
     int host_hooks = !!be->host_alloc + !!be->host_free + !!be->host_register + !!be->host_unregister;
     if (host_hooks != 0 && host_hooks != 4)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_open: the %s back-end sets %d of the 4 host memory hooks (none or all)",
+        return ka__fail(KA_ERR_UNSUPPORTED, "the %s back-end sets %d of the 4 host memory hooks (none or all)",
                         be->name, host_hooks);
     return KA_OK;
 }

@@ -1,6 +1,15 @@
-/* The back-end contract: what the core asks of OpenCL, CUDA and null, and the
- * only way it asks (the inline ka__be_* wrappers below; the build hooks
- * from the build pipeline, build.c, alone). Not installed.
+/* The back-end contract: what the core asks of OpenCL, CUDA, host and null,
+ * and the only way it asks (the inline ka__be_* wrappers below; the build
+ * hooks from the build pipeline, build.c, alone). Not installed.
+ *
+ * What a back-end includes: this header, which brings objects.h (the core's
+ * objects with what a back-end may read and set of each, marked field by
+ * field; the view of a recorded graph; errors, allocation, the clock, the
+ * futex, the spin lock), and of the core besides only kdecl.h (the
+ * KA_KERNEL scanner) and freelist.h. Never ka_internal.h, event.h, graph.h
+ * or trace.h: handles and pins, events, graphs, the kernel cache, KA_DEBUG
+ * and tracing are the core's alone, and a back-end file that reaches for
+ * them does not compile.
  *
  * Threads and locks. Every hook may be called from any user thread, and
  * concurrently for different objects, unless its entry says otherwise. The
@@ -25,7 +34,9 @@
 #ifndef KA_BACKEND_H
 #define KA_BACKEND_H
 
-#include "ka_internal.h"
+#include "objects.h"
+
+#include <string.h>
 
 /* Raised whenever a hook's signature or meaning changes. */
 #define KA__BACKEND_VERSION 7u
@@ -242,11 +253,12 @@ struct ka__backend {
 
     /* ---- graphs: all four NULL (the core replays node by node through
      * launch, buffer_copy and buffer_fill), or all four set ------------------ */
-    /* After recording (graph.h: g->nodes, each launch node's geometry, args
-     * and resolved mem): builds the driver's executable graph into
-     * g->native. KA_ERR_UNSUPPORTED: the core replays node by node instead. */
+    /* After recording (objects.h's graph view: ka__graph_node for each
+     * node's kind, kernel, geometry, args and resolved buffers): builds the
+     * driver's executable graph and sets it with ka__graph_set_native.
+     * KA_ERR_UNSUPPORTED: the core replays node by node instead. */
     ka_status (*graph_make)(ka__graph *g);
-    /* Replays g->native on q after q's earlier commands; *ev a native event
+    /* Replays ka__graph_native(g) on q after q's earlier commands; *ev a native event
      * when ev != NULL. The core has checked every node's kernel and buffers
      * live. No allocation; one replay of g at a time. */
     ka_status (*graph_launch)(ka__queue *q, ka__graph *g, void **ev);
@@ -346,7 +358,38 @@ static inline ka_status ka__be_host_register(ka__device *d, void *ptr, size_t by
     return d->ops->host_register(d, ptr, bytes);
 }
 static inline void ka__be_host_unregister(ka__device *d, void *ptr) { d->ops->host_unregister(d, ptr); }
-/* The build hooks are called by build.c alone, through p->dev->ops. */
+/* The back-end's name (messages, the cache key) and its dialect. */
+static inline const char *ka__be_name(const ka__device *d) { return d->ops->name; }
+static inline const char *ka__be_prelude(const ka__device *d) { return d->ops->prelude; }
+static inline const char *ka__be_source_file(const ka__device *d) { return d->ops->source_file; }
+static inline const char *ka__be_append_file(const ka__device *d) { return d->ops->append_file; }
+/* The options put before each build's own; NULL when none. */
+static inline const char *ka__be_build_options(const ka__device *d) {
+    return d->ops->build_options ? d->ops->build_options(d) : NULL;
+}
+/* The text that stands for p->source, into out when not NULL (no NUL); its
+ * length. The user's source as it is when the back-end has no rewrite. */
+static inline size_t ka__be_source_rewrite(const ka__program *p, char *out) {
+    if (p->dev->ops->source_rewrite) return p->dev->ops->source_rewrite(p, out);
+    size_t n = strlen(p->source);
+    if (out) memcpy(out, p->source, n);
+    return n;
+}
+/* The appendix, likewise; 0 when the back-end has none. */
+static inline size_t ka__be_source_append(const ka__program *p, char *out) {
+    return p->dev->ops->source_append ? p->dev->ops->source_append(p, out) : 0;
+}
+/* The build hooks: build.c's pipeline alone calls them. */
+static inline ka_status ka__be_build_target(ka__build *b) { return b->prog->dev->ops->build_target(b); }
+static inline ka_status ka__be_compile(ka__build *b, void **binary, size_t *size, void **module) {
+    return b->prog->dev->ops->compile(b, binary, size, module);
+}
+static inline ka_status ka__be_load(ka__build *b, void *binary, size_t size, void **module) {
+    return b->prog->dev->ops->load(b, binary, size, module);
+}
+static inline void ka__be_module_release(ka__program *p, void *module, uint32_t target) {
+    p->dev->ops->module_release(p, module, target);
+}
 static inline ka_status ka__be_kernel_create(ka__kernel *k) { return k->prog->dev->ops->kernel_create(k); }
 static inline void ka__be_kernel_release(ka__kernel *k) { k->prog->dev->ops->kernel_release(k); }
 static inline ka_status ka__be_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args,

@@ -5,6 +5,7 @@
  * cached binary through load, or compile, load when compile gave no module,
  * and store. The retry without the appendix (PoCL's size probes) and the
  * lazy build for the alternate target (PoCL's `basic`) are here too. */
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <stdarg.h>
@@ -17,24 +18,24 @@
  * program's name (ka_build_options.name), so logs name it and not a
  * driver's temporary file; else the back-end's source_file. */
 static ka_status compose(const ka__program *p, bool append, char **out, size_t *len, bool *appended) {
-    const ka__backend *be = p->dev->ops;
+    const ka__device *d = p->dev;
     char aline[160];
-    const char *file = p->name ? p->name : be->source_file;
+    const char *file = p->name ? p->name : ka__be_source_file(d);
     static const char l0[] = "\n#line 1 \"", l1[] = "\"\n", bare[] = "\n#line 1\n";
     size_t fl = file ? strlen(file) : 0, ll = file ? sizeof l0 - 1 + fl + sizeof l1 - 1 : sizeof bare - 1;
-    size_t plen = strlen(be->prelude);
-    size_t ulen = be->source_rewrite ? be->source_rewrite(p, NULL) : strlen(p->source);
-    size_t alen = append && be->source_append ? be->source_append(p, NULL) : 0;
-    int al = alen ? snprintf(aline, sizeof aline, "\n#line 1 \"%s\"\n", be->append_file) : 0;
+    size_t plen = strlen(ka__be_prelude(d));
+    size_t ulen = ka__be_source_rewrite(p, NULL);
+    size_t alen = append ? ka__be_source_append(p, NULL) : 0;
+    int al = alen ? snprintf(aline, sizeof aline, "\n#line 1 \"%s\"\n", ka__be_append_file(d)) : 0;
     if (al < 0 || (size_t)al >= sizeof aline)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: the %s back-end's file names are too long", be->name);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: the %s back-end's file names are too long", ka__be_name(d));
     size_t total = plen + ll + ulen + (size_t)al + alen + 1;
     char *w = ka__alloc(total);
     if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
     *out = w;
     *len = total;
     *appended = alen != 0;
-    memcpy(w, be->prelude, plen);
+    memcpy(w, ka__be_prelude(d), plen);
     w += plen;
     if (file) {
         memcpy(w, l0, sizeof l0 - 1);
@@ -45,12 +46,11 @@ static ka_status compose(const ka__program *p, bool append, char **out, size_t *
         memcpy(w, bare, sizeof bare - 1);
         w += sizeof bare - 1;
     }
-    if (be->source_rewrite) be->source_rewrite(p, w);
-    else memcpy(w, p->source, ulen);
+    ka__be_source_rewrite(p, w);
     w += ulen;
     if (alen) {
         memcpy(w, aline, (size_t)al);
-        be->source_append(p, w += al);
+        ka__be_source_append(p, w += al);
         w += alen;
     }
     *w = 0;
@@ -62,7 +62,6 @@ static ka_status compose(const ka__program *p, bool append, char **out, size_t *
  * cache entry's lock is held from a miss until the store, or the failure. */
 static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, bool append, bool *appended,
                             void **module) {
-    const ka__backend *be = p->dev->ops;
     ka__build b;
     memset(&b, 0, sizeof b);
     b.prog = p;
@@ -72,7 +71,7 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
     b.cache = true;
     *module = NULL;
     *appended = false;
-    ka_status st = be->build_target(&b);
+    ka_status st = ka__be_build_target(&b);
     if (st != KA_OK) return st;
     if (p->includes) b.cache = false; /* the key cannot see the included files */
     char *src = NULL;
@@ -87,7 +86,7 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
         ka__kcache_key_make(p->dev, b.target_name, src, v->options, &key);
         if (ka__kcache_load(&key, &bin, &n) == KA_OK) {
             b.from_cache = true;
-            if (be->load(&b, bin, n, module) == KA_OK)
+            if (ka__be_load(&b, bin, n, module) == KA_OK)
                 atomic_fetch_add_explicit(&p->cache_hits, 1, memory_order_relaxed);
             else
                 *module = NULL;
@@ -99,11 +98,11 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
     if (!*module) {
         b.want_binary = cache;
         n = 0;
-        st = be->compile(&b, &bin, &n, module);
+        st = ka__be_compile(&b, &bin, &n, module);
         if (st == KA_OK && !*module)
-            st = bin ? be->load(&b, bin, n, module)
+            st = bin ? ka__be_load(&b, bin, n, module)
                      : ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: the %s back-end compiled neither a module nor a binary",
-                                be->name);
+                                ka__be_name(p->dev));
         /* Stored once loaded: a binary the driver refuses is not kept. */
         if (st == KA_OK && cache && bin) ka__kcache_store(&key, bin, n);
         if (bin && !b.kept) ka__free(bin, n);
@@ -115,13 +114,12 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
 }
 
 ka_status ka__build_variant(ka__program *p, ka__variant *v) {
-    const ka__backend *be = p->dev->ops;
     bool appended;
     ka_status st = build_once(p, v, KA__TARGET_DEVICE, true, &appended, &v->native);
     /* The appendix refused by the compiler (PoCL: a type it cannot take
      * sizeof of where the probes stand): the program without it, whose log
      * is then the user's own. */
-    if (st != KA_OK && appended && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), be->append_file)) {
+    if (st != KA_OK && appended && st != KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), ka__be_append_file(p->dev))) {
         v->plain = true;
         st = build_once(p, v, KA__TARGET_DEVICE, false, &appended, &v->native);
     }
@@ -149,7 +147,7 @@ ka_status ka__build_fail(const ka__build *b, ka_status st, const char *fmt, ...)
 }
 
 void ka__build_release(ka__program *p, ka__variant *v) {
-    if (v->native) p->dev->ops->module_release(p, v->native, KA__TARGET_DEVICE);
-    if (v->alt) p->dev->ops->module_release(p, v->alt, KA__TARGET_ALT);
+    if (v->native) ka__be_module_release(p, v->native, KA__TARGET_DEVICE);
+    if (v->alt) ka__be_module_release(p, v->alt, KA__TARGET_ALT);
     v->native = v->alt = NULL;
 }

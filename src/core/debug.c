@@ -4,6 +4,7 @@
  * check of each launch is launch.c's. A device reads KA_DEBUG once, at open;
  * without it nothing here runs (ka__warn aside), and launches and waits pay
  * one test of a flag the queue already has. */
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <stdio.h>

@@ -1,4 +1,5 @@
 /* Device enumeration over all back-ends, selection by string, open/close. */
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <ctype.h>
@@ -172,6 +173,6 @@ ka_status ka_device_get_native(ka_device dev, ka_native_device *out) {
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_device_get_native: out is NULL");
     out->device = out->context = out->inline_device = NULL;
     if (!ka__be_device_native(d, out))
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_get_native: the %s back-end has no native objects", d->ops->name);
+        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_get_native: the %s back-end has no native objects", ka__be_name(d));
     return KA_OK;
 }

@@ -12,13 +12,15 @@
  * lock-free push; it takes no lock that a user thread could hold.
  *
  * The helpers below are static inline because a launch + wait runs them
- * (bind marks a no-op launch done, a wait pins and polls, a release unrefs)
- * from both files: out of line they would become calls. */
+ * (bind marks a no-op launch done, a wait pins and polls, a release unrefs):
+ * split over files they would otherwise become calls. The clock, the futex
+ * wrappers and ka__cpu_relax are objects.h's (back-ends use them too). */
 #ifndef KA_EVENT_H
 #define KA_EVENT_H
 
 #include "backend.h"
 #include "freelist.h"
+#include "ka_internal.h"
 
 enum ka__ev_state { KA__EV_FREE = 0, KA__EV_PENDING, KA__EV_DONE };
 

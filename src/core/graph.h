@@ -4,11 +4,10 @@
 #define KA_GRAPH_H
 
 #include "backend.h"
-
-enum ka__gnode_type { KA__GN_LAUNCH = 1, KA__GN_COPY, KA__GN_FILL };
+#include "ka_internal.h"
 
 typedef struct ka__gnode {
-    uint32_t type;             /* enum ka__gnode_type */
+    uint32_t type;             /* enum ka__gnode_type (objects.h) */
     uint32_t nargs;
     /* launch */
     uint64_t kernel;           /* its handle: checked live at each replay */

@@ -4,6 +4,7 @@
  * error instead of reaching free() or the driver, and a device with blocks
  * alive refuses to close (they count in its `live`). Off the hot path: one
  * mutex over a list. */
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <stdlib.h>

@@ -1,43 +1,14 @@
-/* Core types shared by the core and the back-ends. Not installed. */
+/* The core's own: handles and pins, events, KA_DEBUG, the kernel cache, and
+ * the core's helpers, over objects.h (the objects and services back-ends
+ * share). Core files only: a back-end includes backend.h, never this. Not
+ * installed. */
 #ifndef KA_INTERNAL_H
 #define KA_INTERNAL_H
-
-#include "ka.h"
-
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stdarg.h>
-
-#if defined(__GNUC__)
-#define KA_LIKELY(x) __builtin_expect(!!(x), 1)
-#define KA_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define KA_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define KA_HIDDEN __attribute__((visibility("hidden")))
-#else
-#define KA_LIKELY(x) (x)
-#define KA_UNLIKELY(x) (x)
-#define KA_PRINTF(a, b)
-#define KA_HIDDEN
+#ifdef KA__BACKEND_FILE
+#error "ka_internal.h is the core's own: a back-end includes backend.h (objects.h), kdecl.h and freelist.h only"
 #endif
 
-/* ---- errors (error.c) -------------------------------------------------- */
-/* Records the per-thread detail and returns s, so `return ka__fail(...)`. */
-ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
-/* Appends text (e.g. a build log) to the current detail, truncating. */
-void ka__append_detail(const char *text);
-/* To the logger; with none, silent, but for KA_LOG_WARN and KA_LOG_ERROR
- * under KA_DEBUG: stderr, "libka: " first (debug.c). */
-void ka__log(ka_log_level lvl, const char *fmt, ...) KA_PRINTF(2, 3);
-/* Case-insensitive substring test (device selectors); false for an empty needle. */
-bool ka__icontains(const char *hay, const char *needle);
-
-/* ---- allocation (alloc.c): every libka allocation goes through these ---- */
-void *ka__alloc(size_t size);
-void *ka__calloc(size_t n, size_t size);
-void ka__free(void *p, size_t size);
-char *ka__strdup(const char *s);
-void ka__strfree(char *s);
+#include "objects.h"
 
 /* ---- handles (handle.c) ------------------------------------------------ */
 enum ka__type {
@@ -105,177 +76,6 @@ static inline void *ka__pin(uint64_t id, enum ka__type type, ka__slot **sp) {
 }
 static inline void ka__unpin(ka__slot *s) { atomic_fetch_sub_explicit(&s->pins, 1, memory_order_release); }
 
-/* ---- objects ----------------------------------------------------------- */
-typedef struct ka__device ka__device;
-typedef struct ka__queue ka__queue;
-typedef struct ka__buffer ka__buffer;
-typedef struct ka__program ka__program;
-typedef struct ka__variant ka__variant;
-typedef struct ka__kernel ka__kernel;
-typedef struct ka__event ka__event;
-typedef struct ka__graph ka__graph;
-typedef struct ka__backend ka__backend; /* the back-end contract: backend.h */
-
-struct ka__device {
-    uint64_t id;
-    const ka__backend *ops;    /* what calls go through: the back-end, or a layer over it */
-    ka_device_info info;
-    void *native;              /* back-end's device state */
-    _Atomic uint32_t live;     /* queues, buffers, programs alive */
-    /* KA_DEBUG, read at open (debug.c): the guarded buffers, their checks
-     * and the scratch a check reads a guard zone into, under dbg_lock. */
-    bool debug;
-    pthread_mutex_t dbg_lock;
-    ka__buffer *dbg_head;
-    void *dbg_scratch;         /* KA__GUARD_MAX bytes, from the open (a back-end that keeps guard zones) */
-};
-
-/* What the dialect headers paste before a KA_KERNEL's name (ka_k_##name): a
- * kernel may be named like a built-in of OpenCL C, CUDA or C (step, min). */
-#define KA__KERNEL_PREFIX "ka_k_"
-
-/* Argument signature entry, read once per kernel. */
-enum ka__sig { KA__SIG_UNKNOWN = 0, KA__SIG_BUFFER, KA__SIG_SCALAR, KA__SIG_LOCAL };
-/* A by-value parameter's type class, from its KA_KERNEL declaration. */
-enum ka__cls { KA__CLS_UNKNOWN = 0, KA__CLS_INT, KA__CLS_FLOAT };
-typedef struct ka__argsig {
-    uint8_t kind;      /* enum ka__sig */
-    uint8_t cls;       /* enum ka__cls: KA_ARG_INT / KA_ARG_FLOAT must match it when known */
-    uint32_t size;     /* expected value size, 0 = not known */
-    char name[32];
-    char type[24];     /* the declared type as written (messages), "" if not read */
-} ka__argsig;
-
-/* Normalized configuration: the compiled-kernel table's key (with the name). */
-typedef struct ka__config_key {
-    uint32_t wg[3];
-    uint32_t sg;
-    uint64_t nd[3];
-    uint64_t defines_hash;     /* hash of cfg->defines, 0 if none */
-} ka__config_key;
-
-struct ka__variant {           /* one native build of a program (build.c) */
-    ka__variant *next;
-    uint32_t wg[3];
-    uint32_t sg;
-    uint64_t nd[3];
-    uint64_t defines_hash;
-    char *defines;
-    char *options;             /* the full build options, every target's */
-    bool plain;                /* built without the back-end's appendix (with it, the build failed) */
-    void *native;              /* the module for the device: cl_program / ka__cu_module * */
-    void *alt;                 /* the module for the alternate target (PoCL's `basic`), once asked for */
-    pthread_mutex_t alt_lock;  /* building alt */
-};
-
-struct ka__kernel {
-    uint64_t id;
-    ka__program *prog;
-    ka__variant *var;
-    char *name;                /* the user's: errors, traces */
-    char *native_name;         /* the compiled entry's (KA__KERNEL_PREFIX name): driver lookups */
-    uint64_t hash;
-    ka__config_key key;
-    void *native;              /* cl_kernel / CUfunction */
-    uint32_t nargs;            /* user arguments */
-    ka__argsig *sig;
-    uint64_t *fast_tag;        /* per argument: the (kind, size) word of a matching ka_arg; kind 0: check fully */
-    uint32_t max_wg;
-    uint32_t pref_multiple;
-    uint64_t local_mem;
-    uint32_t auto_wg[3][3];    /* default work-group by dims-1 */
-    bool auto_rows;            /* CPU: a default work-group fills dimension 0 first (rows) */
-    bool wg_declared;          /* key.wg is the kernel's KA_WORKGROUP */
-    _Atomic uint32_t warned;   /* the geometry warning was given (once per kernel) */
-    void *bk;                  /* the back-end's own state */
-};
-
-struct ka__program {
-    uint64_t id;
-    ka__device *dev;
-    char *source;              /* user source, without prelude */
-    char *name;                /* ka_build_options.name as a #line file name (escaped), "program" by default */
-    char *log;                 /* the scan's warnings (ka_program_build_log), NULL if none */
-    size_t log_len;
-    struct ka__wgdecl {        /* the KA_WORKGROUP declarations, by kernel */
-        const char *kname;     /* in source */
-        size_t len;
-        uint32_t wg[3];
-    } *wgdecl;
-    uint32_t nwgdecl;
-    char *options;             /* base compiler options (with defines) */
-    ka__variant *variants;
-    uint32_t builds;
-    _Atomic uint32_t cache_hits; /* native builds loaded from the persistent cache */
-    bool asserts;              /* the source calls ka_assert: kernels take the assertion record last */
-    bool includes;             /* the source has an #include: its builds skip the persistent cache */
-    pthread_mutex_t lock;      /* kernel table and variants */
-    ka__kernel **table;        /* open addressing, power-of-two capacity */
-    uint32_t cap, count;
-};
-
-struct ka__buffer {
-    uint64_t id;
-    ka__device *dev;
-    size_t bytes;
-    void *native;              /* cl_mem / CUdeviceptr */
-    void *host;                /* ka_buffer_wrap's host memory, else NULL */
-    uint32_t be_flags;         /* the back-end's own (CUDA: it registered host) */
-    /* KA_DEBUG: the back-end allocated guard more bytes after `bytes`, a
-     * known pattern (debug.c); 0 without KA_DEBUG, for a wrapped buffer, or
-     * on a back-end without a buffer_guard hook. */
-    size_t guard;
-    struct ka__bdbg {          /* KA_DEBUG's record, under the device's dbg_lock */
-        ka__buffer *next, *prev;   /* the device's guarded buffers */
-        const ka__queue *q;    /* the queue of the last launch naming it since its last check; NULL: none */
-        uint32_t arg;          /* that launch's argument index */
-        uint64_t kid;          /* that launch's kernel handle, */
-        char kernel[64];       /* and its name */
-    } dbg;
-    /* Live maps (ka_buffer_map), under map_lock; ptr NULL: a free entry. */
-    _Atomic uint32_t map_lock;
-    struct ka__map {
-        void *ptr, *token;     /* what the user got; the back-end's (a staging copy) */
-        size_t off, n;
-        uint32_t flags;
-    } maps[KA_MAX_MAPS];
-};
-
-struct ka__queue {
-    uint64_t id;
-    ka__device *dev;
-    void *native;
-    int64_t spin_ns;
-    int efd;                   /* eventfd, -1 until asked for */
-    ka__graph *rec;            /* the graph being recorded (ka_graph_begin), else NULL */
-    ka__event *events;
-    uint32_t nevents;
-    _Atomic uint64_t free_head; /* tag<<32 | index+1 */
-    _Atomic uint32_t callbacks_pending;
-    _Atomic uint32_t callbacks_running; /* completion callbacks between their first and last step */
-    _Atomic uint64_t waits_polled, waits_slept, callbacks;
-    bool profiling;            /* ka_queue_config.profiling: ka_event_elapsed_ns may ask the back-end */
-    _Atomic uint32_t hooks;    /* KA__QH_*: what a wait on the queue does besides waiting (one test when none) */
-};
-enum {
-    KA__QH_TRACED = 1u << 0,   /* the queue's device is traced: waits are spans (trace.c) */
-    KA__QH_ASSERTS = 1u << 1,  /* a kernel calling ka_assert was launched: waits read the record */
-    KA__QH_DEBUG = 1u << 2,    /* the device opened under KA_DEBUG: full launch checks, guard zones checked at waits */
-};
-/* Back-ends, at an asserting kernel's launch: a store only the first time. */
-static inline void ka__queue_mark_asserts(ka__queue *q) {
-    if (KA_UNLIKELY(!(atomic_load_explicit(&q->hooks, memory_order_relaxed) & KA__QH_ASSERTS)))
-        atomic_fetch_or_explicit(&q->hooks, KA__QH_ASSERTS, memory_order_relaxed);
-}
-
-/* ---- ka_assert ---------------------------------------------------------- */
-/* The record a kernel's failing ka_assert fills in the queue's buffer, as
- * 32-bit words: set (the first failure's flag), line, global id x, y, z
- * (64 bits each, low word first), the kernel's handle (64 bits). Written by
- * the dialect's ka__assert_fail (include/ka_kernel_cl.h, ka_kernel_cuda.h);
- * read by a wait on a queue with KA__QH_ASSERTS (wait.c), through the
- * back-end's assert_take. */
-#define KA__ASSERT_WORDS 10
 
 /* ---- KA_DEBUG (debug.c) ------------------------------------------------- */
 /* Whether KA_DEBUG is set (not "", "0", "off", "no" or "false"). Read at each
@@ -307,33 +107,6 @@ void ka__debug_note_launch(ka__queue *q, const ka__kernel *k, const ka_arg *args
 /* After a successful wait on q (KA__QH_DEBUG): the guards of the buffers
  * marked on q checked; the first overrun's KA_ERR_OUT_OF_BOUNDS. */
 ka_status ka__debug_check(ka__queue *q, const char *call);
-/* A test-and-set lock for the few hundred nanoseconds of set-args + enqueue:
- * cheaper than a mutex uncontended (measured with callgrind), yields when held. */
-void ka__spin_wait(_Atomic uint32_t *l);
-static inline void ka__spin_lock(_Atomic uint32_t *l) {
-    if (KA_UNLIKELY(atomic_exchange_explicit(l, 1, memory_order_acquire))) ka__spin_wait(l);
-}
-static inline void ka__spin_unlock(_Atomic uint32_t *l) { atomic_store_explicit(l, 0, memory_order_release); }
-
-/* ---- what back-ends use of events and waits (event.h has the rest) ---- */
-/* The driver's completion callback: a back-end's event_callback hook calls
- * it (directly, or through its own callback) with the ctx it was given. */
-void ka__event_native_done(void *ctx, ka_status st);
-
-/* ---- clock and futex (sync.c) -------------------------------------------- */
-int64_t ka__now_ns(void); /* CLOCK_MONOTONIC */
-/* Sleeps while *addr == val, at most timeout_ns (INT64_MAX: no limit; <= 0:
- * returns at once). May return early: callers re-check. */
-void ka__futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns);
-void ka__futex_wake_all(_Atomic uint32_t *addr);
-#if defined(__x86_64__) || defined(__i386__)
-#define ka__cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define ka__cpu_relax() __asm__ __volatile__("yield")
-#else
-#define ka__cpu_relax() ((void)0)
-#endif
-
 uint64_t ka__hash(const void *p, size_t n, uint64_t seed);
 
 /* ---- persistent kernel cache (kcache.c) --------------------------------- */
@@ -376,10 +149,5 @@ void ka__kcache_store(ka__kcache_key *key, const void *data, size_t size);
  * build failed, or its result is not stored), unlinking its lock file first.
  * Idempotent. */
 void ka__kcache_unlock(ka__kcache_key *key);
-
-/* Embedded kernel dialect preludes (generated from include/ka_kernel_*.h). */
-extern const char ka__prelude_opencl[];
-extern const char ka__prelude_c[];
-extern const char ka__prelude_cuda[];
 
 #endif

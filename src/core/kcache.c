@@ -46,6 +46,7 @@
  * directory is unusable is logged once per process and reason. No printing;
  * memory through ka__alloc. */
 #define _GNU_SOURCE
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <dirent.h>
@@ -106,7 +107,7 @@ void ka__kcache_key_make(const ka__device *d, const char *target, const char *so
     uint32_t fmt = KCACHE_FORMAT;
     XXH3_128bits_update(&st, &fmt, sizeof fmt);
     put_str(&st, KA_VERSION_STRING);
-    put_str(&st, d->ops->name);
+    put_str(&st, ka__be_name(d));
     put_str(&st, d->info.name);
     put_str(&st, d->info.vendor);
     put_str(&st, d->info.platform);

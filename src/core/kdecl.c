@@ -125,6 +125,37 @@ bool ka__kdecl_find(const char *src, const char *kname, ka__kparam *par, uint32_
     return false;
 }
 
+/* A KA_KERNEL_NOARGS(kname) outside comments and literals. */
+static bool find_noargs(const char *s, const char *kname) {
+    size_t kl = strlen(kname);
+    while (*s) {
+        const char *t = ka__src_skip(s);
+        if (t != s || !ka__ident_char(*s)) {
+            s = t != s ? t : s + 1;
+            continue;
+        }
+        const char *w = s;
+        while (ka__ident_char(*s)) s++;
+        if (s - w != 16 || memcmp(w, "KA_KERNEL_NOARGS", 16)) continue;
+        t = s;
+        while (isspace((unsigned char)*t)) t++;
+        if (*t++ != '(') continue;
+        while (isspace((unsigned char)*t)) t++;
+        if (strncmp(t, kname, kl) || ka__ident_char(t[kl])) continue;
+        t += kl;
+        while (isspace((unsigned char)*t)) t++;
+        if (*t == ')') return true;
+    }
+    return false;
+}
+
+bool ka__kdecl_count(const char *src, const char *kname, uint32_t *n) {
+    ka__kparam par[KA_MAX_ARGS];
+    if (ka__kdecl_find(src, kname, par, KA_MAX_ARGS, n)) return true;
+    *n = 0;
+    return find_noargs(src, kname);
+}
+
 bool ka__src_has_word(const char *s, const char *w) {
     size_t n = strlen(w);
     while (*s) {

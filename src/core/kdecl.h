@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ka_internal.h"
+#include "objects.h"
 
 typedef struct ka__kparam {
     const char *type, *type_end; /* everything before the name, trimmed */
@@ -36,6 +36,10 @@ const char *ka__src_match_brace(const char *s);
 bool ka__kdecl_next(const char **pos, const char **name, size_t *name_len, ka__kparam *par, uint32_t cap, uint32_t *n);
 /* The declaration of kernel kname; false if none is found. */
 bool ka__kdecl_find(const char *src, const char *kname, ka__kparam *par, uint32_t cap, uint32_t *n);
+/* The parameter count of kernel kname's declaration: KA_KERNEL(kname, ...)
+ * (at most KA_MAX_ARGS parameters), or KA_KERNEL_NOARGS(kname) (0); false if
+ * neither is found. */
+bool ka__kdecl_count(const char *src, const char *kname, uint32_t *n);
 /* A type spelled only with scalar type words (int, unsigned long, ka_f32...). */
 bool ka__kdecl_scalar_type(const char *b, const char *e);
 /* Whether src uses the word w outside comments and literals (ka_assert). */

@@ -1,6 +1,7 @@
 /* The library calls each back-end directly, or through the tracing layer
  * when KA_TRACE or a tracer asks for it at device open (trace.c). The tests'
  * fault injection build links tests/fault_layer.c in place of this file. */
+#include "ka_internal.h"
 #include "backend.h"
 #include "trace.h"
 

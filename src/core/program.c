@@ -5,6 +5,7 @@
  * variant, one native build. Kernels sit in an open-addressing table keyed by
  * a hash of (name, normalized configuration): a lookup of a known pair hashes
  * a small struct on the stack and allocates nothing. */
+#include "ka_internal.h"
 #include "backend.h"
 #include "kdecl.h"
 
@@ -206,7 +207,7 @@ static ka_status variant_build(ka__program *p, const ka__config_key *key, const 
         snprintf(extra + n, sizeof extra - (size_t)n, " -DKA_STATIC_ND0=%llu -DKA_STATIC_ND1=%llu -DKA_STATIC_ND2=%llu",
                  (unsigned long long)key->nd[0], (unsigned long long)key->nd[1], (unsigned long long)key->nd[2]);
     /* The back-end's own options first (OpenCL: -cl-std, -cl-kernel-arg-info). */
-    const char *base = p->dev->ops->build_options ? p->dev->ops->build_options(p->dev) : NULL;
+    const char *base = ka__be_build_options(p->dev);
     size_t len = (base ? strlen(base) + 1 : 0) + strlen(p->options) + strlen(extra) +
                  (v->defines ? strlen(v->defines) : 0) + 2;
     if (!(v->options = ka__alloc(len))) {

@@ -128,7 +128,7 @@ ka_status ka_queue_get_native(ka_queue queue, ka_native_queue *out) {
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
     if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_native: invalid or released queue");
     ka_status st = KA_OK;
-    if (!ka__be_queue_native(q, out)) st = ka__fail(KA_ERR_UNSUPPORTED, "ka_queue_get_native: the %s back-end has no native queue", q->dev->ops->name);
+    if (!ka__be_queue_native(q, out)) st = ka__fail(KA_ERR_UNSUPPORTED, "ka_queue_get_native: the %s back-end has no native queue", ka__be_name(q->dev));
     ka__unpin(qs);
     return st;
 }

@@ -29,6 +29,7 @@
  * it was), and is no longer written; traced calls go on (records are no
  * longer kept). */
 #include "trace.h"
+#include "ka_internal.h"
 #include "backend.h"
 
 #include <errno.h>

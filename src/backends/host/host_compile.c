@@ -33,11 +33,11 @@ static const char *tmpdir(void) {
 static int make_temp(char *path, size_t cap, const char *suffix) {
     int n = snprintf(path, cap, "%s/libka-host-XXXXXX%s", tmpdir(), suffix);
     if (n < 0 || (size_t)n >= cap) {
-        ka__fail(KA_ERR_IO, "ka_program_build: $TMPDIR is too long");
+        ka__fail(KA_ERR_IO, "$TMPDIR is too long");
         return -1;
     }
     int fd = mkstemps(path, (int)strlen(suffix));
-    if (fd < 0) ka__fail(KA_ERR_IO, "ka_program_build: cannot create a temporary file in %s: %s", tmpdir(), strerror(errno));
+    if (fd < 0) ka__fail(KA_ERR_IO, "cannot create a temporary file in %s: %s", tmpdir(), strerror(errno));
     return fd;
 }
 
@@ -59,13 +59,13 @@ static ka_status read_file(const char *path, void **out, size_t *n) {
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         if (fd >= 0) close(fd);
-        return ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: the compiler wrote no output (%s)", strerror(errno));
+        return ka__fail(KA_ERR_BUILD_FAILED, "the compiler wrote no output (%s)", strerror(errno));
     }
     size_t size = (size_t)st.st_size;
     char *buf = ka__alloc(size ? size : 1);
     if (!buf) {
         close(fd);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory for a %zu-byte object", size);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte object", size);
     }
     size_t got = 0;
     while (got < size) {
@@ -77,7 +77,7 @@ static ka_status read_file(const char *path, void **out, size_t *n) {
     close(fd);
     if (got != size) {
         ka__free(buf, size ? size : 1);
-        return ka__fail(KA_ERR_IO, "ka_program_build: reading the compiled object failed");
+        return ka__fail(KA_ERR_IO, "reading the compiled object failed");
     }
     *out = buf;
     *n = size;
@@ -127,7 +127,7 @@ static void append_log(int fd) {
 static ka_status run_cc(const char *cc, char **argv, int logfd) {
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa) != 0)
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: posix_spawn_file_actions_init failed");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "posix_spawn_file_actions_init failed");
     posix_spawn_file_actions_adddup2(&fa, logfd, 1);
     posix_spawn_file_actions_adddup2(&fa, logfd, 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -135,17 +135,17 @@ static ka_status run_cc(const char *cc, char **argv, int logfd) {
     int e = posix_spawn(&pid, cc, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (e != 0)
-        return ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: cannot run the C compiler '%s': %s (set $KA_CC to a C compiler)",
+        return ka__fail(KA_ERR_BUILD_FAILED, "cannot run the C compiler '%s': %s (set $KA_CC to a C compiler)",
                         cc, strerror(e));
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
-            return ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: waiting for the C compiler failed: %s", strerror(errno));
+            return ka__fail(KA_ERR_BUILD_FAILED, "waiting for the C compiler failed: %s", strerror(errno));
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return KA_OK;
     ka_status st = WIFEXITED(status)
-                       ? ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: the C compiler '%s' failed (exit status %d)", cc,
+                       ? ka__fail(KA_ERR_BUILD_FAILED, "the C compiler '%s' failed (exit status %d)", cc,
                                   WEXITSTATUS(status))
-                       : ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: the C compiler '%s' was killed by signal %d", cc,
+                       : ka__fail(KA_ERR_BUILD_FAILED, "the C compiler '%s' was killed by signal %d", cc,
                                   WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     append_log(logfd);
     return st;
@@ -164,12 +164,12 @@ static ka_status run(const char *cc, const char *source, const char *options, bo
     char *opts = ka__alloc(olen);
     if (ofd < 0 || lfd < 0) goto out;
     if (!opts) {
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
     memcpy(opts, options, olen);
     if (!write_all(sfd, source, strlen(source))) {
-        st = ka__fail(KA_ERR_IO, "ka_program_build: writing %s failed", src_path);
+        st = ka__fail(KA_ERR_IO, "writing %s failed", src_path);
         goto out;
     }
     char lscratch[64];
@@ -194,7 +194,7 @@ static ka_status run(const char *cc, const char *source, const char *options, bo
     }
     int no = split_opts(opts, argv + argc, MAX_OPTS);
     if (no < 0) {
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: more than %d build options", MAX_OPTS);
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "more than %d build options", MAX_OPTS);
         goto out;
     }
     argc += no;
@@ -235,7 +235,7 @@ ka_status ka__host_compile(const char *cc, const char *user, const char *name, c
     char *text = ka__alloc(plen + 1);
     if (!text) {
         ka__free(pre, plen ? plen : 1);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     memcpy(text, pre, plen);
     text[plen] = 0;
@@ -254,12 +254,12 @@ ka_status ka__host_compile(const char *cc, const char *user, const char *name, c
 
 ka_status ka__host_load(const ka__build *b, const void *bin, size_t n, ka__hprog **out) {
     ka__hprog *hp = ka__calloc(1, sizeof *hp);
-    if (!hp) return ka__build_fail(b, KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    if (!hp) return ka__build_fail(b, KA_ERR_OUT_OF_MEMORY, "out of memory");
     int len = snprintf(hp->path, sizeof hp->path, "%s/libka-host-XXXXXX.so", tmpdir());
     int fd = len > 0 && (size_t)len < sizeof hp->path ? mkstemps(hp->path, 3) : -1;
     ka_status st = KA_OK;
     if (fd < 0) {
-        st = ka__build_fail(b, KA_ERR_IO, "ka_program_build: cannot create a temporary file in %s: %s", tmpdir(),
+        st = ka__build_fail(b, KA_ERR_IO, "cannot create a temporary file in %s: %s", tmpdir(),
                             len > 0 && (size_t)len < sizeof hp->path ? strerror(errno) : "$TMPDIR is too long");
     } else {
         bool ok = write_all(fd, bin, n);
@@ -268,10 +268,10 @@ ka_status ka__host_load(const ka__build *b, const void *bin, size_t n, ka__hprog
         /* The mapping stays valid once loaded: the file is not needed. */
         unlink(hp->path);
         if (!ok) {
-            st = ka__build_fail(b, KA_ERR_IO, "ka_program_build: writing the compiled object to %s failed", tmpdir());
+            st = ka__build_fail(b, KA_ERR_IO, "writing the compiled object to %s failed", tmpdir());
         } else if (!hp->dl) {
             const char *e = dlerror();
-            st = ka__build_fail(b, KA_ERR_BUILD_FAILED, "ka_program_build: loading the compiled kernels failed: %s",
+            st = ka__build_fail(b, KA_ERR_BUILD_FAILED, "loading the compiled kernels failed: %s",
                                 e ? e : "?");
         }
     }

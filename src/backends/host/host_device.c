@@ -171,7 +171,7 @@ ka_status ka__host_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
 ka_status ka__host_device_open(ka__device *d, uint32_t index) {
     (void)index;
     ka__hdev *hd = ka__calloc(1, sizeof *hd);
-    if (!hd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
+    if (!hd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     uint32_t threads;
     ka_status st = thread_count(&threads);
     if (st == KA_OK) st = ka__host_find_cc(hd->cc, sizeof hd->cc);

@@ -27,14 +27,14 @@ static bool grow(ka__hqueue *hq) {
 }
 
 ka_status ka__host_events_init(ka__hqueue *hq) {
-    return grow(hq) ? KA_OK : ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for events");
+    return grow(hq) ? KA_OK : ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for events");
 }
 
 ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out) {
     ka__spin_lock(&hq->ev_lock);
     if (!hq->ev_free && !grow(hq)) {
         ka__spin_unlock(&hq->ev_lock);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory for an event");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for an event");
     }
     ka__hev *e = hq->ev_free;
     hq->ev_free = e->next_free;

@@ -5,7 +5,7 @@
 #ifndef KA_HOST_EXEC_H
 #define KA_HOST_EXEC_H
 
-#include "ka_internal.h"
+#include "objects.h"
 
 /* ---- the pool -------------------------------------------------------------
  * n threads in all: the caller of ka__pool_run is thread 0, n - 1 workers

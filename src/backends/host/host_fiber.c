@@ -486,7 +486,7 @@ ka_status ka__fiberset_run(ka__fiberset *fs, uint32_t n, ka__item_fn item, void 
 
 /* ---- making and unmaking ------------------------------------------------- */
 ka_status ka__fiberset_create(uint32_t max_items, size_t stack_bytes, ka__fiberset **out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka__fiberset_create: out is NULL");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "fiber set: out is NULL");
     *out = NULL;
     if (max_items < 1 || max_items > (1u << 20))
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "fiber set of %u items (1 to %u)", max_items, 1u << 20);

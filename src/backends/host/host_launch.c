@@ -85,7 +85,7 @@ ka_status ka__host_run_launch(ka__device *d, ka__hcmd *cmd) {
     else ka__pool_run(hd->pool, part, &r);
     ka_status st = (ka_status)atomic_load(&r.status);
     if (st == KA_ERR_KERNEL_FAILED)
-        return ka__fail(st, "ka_launch: kernel '%s': the work-items of a group did not all reach the same barriers",
+        return ka__fail(st, "kernel '%s': the work-items of a group did not all reach the same barriers",
                         cmd->k->name);
     return st;
 }
@@ -128,7 +128,7 @@ static ka_status prepare(ka__queue *q, ka__kernel *k, const ka__launch *l, const
                 c->argv[i] = (void *)a->u.ptr;
             } else {
                 if (a->size > KA__HOST_BLOB - blob)
-                    return ka__fail(KA_ERR_UNSUPPORTED, "ka_launch: kernel '%s': an asynchronous launch carries at most %u "
+                    return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s': an asynchronous launch carries at most %u "
                                     "bytes of by-value arguments", k->name, KA__HOST_BLOB);
                 memcpy(c->blob + blob, a->u.ptr, a->size);
                 c->argv[i] = c->blob + blob;
@@ -142,7 +142,7 @@ static ka_status prepare(ka__queue *q, ka__kernel *k, const ka__launch *l, const
         }
     }
     if (local > KA__HOST_LOCAL_MEM)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s': %llu bytes of local memory arguments (aligned to 16), "
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s': %llu bytes of local memory arguments (aligned to 16), "
                         "over the device's %u", k->name, (unsigned long long)local, KA__HOST_LOCAL_MEM);
     return KA_OK;
 }
@@ -151,7 +151,7 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
     ka__hqueue *hq = q->native;
     for (uint32_t i = 0; i < nargs; i++)
         if (KA_UNLIKELY(args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_FLOAT))
-            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u: unknown argument kind %u", k->name, i,
+            return ka__fail(KA_ERR_ARG_TYPE, "kernel '%s' argument %u: unknown argument kind %u", k->name, i,
                             args[i].kind);
     if (k->prog->asserts) ka__queue_mark_asserts(q);
     if ((l->flags & KA_LAUNCH_ASYNC) || l->items > hq->sync_max_items) {

@@ -10,9 +10,9 @@
 
 ka_status ka__host_buffer_create(ka__buffer *b) {
     if (b->bytes > SIZE_MAX - ALIGN - b->guard)
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: %zu bytes is too large", b->bytes);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "%zu bytes is too large", b->bytes);
     unsigned char *raw = ka__alloc(b->bytes + b->guard + ALIGN);
-    if (!raw) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_buffer_create: out of memory for %zu bytes", b->bytes);
+    if (!raw) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes", b->bytes);
     /* The offset to the aligned start (1 to ALIGN) sits in the byte before it. */
     unsigned off = ALIGN - (unsigned)((uintptr_t)raw % ALIGN);
     raw[off - 1] = (unsigned char)off;

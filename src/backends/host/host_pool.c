@@ -27,7 +27,7 @@
  * handshakes are store-then-load on two words from both sides (sequentially
  * consistent), so one side always sees the other. */
 #define _GNU_SOURCE /* pthread_setname_np */
-#include "host_exec.h" /* ka_internal.h: ka__futex_wait, ka__futex_wake_all, ka__cpu_relax, ka__now_ns */
+#include "host_exec.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -156,7 +156,7 @@ static void free_pool(ka__pool *p) {
 }
 
 ka_status ka__pool_create(uint32_t nthreads, ka__pool **out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka__pool_create: out is NULL");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "pool: out is NULL");
     *out = NULL;
     if (nthreads < 1 || nthreads > 65536)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "host pool: %u threads (1 to 65536)", nthreads);

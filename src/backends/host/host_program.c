@@ -69,7 +69,7 @@ ka_status ka__host_kernel_create(ka__kernel *k) {
     uint8_t path = 0;
     while (path < 3 && !(fn = sym(hp, prefix[path], k->name))) path++;
     if (!nargs || !sizes || !kinds || !names || !local || !fn)
-        return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program (no KA_KERNEL or "
+        return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "no kernel '%s' in the program (no KA_KERNEL or "
                         "KA_KERNEL_NOARGS of that name in the source the compiler saw)", k->name);
     uint32_t n = *nargs;
     ka__hkern *hk = ka__calloc(1, sizeof *hk);
@@ -77,7 +77,7 @@ ka_status ka__host_kernel_create(ka__kernel *k) {
     if (!hk || !sig) {
         if (hk) ka__free(hk, sizeof *hk);
         if (sig) ka__free(sig, sizeof *sig * (n ? n : 1));
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (uint32_t i = 0; i < n; i++, names += strlen(names) + 1) {
         sig[i].kind = kinds[i];

@@ -44,36 +44,38 @@ static void *worker(void *arg) {
 }
 
 ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
+    ka_status st;
     ka__hqueue *hq = ka__calloc(1, sizeof *hq);
-    if (!hq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
+    if (!hq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     int64_t lim = cfg ? cfg->inline_max_items : 0;
     hq->sync_max_items = lim == KA_INLINE_OFF ? 0 : lim > 0 ? (uint64_t)lim : UINT64_MAX;
     hq->ring = ka__calloc(KA__HOST_RING, sizeof *hq->ring);
     if (!hq->ring) {
-        ka__free(hq, sizeof *hq);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for the command ring");
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for the command ring");
+        goto fail_ring;
     }
     hq->q = q;
-    if (ka__host_events_init(hq) != KA_OK) {
-        ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
-        ka__free(hq, sizeof *hq);
-        return KA_ERR_OUT_OF_MEMORY;
-    }
+    if ((st = ka__host_events_init(hq)) != KA_OK) goto fail_events;
     pthread_mutex_init(&hq->lock, NULL);
     pthread_cond_init(&hq->more, NULL);
     pthread_cond_init(&hq->room, NULL);
     int e = pthread_create(&hq->worker, NULL, worker, hq);
     if (e != 0) {
-        pthread_cond_destroy(&hq->room);
-        pthread_cond_destroy(&hq->more);
-        pthread_mutex_destroy(&hq->lock);
-        ka__host_events_fini(hq);
-        ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
-        ka__free(hq, sizeof *hq);
-        return ka__fail(KA_ERR_DEVICE, "ka_queue_create: cannot start the queue's thread (error %d)", e);
+        st = ka__fail(KA_ERR_DEVICE, "cannot start the queue's thread (error %d)", e);
+        goto fail_thread;
     }
     q->native = hq;
     return KA_OK;
+fail_thread:
+    pthread_cond_destroy(&hq->room);
+    pthread_cond_destroy(&hq->more);
+    pthread_mutex_destroy(&hq->lock);
+    ka__host_events_fini(hq);
+fail_events:
+    ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
+fail_ring:
+    ka__free(hq, sizeof *hq);
+    return st;
 }
 
 void ka__host_queue_release(ka__queue *q) {

@@ -471,14 +471,14 @@ ka_status ka__host_compose(const char *user, const char *pre, const char *name, 
             ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
             ks = NULL;
         }
-        if (!ks) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        if (!ks) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     size_t n = compose(user, pre, name, NULL, ks, arena);
     char *s = ka__alloc(n);
     if (s) compose(user, pre, name, s, ks, arena);
     if (ks) ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
     if (arena) ka__free(arena, alen + 1);
-    if (!s) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory for the host source");
+    if (!s) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for the host source");
     *src = s;
     *len = n;
     return KA_OK;

@@ -1,7 +1,7 @@
 /* The null back-end: runs nothing, completes everything at once. Selected by
  * "null"; lets tests exercise the core (validation, handles, events,
- * allocation paths) without a driver. Kernels are found by scanning the
- * source for KA_KERNEL(name, ...) and counting its parameters. */
+ * allocation paths) without a driver. A kernel has as many arguments as its
+ * KA_KERNEL declaration has parameters (kdecl.h's scanner). */
 #include "backend.h"
 #include "kdecl.h"
 
@@ -136,27 +136,18 @@ static void n_module_release(ka__program *p, void *module, uint32_t target) { (v
 static ka_status n_kernel_init(ka__kernel *k, uint32_t n) {
     k->nargs = n;
     k->sig = ka__calloc(n ? n : 1, sizeof *k->sig);
-    if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     k->native = k;
     k->max_wg = 1024;
     k->pref_multiple = 1;
     return KA_OK;
 }
 
-/* The parameters of KA_KERNEL(name, ...) (kdecl.h); a KA_KERNEL_NOARGS(name)
- * has none. */
+/* As many parameters as its KA_KERNEL or KA_KERNEL_NOARGS declaration has (kdecl.h). */
 static ka_status n_kernel_create(ka__kernel *k) {
-    const char *s = k->prog->source;
-    size_t nl = strlen(k->name);
-    for (const char *p = s; (p = strstr(p, "KA_KERNEL_NOARGS(")); p++) {
-        const char *q = p + 17;
-        while (*q == ' ') q++;
-        if (!strncmp(q, k->name, nl) && (q[nl] == ')' || q[nl] == ' ')) return n_kernel_init(k, 0);
-    }
-    ka__kparam par[KA_MAX_ARGS];
     uint32_t n;
-    if (ka__kdecl_find(s, k->name, par, KA_MAX_ARGS, &n)) return n_kernel_init(k, n);
-    return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program", k->name);
+    if (ka__kdecl_count(k->prog->source, k->name, &n)) return n_kernel_init(k, n);
+    return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "no kernel '%s' in the program", k->name);
 }
 static void n_kernel_release(ka__kernel *k) { (void)k; }
 
@@ -169,7 +160,7 @@ static ka_status n_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
      * core's fast check (garbage of exactly an unknown argument's tag). */
     for (uint32_t i = 0; i < nargs; i++)
         if (args[i].kind < KA_ARG_BUFFER || args[i].kind > KA_ARG_FLOAT)
-            return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u: unknown argument kind %u", k->name, i,
+            return ka__fail(KA_ERR_ARG_TYPE, "kernel '%s' argument %u: unknown argument kind %u", k->name, i,
                             args[i].kind);
     /* A kernel whose name starts with "ka_null_fail" fails on the "device":
      * its event completes with an error, as a faulting kernel's would. */
