@@ -5,6 +5,7 @@
 #define KA_ARGS_H
 
 #include "backend.h"
+#include "ka_internal.h"
 
 #include <string.h>
 
