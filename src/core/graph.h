@@ -1,5 +1,6 @@
-/* Recorded launch graphs (graph.c): what the core keeps of a recording, and
- * what a back-end's graph hooks (backend.h) read. Not installed. */
+/* Recorded launch graphs (graph.c): what the core keeps of a recording. A
+ * back-end's graph hooks (backend.h) read it through objects.h's graph view
+ * (graph_view.c). Not installed. */
 #ifndef KA_GRAPH_H
 #define KA_GRAPH_H
 
@@ -22,7 +23,6 @@ typedef struct ka__gnode {
     size_t off[2], n;
     uint8_t pattern[128];
     uint32_t psz;
-    void *native;              /* the back-end's node (a CUgraphNode) */
 } ka__gnode;
 
 struct ka__graph {

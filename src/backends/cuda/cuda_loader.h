@@ -11,7 +11,7 @@
 #include <cuda.h>
 #include <nvrtc.h>
 
-#include "ka_internal.h"
+#include "objects.h"
 
 /* Required driver entry points: X(name). */
 #define KA__CU_REQUIRED(X)                                                                   \
