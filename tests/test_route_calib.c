@@ -2,15 +2,15 @@
  * measured launch times per size class (log2 of the work-items) choose
  * between `basic` in the calling thread and the threaded device, and probes
  * of the other path move the choice back when times change. The measured
- * times are injected (the link replaces ka__pocl_route_sample with this
- * test's __wrap_ka__pocl_route_sample, tests/CMakeLists.txt), so no case depends on real timing or load: the cases check that a size
- * class flips to the faster path, flips back when the times change, keeps
- * its own choice per kernel and per size, that a limit from the queue's
- * config or $KA_INLINE_MAX_ITEMS and KA_INLINE_OFF still decide alone, that
- * a launch that chose inline stays on the threaded device behind pending
- * launches nobody waits for, that
- * the adaptive launches allocate nothing, and that threads launching one
- * kernel get correct results. */
+ * times are injected (the link replaces libka's ka__pocl_route_sample with
+ * __wrap_ka__pocl_route_sample below, tests/CMakeLists.txt), so no case
+ * depends on real timing or load: the cases check that a size class flips
+ * to the faster path, flips back when the times change, keeps its own
+ * choice per kernel and per size, that a limit from the queue's config or
+ * $KA_INLINE_MAX_ITEMS and KA_INLINE_OFF still decide alone, that a launch
+ * that chose inline stays on the threaded device behind pending launches
+ * nobody waits for, that the adaptive launches allocate nothing, and that
+ * threads launching one kernel get correct results. */
 #include "test_util.h"
 
 #include "pocl/pocl.h"

@@ -12,11 +12,12 @@ typedef struct ka__pocl_dev {
     cl_command_queue guard_q;  /* KA_DEBUG's guard zones, on basic (the copy runs in the calling thread); made at first use */
 } ka__pocl_dev;
 
-/* ka__cl_queue.ext, or NULL for a queue with routing off (a limit of 0):
- * every launch then takes the plain path, and nothing is counted. */
+/* ka__cl_queue.ext. A queue with routing off (a limit of 0) has inline_max
+ * 0 and inl NULL: every hook then passes through to the plain back-end
+ * (ka__pocl_routed), its launches and transfers counted nowhere. */
 typedef struct ka__pocl_queue {
     cl_command_queue inl;       /* on `basic`: a launch of at most inline_max work-items runs there, in the calling thread */
-    uint64_t inline_max;        /* work-items, > 0 */
+    uint64_t inline_max;        /* work-items; 0: routing off */
     int64_t inline_slow_ns;     /* a timed inline launch slower than this counts as slow; 0 = never demote */
     /* Adaptive routing (no limit given by the user): each kernel's measured
      * times per size class decide (ka__pocl_route_pick_slow). Off: the size rule. */
@@ -68,9 +69,12 @@ enum { KA__PATH_THREADED = 0, KA__PATH_INLINE = 1 };
 typedef struct ka__pocl_kern {
     cl_kernel inl;             /* made at the first inline launch (under lock); NULL before */
     _Atomic uint32_t spin;     /* set-args + enqueue on inl */
-    uint32_t count;            /* inline launches (under spin) */
-    uint32_t slow_streak;      /* consecutive timed inline launches that were slow */
+    /* Size rule: inline launches, which pick the timed ones (relaxed, no
+     * lock: a count lost to a race only shifts one). */
+    _Atomic uint32_t count;
+    uint32_t slow_streak;      /* consecutive timed inline launches that were slow (under spin) */
     _Atomic uint32_t demoted;  /* too slow inline: always on the threaded device */
+    bool asserts;              /* the plain record's, at hand */
     uint64_t last_nd[4];       /* hidden argument last set on inl (under spin) */
     ka__cl_argcache *cache;    /* argument values last set on inl */
     cl_mem arec;               /* ka_assert's record last set on inl (under spin) */
@@ -80,6 +84,11 @@ typedef struct ka__pocl_kern {
 
 static inline ka__pocl_dev *ka__pocl_dev_of(const ka__device *d) { return ka__cl_dev_of(d)->ext; }
 static inline ka__pocl_queue *ka__pocl_queue_of(const ka__queue *q) { return ((ka__cl_queue *)q->native)->ext; }
+/* q's routing state, or NULL when routing is off for q. */
+static inline ka__pocl_queue *ka__pocl_routed(const ka__queue *q) {
+    ka__pocl_queue *rq = ka__pocl_queue_of(q);
+    return rq->inl ? rq : NULL;
+}
 
 /* A command enqueued on main (asynchronous; once its enqueue returned). */
 static inline void ka__pocl_counted(ka__pocl_queue *rq) {
@@ -97,8 +106,8 @@ static inline void ka__pocl_covered(ka__pocl_queue *rq, uint64_t n) {
 ka_status ka__pocl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev);
 
 /* ---- pocl_route.c: routing off the launch path, and its policy ---- */
-/* q's routing limits and, unless routing is off for it, its state and queue
- * on `basic` (nq->ext). */
+/* q's routing state (nq->ext): its limits and, unless routing is off for
+ * it, its queue on `basic`. */
 ka_status ka__pocl_route_open(ka__queue *q, const ka_queue_config *cfg);
 void ka__pocl_route_close(ka__queue *q);
 /* Finishes q's main queue and records that every command counted before is
@@ -106,7 +115,7 @@ void ka__pocl_route_close(ka__queue *q);
 ka_status ka__pocl_finish_main(const ka__queue *q, ka__pocl_queue *rq);
 /* First inline launch of k: its program built for `basic`, the kernel made there. */
 ka_status ka__pocl_make_inline(ka__kernel *k, ka__pocl_kern *rk);
-/* A timed inline launch of k took ns (under rk->spin): may demote k. */
+/* A timed inline launch of k took ns (called under rk->spin): may demote k. */
 void ka__pocl_route_timed(const ka__kernel *k, ka__pocl_kern *rk, const ka__pocl_queue *rq, int64_t ns);
 /* Adaptive routing: a launch of `items` work-items of a kernel whose record
  * is b, when b's countdown (left) is out: which path, and whether the launch

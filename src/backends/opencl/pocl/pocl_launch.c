@@ -13,15 +13,17 @@
  * native event: a launch that asks for one gets *ev = NULL, which the core
  * binds as an event complete at once (saving PoCL's event, a status query and
  * a release per launch + wait). */
-/* Always inlined: a second caller (launch_timed) must not make GCC call it
- * out of line from ka__pocl_launch (+30 instructions per launch); and its
- * flags are constants there. demote: the size rule's timing of inline
- * launches (adaptive routing times its own). main_done: the caller found
- * nothing pending on the threaded device. */
+/* Always inlined: its other callers (launch_timed, launch_inline_timed)
+ * must not make GCC call it out of line from ka__pocl_launch (+30
+ * instructions per launch); and its flags are constants at each call.
+ * main_done: the caller found nothing pending on the threaded device.
+ * timed: the size rule's timing of the launch (few work-items need not mean
+ * little work; adaptive routing times its own), whose verdict is
+ * ka__pocl_route_timed's. */
 static inline __attribute__((always_inline)) ka_status launch_inline(ka__queue *q, ka__kernel *k, const ka__launch *l,
                                                                       const ka_arg *args, uint32_t nargs, void **ev,
-                                                                      ka__pocl_queue *rq, ka__pocl_kern *rk, bool demote,
-                                                                      bool main_done) {
+                                                                      ka__pocl_queue *rq, ka__pocl_kern *rk,
+                                                                      bool main_done, bool timed) {
     ka_status st;
     if (KA_UNLIKELY(!atomic_load_explicit((void *_Atomic *)&rk->inl, memory_order_acquire)) &&
         (st = ka__pocl_make_inline(k, rk)) != KA_OK)
@@ -33,13 +35,9 @@ static inline __attribute__((always_inline)) ka_status launch_inline(ka__queue *
         return st;
     ka__spin_lock(&rq->spin);
     ka__spin_lock(&rk->spin);
-    /* Few work-items need not mean little work: the second inline launch of
-     * a kernel and every 8th after are timed (the first may compile); the
-     * verdict is ka__pocl_route_timed's. */
-    bool timed = demote && (rk->count++ & 7) == 1 && rq->inline_slow_ns;
     int64_t t0 = timed ? ka__now_ns() : 0;
     st = ka__cl_set_args(k, rk->inl, rk->cache, rk->last_nd, l, args, nargs);
-    if (KA_UNLIKELY(((ka__cl_kern *)k->bk)->asserts) && st == KA_OK) st = ka__cl_set_assert(q, k, rk->inl, &rk->arec);
+    if (KA_UNLIKELY(rk->asserts) && st == KA_OK) st = ka__cl_set_assert(q, k, rk->inl, &rk->arec);
     if (KA_LIKELY(st == KA_OK)) {
         /* A profiling queue keeps the event: it carries the command's times. */
         cl_event *out = KA_UNLIKELY(q->profiling) ? (cl_event *)ev : NULL;
@@ -57,6 +55,13 @@ static inline __attribute__((always_inline)) ka_status launch_inline(ka__queue *
     ka__spin_unlock(&rk->spin);
     ka__spin_unlock(&rq->spin);
     return st;
+}
+
+/* Out of line: the untimed launch keeps no clock and no flag across its calls. */
+static __attribute__((noinline)) ka_status launch_inline_timed(ka__queue *q, ka__kernel *k, const ka__launch *l,
+                                                                const ka_arg *args, uint32_t nargs, void **ev,
+                                                                ka__pocl_queue *rq, ka__pocl_kern *rk) {
+    return launch_inline(q, k, l, args, nargs, ev, rq, rk, false, true);
 }
 
 /* On the threaded device: the plain launch, counted. */
@@ -104,7 +109,7 @@ static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel
         (st = ka__pocl_finish_main(q, rq)) != KA_OK)
         return st;
     int64_t t0 = ka__now_ns();
-    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev, rq, rk, false, true); /* main finished above */
+    if (path == KA__PATH_INLINE) st = launch_inline(q, k, l, args, nargs, ev, rq, rk, true, false); /* main finished above */
     else st = launch_threaded(q, k, l, args, nargs, ev, rq);
     /* A threaded launch is enqueued (its event made) whatever the finish
      * gives: a failed finish costs the sample, and the wait reports it. */
@@ -116,16 +121,23 @@ static __attribute__((noinline)) ka_status launch_timed(ka__queue *q, ka__kernel
 ka_status ka__pocl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                           void **ev) {
     ka__pocl_queue *rq = ka__pocl_queue_of(q);
-    if (!rq) return ka__cl_launch_main(q, k, l, args, nargs, ev); /* routing off for this queue */
     if (l->items <= rq->inline_max && !(l->flags & KA_LAUNCH_ASYNC)) {
         ka__pocl_kern *rk = ((ka__cl_kern *)k->bk)->ext;
         if (!rq->adaptive) {
-            if (!atomic_load_explicit(&rk->demoted, memory_order_relaxed))
-                return launch_inline(q, k, l, args, nargs, ev, rq, rk, true, false);
+            if (!atomic_load_explicit(&rk->demoted, memory_order_relaxed)) {
+                /* The second inline launch of a kernel and every 8th after
+                 * are timed (the first may compile), unless demotion is off. */
+                uint32_t n = atomic_load_explicit(&rk->count, memory_order_relaxed);
+                atomic_store_explicit(&rk->count, n + 1, memory_order_relaxed);
+                if (KA_UNLIKELY((n & 7) == 1) && rq->inline_slow_ns)
+                    return launch_inline_timed(q, k, l, args, nargs, ev, rq, rk);
+                return launch_inline(q, k, l, args, nargs, ev, rq, rk, false, false);
+            }
         } else {
             /* items >= 1 here (an empty range never reaches the back-end) and
-             * <= KA__ADAPT_MAX, so the index is below KA__POCL_BUCKETS. */
-            ka__pocl_bucket *b = &rk->route[63 - __builtin_clzll(l->items | 1)];
+             * <= KA__ADAPT_MAX, so the index is below KA__POCL_BUCKETS.
+             * Unsigned: no sign extension of the index. */
+            ka__pocl_bucket *b = &rk->route[63u - (unsigned)__builtin_clzll(l->items | 1)];
             unsigned how = route_pick(rq, b, l->items);
             if (KA_UNLIKELY(how & KA__ROUTE_TIMED)) return launch_timed(q, k, l, args, nargs, ev, rq, rk, b, how & 1);
             /* Inline only when no launch nobody waits for is pending on the
@@ -137,9 +149,10 @@ ka_status ka__pocl_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
                 uint64_t done = atomic_load_explicit(&rq->main_finished, memory_order_relaxed);
                 bool idle = atomic_load_explicit(&rq->main_enqueued, memory_order_relaxed) == done;
                 if (idle || atomic_load_explicit(&rq->main_pipe, memory_order_relaxed) <= done)
-                    return launch_inline(q, k, l, args, nargs, ev, rq, rk, false, idle);
+                    return launch_inline(q, k, l, args, nargs, ev, rq, rk, idle, false);
             }
         }
     }
+    if (KA_UNLIKELY(!rq->inline_max)) return ka__cl_launch_main(q, k, l, args, nargs, ev); /* routing off for q */
     return launch_threaded(q, k, l, args, nargs, ev, rq);
 }

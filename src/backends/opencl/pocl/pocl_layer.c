@@ -41,7 +41,7 @@ static void queue_release(ka__queue *q) {
 }
 
 static ka_status queue_finish(ka__queue *q) {
-    ka__pocl_queue *rq = ka__pocl_queue_of(q);
+    ka__pocl_queue *rq = ka__pocl_routed(q);
     if (!rq) return ka__cl_queue_finish(q);
     ka_status st = ka__pocl_finish_main(q, rq);
     if (st != KA_OK) return st;
@@ -50,14 +50,12 @@ static ka_status queue_finish(ka__queue *q) {
 }
 
 static void queue_native(ka__queue *q, ka_native_queue *out) {
-    ka__pocl_queue *rq = ka__pocl_queue_of(q);
     ka__cl_queue_native(q, out);
-    out->inline_queue = rq ? rq->inl : NULL;
+    out->inline_queue = ka__pocl_queue_of(q)->inl;
 }
 
 static void queue_stats(ka__queue *q, ka_queue_stats *out) {
     ka__pocl_queue *rq = ka__pocl_queue_of(q);
-    if (!rq) return;
     out->inline_max_items = rq->inline_max;
     out->inline_launches = atomic_load_explicit(&rq->inline_launches, memory_order_relaxed);
 }
@@ -81,34 +79,34 @@ static ka_status counted(ka__pocl_queue *rq, uint64_t n0, bool block, ka_status 
 }
 
 static ka_status buffer_write(ka__queue *q, ka__buffer *b, size_t off, size_t n, const void *src, void **ev, bool block) {
-    ka__pocl_queue *rq = ka__pocl_queue_of(q);
+    ka__pocl_queue *rq = ka__pocl_routed(q);
     uint64_t n0 = before(rq);
     return counted(rq, n0, block, ka__cl_buffer_write(q, b, off, n, src, ev, block));
 }
 
 static ka_status buffer_read(ka__queue *q, ka__buffer *b, size_t off, size_t n, void *dst, void **ev, bool block) {
-    ka__pocl_queue *rq = ka__pocl_queue_of(q);
+    ka__pocl_queue *rq = ka__pocl_routed(q);
     uint64_t n0 = before(rq);
     return counted(rq, n0, block, ka__cl_buffer_read(q, b, off, n, dst, ev, block));
 }
 
 static ka_status buffer_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, void **ev,
                              bool block) {
-    ka__pocl_queue *rq = ka__pocl_queue_of(q);
+    ka__pocl_queue *rq = ka__pocl_routed(q);
     uint64_t n0 = before(rq);
     return counted(rq, n0, block, ka__cl_buffer_copy(q, s, so, d, dof, n, ev, block));
 }
 
 static ka_status buffer_fill(ka__queue *q, ka__buffer *b, const void *pat, size_t psz, size_t off, size_t n, void **ev,
                              bool block) {
-    ka__pocl_queue *rq = ka__pocl_queue_of(q);
+    ka__pocl_queue *rq = ka__pocl_routed(q);
     uint64_t n0 = before(rq);
     return counted(rq, n0, block, ka__cl_buffer_fill(q, b, pat, psz, off, n, ev, block));
 }
 
 /* A map blocks until q's earlier commands are complete. */
 static ka_status buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token) {
-    ka__pocl_queue *rq = ka__pocl_queue_of(q);
+    ka__pocl_queue *rq = ka__pocl_routed(q);
     uint64_t n0 = before(rq);
     return counted(rq, n0, true, ka__cl_buffer_map(q, b, off, n, flags, ptr, token));
 }
@@ -117,7 +115,7 @@ static ka_status buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, u
  * before it runs. (The event waited for is never an inline launch's: those
  * have none.) */
 static ka_status queue_wait(ka__queue *q, void *ev) {
-    return counted(ka__pocl_queue_of(q), 0, false, ka__cl_queue_wait(q, ev));
+    return counted(ka__pocl_routed(q), 0, false, ka__cl_queue_wait(q, ev));
 }
 
 /* On `basic`: the copy runs in the calling thread, not a round trip through
@@ -150,7 +148,9 @@ static ka_status kernel_create(ka__kernel *k) {
     ka__pocl_kern *rk = ka__calloc(1, sizeof *rk);
     if (!rk) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     pthread_mutex_init(&rk->lock, NULL);
-    ((ka__cl_kern *)k->bk)->ext = rk;
+    ka__cl_kern *nk = k->bk;
+    rk->asserts = nk->asserts;
+    nk->ext = rk;
     return KA_OK;
 }
 

@@ -74,7 +74,8 @@ ka_status ka__pocl_route_open(ka__queue *q, const ka_queue_config *cfg) {
      * launches), which keeps the former default limit. */
     bool adaptive = limit == UINT64_MAX && slow_ns;
     uint64_t inline_max = adaptive ? KA__ADAPT_MAX : limit == UINT64_MAX ? KA__INLINE_DEFAULT : limit;
-    if (!inline_max) return KA_OK; /* routing off: the plain queue alone */
+    /* Routing off (a limit of 0): a record all the same, with inline_max 0
+     * and no queue on `basic`, so the launch needs no test of the pointer. */
     ka__pocl_queue *rq = ka__calloc(1, sizeof *rq);
     if (!rq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     rq->inline_max = inline_max;
@@ -84,9 +85,10 @@ ka_status ka__pocl_route_open(ka__queue *q, const ka_queue_config *cfg) {
         uint32_t c = q->dev->info.compute_units > 1 ? q->dev->info.compute_units : 2;
         rq->seed_items = (uint64_t)KA__THREADED_NS * c / (c - 1);
     }
-    cl_int err;
-    rq->inl = clCreateCommandQueue(ka__cl_dev_of(q->dev)->context, ka__pocl_dev_of(q->dev)->basic,
-                                   q->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    cl_int err = CL_SUCCESS;
+    if (inline_max)
+        rq->inl = clCreateCommandQueue(ka__cl_dev_of(q->dev)->context, ka__pocl_dev_of(q->dev)->basic,
+                                       q->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (err != CL_SUCCESS) {
         ka__free(rq, sizeof *rq);
         return ka__cl_fail("clCreateCommandQueue(basic)", err);
@@ -97,8 +99,7 @@ ka_status ka__pocl_route_open(ka__queue *q, const ka_queue_config *cfg) {
 
 void ka__pocl_route_close(ka__queue *q) {
     ka__pocl_queue *rq = ka__pocl_queue_of(q);
-    if (!rq) return;
-    clReleaseCommandQueue(rq->inl);
+    if (rq->inl) clReleaseCommandQueue(rq->inl);
     ka__free(rq, sizeof *rq);
 }
 
