@@ -1,11 +1,12 @@
 /* The loop bench/callgrind_route.sh counts: ka-bench launch's ka loop
  * (64 work-items, a buffer then floats, one float changing every launch) on
  * the default queue, with adaptive routing's measured times replaced by fixed
- * ones (its libka-internal hook: this program links libka's objects), so the
- * path does not depend on how slow valgrind makes each launch.
+ * ones (the link replaces libka's internal ka__pocl_route_sample with
+ * __wrap_ka__pocl_route_sample below: this program links libka's objects),
+ * so the path does not depend on how slow valgrind makes each launch.
  * Usage: ka-route-count ITERATIONS ARGS [launch|wait] [inline|threaded] */
 #include "bench_launch_src.h"
-#include "cl_internal.h"
+#include "pocl/pocl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,11 @@
 
 static unsigned faster; /* the path the injected times favour */
 
-static int64_t fixed_time(unsigned path, uint64_t items, int64_t ns) {
-    (void)items, (void)ns;
-    return path == faster ? 1000 : 100000;
+void __real_ka__pocl_route_sample(ka__pocl_bucket *b, unsigned path, uint64_t items, int64_t ns);
+void __wrap_ka__pocl_route_sample(ka__pocl_bucket *b, unsigned path, uint64_t items, int64_t ns);
+void __wrap_ka__pocl_route_sample(ka__pocl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
+    (void)ns;
+    __real_ka__pocl_route_sample(b, path, items, path == faster ? 1000 : 100000);
 }
 
 static ka_queue q;
@@ -46,7 +49,6 @@ int main(int argc, char **argv) {
     }
     int wait = argc > 3 && !strcmp(argv[3], "wait");
     faster = argc > 4 && !strcmp(argv[4], "threaded") ? KA__PATH_THREADED : KA__PATH_INLINE;
-    atomic_store(&ka__cl_route_sample_hook, fixed_time);
     char *src = bench_launch_source(nargs, SRC_KA);
     ka_device d;
     ka_program p;

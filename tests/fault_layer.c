@@ -8,24 +8,25 @@
 #include <pthread.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-#define KINDS 4u /* ka_backend values 0..KINDS-1 */
-static ka__backend layers[KINDS];         /* by ka_backend */
-static const ka__backend *under[KINDS];
+#define SLOTS 8u /* tables stood over: one per back-end, and OpenCL's PoCL routing layer */
+static ka__backend layers[SLOTS];         /* layers[i] stands over under[i] */
+static const ka__backend *under[SLOTS];
 
 static ka_status fault_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                               void **ev) {
     ka__free(ka__alloc(16), 16);
-    return under[q->dev->ops->kind]->launch(q, k, l, args, nargs, ev);
+    return under[q->dev->ops - layers]->launch(q, k, l, args, nargs, ev);
 }
 
 const ka__backend *ka__backend_layer(const ka__backend *be) {
-    if ((unsigned)be->kind >= KINDS) return be;
     pthread_mutex_lock(&lock);
-    if (!under[be->kind]) {
-        layers[be->kind] = *be;
-        layers[be->kind].launch = fault_launch;
-        under[be->kind] = be;
+    uint32_t i = 0;
+    while (i < SLOTS && under[i] && under[i] != be) i++;
+    if (i < SLOTS && !under[i]) {
+        layers[i] = *be;
+        layers[i].launch = fault_launch;
+        under[i] = be;
     }
     pthread_mutex_unlock(&lock);
-    return &layers[be->kind];
+    return i < SLOTS ? &layers[i] : be;
 }

@@ -1,6 +1,6 @@
 /* The back-end contract (src/core/backend.h), linked against libka's objects
  * so the internal table and its check can be called: every built-in table
- * passes the check; a table of another version, without a required hook
+ * (and OpenCL's PoCL routing layer) passes the check; a table of another version, without a required hook
  * (the build hooks among them), with some but not all of the host memory
  * hooks, or with only one of source_append and append_file, is refused with
  * a message naming it; selectors and names come from the
@@ -8,6 +8,8 @@
 #include "test_util.h"
 
 #include "backend.h"
+
+extern const ka__backend ka__pocl_backend; /* OpenCL's PoCL routing layer, chosen at device open (device_ops) */
 
 static void builtin_tables_pass(void **state) {
     (void)state;
@@ -17,6 +19,7 @@ static void builtin_tables_pass(void **state) {
         KA_OK_OR_FAIL(ka__backend_check(be));
         assert_string_equal(ka_backend_name(be->kind), be->name);
     }
+    KA_OK_OR_FAIL(ka__backend_check(&ka__pocl_backend));
     assert_string_equal(ka_backend_name(KA_BACKEND_OPENCL), "opencl");
     assert_string_equal(ka_backend_name(KA_BACKEND_NULL), "null");
     assert_string_equal(ka_backend_name((ka_backend)77), "unknown");

@@ -2,18 +2,18 @@
  * measured launch times per size class (log2 of the work-items) choose
  * between `basic` in the calling thread and the threaded device, and probes
  * of the other path move the choice back when times change. The measured
- * times are injected (ka__cl_route_sample_hook, linked from libka's objects),
- * so no case depends on real timing or load: the cases check that a size
- * class flips to the faster path, flips back when the times change, keeps
- * its own choice per kernel and per size, that a limit from the queue's
- * config or $KA_INLINE_MAX_ITEMS and KA_INLINE_OFF still decide alone, that
- * a launch that chose inline stays on the threaded device behind pending
- * launches nobody waits for, that
- * the adaptive launches allocate nothing, and that threads launching one
- * kernel get correct results. */
+ * times are injected (the link replaces libka's ka__pocl_route_sample with
+ * __wrap_ka__pocl_route_sample below, tests/CMakeLists.txt), so no case
+ * depends on real timing or load: the cases check that a size class flips
+ * to the faster path, flips back when the times change, keeps its own
+ * choice per kernel and per size, that a limit from the queue's config or
+ * $KA_INLINE_MAX_ITEMS and KA_INLINE_OFF still decide alone, that a launch
+ * that chose inline stays on the threaded device behind pending launches
+ * nobody waits for, that the adaptive launches allocate nothing, and that
+ * threads launching one kernel get correct results. */
 #include "test_util.h"
 
-#include "cl_internal.h"
+#include "pocl/pocl.h"
 
 #include <pthread.h>
 
@@ -25,10 +25,13 @@ static const char *src = "KA_KERNEL(inc, KA_GLOBAL int *p) { if (ka_in_range()) 
 static _Atomic int64_t fixed_ns[2], item_ns[2];
 static _Atomic uint64_t samples;
 
-static int64_t fake_time(unsigned path, uint64_t items, int64_t ns) {
+/* Every timed launch's sample, its measured time replaced. */
+void __real_ka__pocl_route_sample(ka__pocl_bucket *b, unsigned path, uint64_t items, int64_t ns);
+void __wrap_ka__pocl_route_sample(ka__pocl_bucket *b, unsigned path, uint64_t items, int64_t ns);
+void __wrap_ka__pocl_route_sample(ka__pocl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
     (void)ns;
     atomic_fetch_add(&samples, 1);
-    return atomic_load(&fixed_ns[path]) + atomic_load(&item_ns[path]) * (int64_t)items;
+    __real_ka__pocl_route_sample(b, path, items, atomic_load(&fixed_ns[path]) + atomic_load(&item_ns[path]) * (int64_t)items);
 }
 
 static void set_times(int64_t thr_fixed, int64_t thr_item, int64_t inl_fixed, int64_t inl_item) {
@@ -57,13 +60,11 @@ static int setup(void **state) {
     }
     const char *slow = getenv("KA_INLINE_SLOW_US");
     F.adaptive_default = !getenv("KA_INLINE_MAX_ITEMS") && !(slow && !strcmp(slow, "0"));
-    atomic_store(&ka__cl_route_sample_hook, fake_time);
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    atomic_store(&ka__cl_route_sample_hook, NULL);
     for (int i = 0; i < nprogs; i++) ka_program_release(progs[i]);
     ka_buffer_release(F.buf);
     ka_program_release(F.prog);

@@ -39,7 +39,7 @@
 #include <string.h>
 
 /* Raised whenever a hook's signature or meaning changes. */
-#define KA__BACKEND_VERSION 7u
+#define KA__BACKEND_VERSION 8u
 
 enum {
     /* Not enumerated (ka_device_count does not see it); opened by its bare
@@ -118,6 +118,12 @@ struct ka__backend {
      * d->native. On failure nothing is left to close. */
     ka_status (*device_open)(ka__device *d, uint32_t local_index);
     void (*device_close)(ka__device *d); /* no queue, buffer or program is left */
+    /* May be NULL. Right after a successful device_open: the table d calls
+     * through from then on, this one or a layer of the back-end's own over
+     * it (OpenCL: PoCL routing, for a device with PoCL's `basic`); NULL:
+     * this one. The core stacks its own layers (ka__backend_layer) over what
+     * it returns; that table's device_close closes d. */
+    const ka__backend *(*device_ops)(const ka__device *d);
     /* May be NULL (then KA_ERR_UNSUPPORTED). Fills the driver's objects. */
     void (*device_native)(ka__device *d, ka_native_device *out);
 
@@ -314,6 +320,11 @@ static inline bool ka__be_preferred(const ka__backend *be, const ka_device_info 
     return be->preferred && be->preferred(d);
 }
 static inline ka_status ka__be_device_open(const ka__backend *be, ka__device *d, uint32_t i) { return be->device_open(d, i); }
+/* The table an opened device of be calls through, before the core's layers. */
+static inline const ka__backend *ka__be_device_ops(const ka__backend *be, const ka__device *d) {
+    const ka__backend *ops = be->device_ops ? be->device_ops(d) : NULL;
+    return ops ? ops : be;
+}
 static inline void ka__be_device_close(ka__device *d) { d->ops->device_close(d); }
 static inline ka_status ka__be_queue_create(ka__queue *q, const ka_queue_config *cfg) {
     return q->dev->ops->queue_create(q, cfg);

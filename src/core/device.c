@@ -121,12 +121,12 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
     if (st != KA_OK) return st;
     ka__device *d = ka__calloc(1, sizeof *d);
     if (!d) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
-    d->ops = ka__backend_layer(be);
-    st = ka__be_device_open(d->ops, d, local);
+    st = ka__be_device_open(be, d, local);
     if (st != KA_OK) {
         ka__free(d, sizeof *d);
         return st;
     }
+    d->ops = ka__backend_layer(ka__be_device_ops(be, d));
     if ((st = ka__debug_device_open(d)) != KA_OK) {
         ka__be_device_close(d);
         ka__free(d, sizeof *d);

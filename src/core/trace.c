@@ -41,8 +41,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The back-end kinds a layer can stand over: ka_backend values 0..KINDS-1. */
-#define KINDS 4u
+/* The tables a layer can stand over: one per back-end, and a back-end's own
+ * layer (OpenCL's PoCL routing) beside its plain table; a device whose
+ * table finds no slot is not traced. */
+#define SLOTS 8u
 
 _Atomic bool ka__tracing;
 
@@ -63,8 +65,8 @@ typedef struct rec {
 static struct {
     pthread_mutex_t open_lock;  /* layers and the file's opening */
     bool file_tried;
-    ka__backend layers[KINDS];  /* by ka_backend */
-    const ka__backend *under[KINDS];
+    ka__backend layers[SLOTS];  /* layers[i] stands over under[i] */
+    const ka__backend *under[SLOTS];
     _Atomic(ka_tracer_fn) fn;
     void *_Atomic user;
     _Atomic uint32_t lock;      /* the records and the file */
@@ -86,7 +88,8 @@ void ka_set_tracer(ka_tracer_fn fn, void *user) {
     atomic_store(&T.fn, fn);
 }
 
-static const ka__backend *under(const ka__queue *q) { return T.under[q->dev->ops->kind]; }
+static const ka__backend *under_dev(const ka__device *d) { return T.under[d->ops - T.layers]; }
+static const ka__backend *under(const ka__queue *q) { return under_dev(q->dev); }
 
 static const char *const kind_names[] = {"", "launch", "write", "read", "copy", "fill", "finish", "wait"};
 
@@ -318,8 +321,7 @@ static bool open_file(void) {
 
 /* ---- spans ---------------------------------------------------------------- */
 static bool traced(const ka__device *d) {
-    uint32_t k = (uint32_t)d->ops->kind;
-    return k < KINDS && d->ops == &T.layers[k];
+    return (uintptr_t)d->ops - (uintptr_t)T.layers < sizeof T.layers;
 }
 
 static void begin(const ka__queue *q, ka_trace_event *te) {
@@ -400,15 +402,16 @@ static ka_status t_graph_launch(ka__queue *q, ka__graph *g, void **ev) {
 
 static void t_device_close(ka__device *d) {
     flush_all();
-    T.under[d->ops->kind]->device_close(d);
+    under_dev(d)->device_close(d);
 }
 
 const ka__backend *ka__trace_layer(const ka__backend *be) {
-    if ((unsigned)be->kind >= KINDS) return be;
     pthread_mutex_lock(&T.open_lock);
     bool on = open_file() || atomic_load(&T.fn);
-    if (on && !T.under[be->kind]) {
-        ka__backend *t = &T.layers[be->kind];
+    uint32_t i = 0;
+    while (i < SLOTS && T.under[i] && T.under[i] != be) i++;
+    if (on && i < SLOTS && !T.under[i]) {
+        ka__backend *t = &T.layers[i];
         *t = *be;
         t->device_close = t_device_close;
         t->launch = t_launch;
@@ -418,10 +421,10 @@ const ka__backend *ka__trace_layer(const ka__backend *be) {
         t->buffer_fill = t_fill;
         t->queue_finish = t_finish;
         if (be->graph_launch) t->graph_launch = t_graph_launch;
-        T.under[be->kind] = be;
+        T.under[i] = be;
     }
     pthread_mutex_unlock(&T.open_lock);
-    if (!on) return be;
+    if (!on || i == SLOTS) return be;
     atomic_store(&ka__tracing, true);
-    return &T.layers[be->kind];
+    return &T.layers[i];
 }

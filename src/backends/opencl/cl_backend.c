@@ -11,6 +11,7 @@ const ka__backend ka__opencl_backend = {
     .preferred = ka__cl_preferred,
     .device_open = ka__cl_device_open,
     .device_close = ka__cl_device_close,
+    .device_ops = ka__cl_device_ops,
     .queue_create = ka__cl_queue_create,
     .queue_release = ka__cl_queue_release,
     .queue_finish = ka__cl_queue_finish,
@@ -48,5 +49,4 @@ const ka__backend ka__opencl_backend = {
     .assert_take = ka__cl_assert_take,
     .device_native = ka__cl_device_native,
     .queue_native = ka__cl_queue_native,
-    .queue_stats = ka__cl_queue_stats,
 };

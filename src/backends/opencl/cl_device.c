@@ -1,5 +1,6 @@
 /* OpenCL devices: enumeration, limits read once, the probe kernel, PoCL's
- * `basic` device found and hidden, the device's native objects. */
+ * `basic` device found, hidden and put in the threaded device's context for
+ * the PoCL routing layer (pocl/), the device's native objects. */
 #include "cl_internal.h"
 
 #include <stdio.h>
@@ -57,11 +58,11 @@ static cl_int list_devices(cl_platform_id *plats_out, cl_device_id *devs, uint32
     if (np > 16) np = 16;
     for (cl_uint p = 0; p < np; p++) {
         cl_device_id ds[16];
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS) continue;
-        if (nd > 16) nd = 16;
+        cl_uint ndevs = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, ds, &ndevs) != CL_SUCCESS) continue;
+        if (ndevs > 16) ndevs = 16;
         bool pocl = basic_hidden && is_pocl_platform(plats[p]);
-        for (cl_uint i = 0; i < nd; i++) {
+        for (cl_uint i = 0; i < ndevs; i++) {
             if (pocl && is_basic(ds[i])) continue;
             if (*n < cap) {
                 plats_out[*n] = plats[p];
@@ -150,26 +151,26 @@ static void fill_info(cl_platform_id plat, cl_device_id d, uint32_t index, ka_de
 /* Builds a one-line kernel to read what OpenCL reports only per kernel: the
  * preferred work-group multiple and, without cl_intel_required_subgroup_size,
  * the sub-group size. */
-static void probe(ka__cl_dev *cd, ka_device_info *info) {
+static void probe(ka__cl_dev *nd, ka_device_info *info) {
     static const char src[] = "__kernel void ka__probe(__global int *p) { p[get_global_id(0)] = 0; }";
     const char *s = src;
     cl_int err;
-    cl_program p = clCreateProgramWithSource(cd->context, 1, &s, NULL, &err);
+    cl_program p = clCreateProgramWithSource(nd->context, 1, &s, NULL, &err);
     if (err != CL_SUCCESS) return;
-    if (clBuildProgram(p, 1, &cd->device, cd->std_option, NULL, NULL) == CL_SUCCESS) {
+    if (clBuildProgram(p, 1, &nd->device, nd->std_option, NULL, NULL) == CL_SUCCESS) {
         cl_kernel k = clCreateKernel(p, "ka__probe", &err);
         if (err == CL_SUCCESS) {
             size_t m = 0;
-            if (clGetKernelWorkGroupInfo(k, cd->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof m, &m,
+            if (clGetKernelWorkGroupInfo(k, nd->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof m, &m,
                                          NULL) == CL_SUCCESS)
                 info->preferred_workgroup_multiple = (uint32_t)m;
             cl_uint maxsg = 0;
-            if (cd->cl_version >= 21 && !info->num_subgroup_sizes &&
-                clGetDeviceInfo(cd->device, CL_DEVICE_MAX_NUM_SUB_GROUPS, sizeof maxsg, &maxsg, NULL) == CL_SUCCESS &&
+            if (nd->cl_version >= 21 && !info->num_subgroup_sizes &&
+                clGetDeviceInfo(nd->device, CL_DEVICE_MAX_NUM_SUB_GROUPS, sizeof maxsg, &maxsg, NULL) == CL_SUCCESS &&
                 maxsg > 0) {
                 size_t local = info->max_workgroup_size ? info->max_workgroup_size : 64, sg = 0;
                 if (local > 256) local = 256;
-                if (clGetKernelSubGroupInfo(k, cd->device, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, sizeof local,
+                if (clGetKernelSubGroupInfo(k, nd->device, CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, sizeof local,
                                             &local, sizeof sg, &sg, NULL) == CL_SUCCESS &&
                     sg > 0)
                     info->subgroup_sizes[info->num_subgroup_sizes++] = (uint32_t)sg;
@@ -208,55 +209,64 @@ ka_status ka__cl_device_open(ka__device *d, uint32_t index) {
     ka_status st = first_devices(plats, devs, &total);
     if (st != KA_OK) return st;
     if (index >= total) return ka__fail(KA_ERR_NO_DEVICE, "opencl:%u: no such device", index);
-    ka__cl_dev *cd = ka__calloc(1, sizeof *cd);
-    if (!cd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
-    cd->platform = plats[index];
-    cd->device = devs[index];
-    fill_info(cd->platform, cd->device, index, &d->info);
+    ka__cl_dev *nd = ka__calloc(1, sizeof *nd);
+    if (!nd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    nd->platform = plats[index];
+    nd->device = devs[index];
+    fill_info(nd->platform, nd->device, index, &d->info);
     int maj = 1, min = 2;
     sscanf(d->info.version, "OpenCL %d.%d", &maj, &min);
-    cd->cl_version = maj * 10 + min;
+    nd->cl_version = maj * 10 + min;
     /* The device's OpenCL C version (1.2 on PoCL 3.1, even on an OpenCL 3.0
      * platform): 3.0 mode costs PoCL generic-address-space code for nothing. */
-    snprintf(cd->std_option, sizeof cd->std_option, "-cl-std=CL%d.%d", d->info.opencl_c_major ? d->info.opencl_c_major : 1,
+    snprintf(nd->std_option, sizeof nd->std_option, "-cl-std=CL%d.%d", d->info.opencl_c_major ? d->info.opencl_c_major : 1,
              d->info.opencl_c_major ? d->info.opencl_c_minor : 2);
-    snprintf(cd->build_options, sizeof cd->build_options, "%s -cl-kernel-arg-info", cd->std_option);
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform, 0};
+    snprintf(nd->build_options, sizeof nd->build_options, "%s -cl-kernel-arg-info", nd->std_option);
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)nd->platform, 0};
     /* PoCL's threaded device gets its `basic` sibling in the same context, for
      * routing small launches (buffers are shared within a context). */
-    cl_device_id both[2] = {cd->device, NULL};
+    cl_device_id both[2] = {nd->device, NULL};
     cl_uint ndev = 1;
-    cd->pocl = is_pocl_platform(cd->platform);
-    if (cd->pocl && !is_basic(cd->device)) {
+    nd->pocl = is_pocl_platform(nd->platform);
+    if (nd->pocl && !is_basic(nd->device)) {
         cl_device_id ds[16];
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(cd->platform, CL_DEVICE_TYPE_ALL, 16, ds, &nd) == CL_SUCCESS)
-            for (cl_uint i = 0; i < nd && i < 16 && ndev == 1; i++)
-                if (is_basic(ds[i])) both[ndev++] = cd->inline_device = ds[i];
+        cl_uint n = 0;
+        if (clGetDeviceIDs(nd->platform, CL_DEVICE_TYPE_ALL, 16, ds, &n) == CL_SUCCESS)
+            for (cl_uint i = 0; i < n && i < 16 && ndev == 1; i++)
+                if (is_basic(ds[i])) both[ndev++] = ds[i];
     }
     cl_int err;
-    cd->context = clCreateContext(props, ndev, both, NULL, NULL, &err);
+    nd->context = clCreateContext(props, ndev, both, NULL, NULL, &err);
     if (err != CL_SUCCESS) {
-        ka__free(cd, sizeof *cd);
-        return ka__cl_fail("clCreateContext", err);
+        st = ka__cl_fail("clCreateContext", err);
+        goto fail_context;
     }
-    probe(cd, &d->info);
+    probe(nd, &d->info);
     d->info.subgroup_width = d->info.num_subgroup_sizes ? d->info.subgroup_sizes[0] : 0;
-    d->native = cd;
+    d->native = nd;
+    if (both[1] && (st = ka__pocl_device_attach(d, both[1])) != KA_OK) goto fail_attach;
     return KA_OK;
+fail_attach:
+    d->native = NULL;
+    clReleaseContext(nd->context);
+fail_context:
+    ka__free(nd, sizeof *nd);
+    return st;
+}
+
+const ka__backend *ka__cl_device_ops(const ka__device *d) {
+    return ka__cl_dev_of(d)->ext ? &ka__pocl_backend : NULL;
 }
 
 void ka__cl_device_close(ka__device *d) {
-    ka__cl_dev *cd = d->native;
-    if (cd->guard_q) clReleaseCommandQueue(cd->guard_q);
-    clReleaseContext(cd->context);
-    ka__free(cd, sizeof *cd);
+    ka__cl_dev *nd = d->native;
+    if (nd->guard_q) clReleaseCommandQueue(nd->guard_q);
+    clReleaseContext(nd->context);
+    ka__free(nd, sizeof *nd);
 }
 
-
 void ka__cl_device_native(ka__device *d, ka_native_device *out) {
-    ka__cl_dev *cd = d->native;
-    out->device = cd->device;
-    out->context = cd->context;
-    out->inline_device = cd->inline_device;
+    ka__cl_dev *nd = d->native;
+    out->device = nd->device;
+    out->context = nd->context;
 }

@@ -1,5 +1,5 @@
 /* Native events: the cl_event of a command. A launch routed to `basic` has
- * none (cl_launch.c): the core completes its event at once. */
+ * none (pocl/pocl_launch.c): the core completes its event at once. */
 #include "cl_internal.h"
 
 int ka__cl_event_query(void *ev, ka_status *st) {

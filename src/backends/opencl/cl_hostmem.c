@@ -1,7 +1,5 @@
 /* Buffers over host memory, initial contents, maps, and waits on another
- * queue's event. All on the queue's main command queue (never on `basic`):
- * an inline launch is complete when it returns, so it needs no ordering here.
- * Host memory (ka_host_alloc) is the core's plain aligned memory: a CPU
+ * queue's event, on the queue's main command queue. Host memory (ka_host_alloc) is the core's plain aligned memory: a CPU
  * device reads it where it is. */
 #include "cl_internal.h"
 
@@ -19,16 +17,16 @@ ka_status ka__cl_buffer_wrap(ka__buffer *b) {
 /* A buffer's creation has no queue of the user's: a short-lived one of the
  * device's context writes or fills it and is finished before return. */
 ka_status ka__cl_buffer_init(ka__buffer *b, const void *src) {
-    ka__cl_dev *cd = ka__cl_dev_of(b->dev);
+    ka__cl_dev *nd = ka__cl_dev_of(b->dev);
     cl_int err;
-    cl_command_queue cq = clCreateCommandQueue(cd->context, cd->device, 0, &err);
+    cl_command_queue iq = clCreateCommandQueue(nd->context, nd->device, 0, &err);
     if (err != CL_SUCCESS) return ka__cl_fail("clCreateCommandQueue", err);
     static const unsigned char zero = 0;
-    if (src) err = clEnqueueWriteBuffer(cq, b->native, CL_TRUE, 0, b->bytes, src, 0, NULL, NULL);
-    else err = clEnqueueFillBuffer(cq, b->native, &zero, 1, 0, b->bytes, 0, NULL, NULL);
+    if (src) err = clEnqueueWriteBuffer(iq, b->native, CL_TRUE, 0, b->bytes, src, 0, NULL, NULL);
+    else err = clEnqueueFillBuffer(iq, b->native, &zero, 1, 0, b->bytes, 0, NULL, NULL);
     ka_status st = err == CL_SUCCESS ? KA_OK : ka__cl_fail(src ? "clEnqueueWriteBuffer" : "clEnqueueFillBuffer", err);
-    if (st == KA_OK && (err = clFinish(cq)) != CL_SUCCESS) st = ka__cl_fail("clFinish", err);
-    clReleaseCommandQueue(cq);
+    if (st == KA_OK && (err = clFinish(iq)) != CL_SUCCESS) st = ka__cl_fail("clFinish", err);
+    clReleaseCommandQueue(iq);
     return st;
 }
 
@@ -39,19 +37,17 @@ enum { KA__CL_IN_PLACE = 1u };
 static const char in_place_map = 0;
 
 /* Blocking map: complete on return, like every command before it on main
- * (in order), so it is not counted for routing. Write-only maps invalidate:
+ * (in order). Write-only maps invalidate:
  * the driver need not copy the old contents in. Once a map of a wrapped
  * buffer has shown that the driver uses the user's memory in place, later
- * maps only wait for the queue's earlier commands and unmaps do nothing:
- * map + unmap of the pthread device cost two commands' round trips (about
- * 60-120 us on PoCL) against one finish (`ka-bench hostmem`). */
+ * maps only wait for the queue's earlier commands (a clFinish, cheap when
+ * nothing is pending) and unmaps do nothing: map + unmap of the pthread
+ * device cost two commands' round trips against one finish (`ka-bench
+ * hostmem`, docs/BENCHMARKS.md). */
 ka_status ka__cl_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, uint32_t flags, void **ptr, void **token) {
-    ka__cl_queue *cq = q->native;
+    cl_command_queue main = ka__cl_main_q(q);
     if (b->host && (__atomic_load_n(&b->be_flags, __ATOMIC_ACQUIRE) & KA__CL_IN_PLACE)) {
-        if (atomic_load(&cq->main_enqueued) != atomic_load(&cq->main_finished)) {
-            ka_status st = ka__cl_finish_main(cq);
-            if (st != KA_OK) return st;
-        }
+        KA__CL_CHECK("clFinish", clFinish(main));
         *ptr = (char *)b->host + off;
         *token = (void *)&in_place_map;
         return KA_OK;
@@ -59,7 +55,7 @@ ka_status ka__cl_buffer_map(ka__queue *q, ka__buffer *b, size_t off, size_t n, u
     cl_map_flags f = flags & KA_MAP_READ ? CL_MAP_READ | (flags & KA_MAP_WRITE ? CL_MAP_WRITE : 0)
                                          : CL_MAP_WRITE_INVALIDATE_REGION;
     cl_int err;
-    void *p = clEnqueueMapBuffer(cq->main, b->native, CL_TRUE, f, off, n, 0, NULL, NULL, &err);
+    void *p = clEnqueueMapBuffer(main, b->native, CL_TRUE, f, off, n, 0, NULL, NULL, &err);
     if (err != CL_SUCCESS) return ka__cl_fail("clEnqueueMapBuffer", err);
     if (b->host && p == (char *)b->host + off) __atomic_fetch_or(&b->be_flags, KA__CL_IN_PLACE, __ATOMIC_RELEASE);
     *ptr = p;
@@ -78,14 +74,11 @@ ka_status ka__cl_buffer_unmap(ka__queue *q, ka__buffer *b, const struct ka__map 
     return KA_OK;
 }
 
-/* The event is always of a main queue (transfers and threaded launches; an
- * inline launch's is complete and never reaches here), on the same device:
- * no cross-device wait list, which PoCL 3.1 can hang on. Counted like any
- * asynchronous command, so a later inline launch finishes main, barrier
- * included, before it runs. */
+/* The event is always of a main queue, on the same device (PoCL routing's
+ * inline launches have none): no cross-device wait list, which PoCL 3.1 can
+ * hang on. */
 ka_status ka__cl_queue_wait(ka__queue *q, void *ev) {
     cl_event e = ev;
-    KA__CL_CHECK("clEnqueueBarrierWithWaitList",
-                 ka__cl_counted(q, true, clEnqueueBarrierWithWaitList(ka__cl_main_q(q), 1, &e, NULL)));
+    KA__CL_CHECK("clEnqueueBarrierWithWaitList", clEnqueueBarrierWithWaitList(ka__cl_main_q(q), 1, &e, NULL));
     return KA_OK;
 }

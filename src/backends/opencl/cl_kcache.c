@@ -10,8 +10,7 @@
 
 /* The name, version and driver of the cl_device_id built for (PoCL's `basic`
  * device differs from the device libka opened). */
-ka_status ka__cl_build_target(ka__build *b) {
-    cl_device_id dev = ka__cl_target_device(b);
+ka_status ka__cl_build_target_for(ka__build *b, cl_device_id dev) {
     char name[192] = "", ver[128] = "", drv[128] = "";
     clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_VERSION, sizeof ver, ver, NULL);
@@ -21,12 +20,12 @@ ka_status ka__cl_build_target(ka__build *b) {
     return KA_OK;
 }
 
-ka_status ka__cl_load(ka__build *b, void *binary, size_t size, void **module) {
-    ka__cl_dev *cd = ka__cl_dev_of(b->prog->dev);
-    cl_device_id dev = ka__cl_target_device(b);
+ka_status ka__cl_build_target(ka__build *b) { return ka__cl_build_target_for(b, ka__cl_dev_of(b->prog->dev)->device); }
+
+ka_status ka__cl_load_for(ka__build *b, cl_device_id dev, void *binary, size_t size, void **module) {
     const unsigned char *bin = binary;
     cl_int err, bstatus = CL_SUCCESS;
-    cl_program prog = clCreateProgramWithBinary(cd->context, 1, &dev, &size, &bin, &bstatus, &err);
+    cl_program prog = clCreateProgramWithBinary(ka__cl_dev_of(b->prog->dev)->context, 1, &dev, &size, &bin, &bstatus, &err);
     if (err != CL_SUCCESS || bstatus != CL_SUCCESS) {
         if (err == CL_SUCCESS) clReleaseProgram(prog);
         return ka__build_fail(b, KA_ERR_BUILD_FAILED, "clCreateProgramWithBinary: %s",
@@ -39,6 +38,10 @@ ka_status ka__cl_load(ka__build *b, void *binary, size_t size, void **module) {
     }
     *module = prog;
     return KA_OK;
+}
+
+ka_status ka__cl_load(ka__build *b, void *binary, size_t size, void **module) {
+    return ka__cl_load_for(b, ka__cl_dev_of(b->prog->dev)->device, binary, size, module);
 }
 
 void *ka__cl_program_binary(cl_program prog, cl_device_id dev, size_t *size) {

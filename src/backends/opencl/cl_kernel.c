@@ -47,8 +47,12 @@ ka__cl_argcache *ka__cl_argcache_new(const ka__kernel *k) {
     return ka__calloc(argcache_count(k), sizeof(ka__cl_argcache));
 }
 
+void ka__cl_argcache_free(const ka__kernel *k, ka__cl_argcache *cache) {
+    ka__free(cache, sizeof(ka__cl_argcache) * argcache_count(k));
+}
+
 ka_status ka__cl_kernel_create(ka__kernel *k) {
-    ka__cl_dev *cd = ka__cl_dev_of(k->prog->dev);
+    ka__cl_dev *nd = ka__cl_dev_of(k->prog->dev);
     cl_int err;
     cl_kernel ck = clCreateKernel(k->var->native, k->native_name, &err);
     if (err == CL_INVALID_KERNEL_NAME) {
@@ -57,10 +61,10 @@ ka_status ka__cl_kernel_create(ka__kernel *k) {
         cl_kernel bare = clCreateKernel(k->var->native, k->name, &e2);
         if (e2 == CL_SUCCESS) {
             clReleaseKernel(bare);
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' is not declared with KA_KERNEL(...)",
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' is not declared with KA_KERNEL(...)",
                             k->name);
         }
-        return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "ka_kernel_get: no kernel '%s' in the program (clCreateKernel(\"%s\"): %s)",
+        return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "no kernel '%s' in the program (clCreateKernel(\"%s\"): %s)",
                         k->name, k->native_name, ka__cl_error_name(err));
     }
     if (err != CL_SUCCESS) return ka__cl_fail("clCreateKernel", err);
@@ -70,22 +74,21 @@ ka_status ka__cl_kernel_create(ka__kernel *k) {
     char name[64] = "";
     if (n == 0 || clGetKernelArgInfo(ck, 0, CL_KERNEL_ARG_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
         strcmp(name, "ka__nd"))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' is not declared with KA_KERNEL(...)", k->name);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' is not declared with KA_KERNEL(...)", k->name);
     /* ka_assert's record and the kernel's handle close the list (KA__ASSERT_PARAMS). */
     bool asserts = k->prog->asserts;
     if (asserts && (n < 3 || clGetKernelArgInfo(ck, n - 2, CL_KERNEL_ARG_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
                     strcmp(name, "ka__arec")))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: kernel '%s' lacks ka_assert's hidden parameters", k->name);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' lacks ka_assert's hidden parameters", k->name);
     if (asserts) n -= 2;
     k->nargs = n - 1;
     k->sig = ka__calloc(k->nargs ? k->nargs : 1, sizeof *k->sig);
-    if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
-    ka__cl_kern *kk = ka__calloc(1, sizeof *kk);
-    if (!kk) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
-    pthread_mutex_init(&kk->lock, NULL);
-    kk->asserts = asserts;
-    k->bk = kk;
-    if (!(kk->cache = ka__cl_argcache_new(k))) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    if (!k->sig) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    ka__cl_kern *nk = ka__calloc(1, sizeof *nk);
+    if (!nk) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    nk->asserts = asserts;
+    k->bk = nk;
+    if (!(nk->cache = ka__cl_argcache_new(k))) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     for (cl_uint i = 1; i < n; i++) {
         ka__argsig *s = &k->sig[i - 1];
         cl_kernel_arg_address_qualifier aq = CL_KERNEL_ARG_ADDRESS_PRIVATE;
@@ -105,17 +108,17 @@ ka_status ka__cl_kernel_create(ka__kernel *k) {
         } else {
             s->kind = KA__SIG_SCALAR;
             s->size = strchr(tname, '*') ? 0 : type_size(tname);
-            if (!s->size && cd->pocl && !k->var->plain) s->size = probed_size(k, i - 1);
+            if (!s->size && nd->pocl && !k->var->plain) s->size = probed_size(k, i - 1);
         }
     }
     size_t wg = 0, mult = 0;
     cl_ulong lm = 0;
     KA__CL_CHECK("clGetKernelWorkGroupInfo",
-                 clGetKernelWorkGroupInfo(ck, cd->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL));
+                 clGetKernelWorkGroupInfo(ck, nd->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL));
     /* Hints only: a driver that cannot say leaves them 0 (no preference, unknown). */
-    if (clGetKernelWorkGroupInfo(ck, cd->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult, NULL))
+    if (clGetKernelWorkGroupInfo(ck, nd->device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult, NULL))
         mult = 0;
-    if (clGetKernelWorkGroupInfo(ck, cd->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL)) lm = 0;
+    if (clGetKernelWorkGroupInfo(ck, nd->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL)) lm = 0;
     k->max_wg = wg > UINT32_MAX ? UINT32_MAX : (uint32_t)wg;
     k->pref_multiple = (uint32_t)mult;
     k->local_mem = lm;
@@ -124,12 +127,8 @@ ka_status ka__cl_kernel_create(ka__kernel *k) {
 
 void ka__cl_kernel_release(ka__kernel *k) {
     if (k->native) clReleaseKernel(k->native);
-    ka__cl_kern *kk = k->bk;
-    if (!kk) return;
-    size_t n = sizeof(ka__cl_argcache) * argcache_count(k);
-    if (kk->inl) clReleaseKernel(kk->inl);
-    ka__free(kk->cache, n);
-    ka__free(kk->inl_cache, n);
-    pthread_mutex_destroy(&kk->lock);
-    ka__free(kk, sizeof *kk);
+    ka__cl_kern *nk = k->bk;
+    if (!nk) return;
+    ka__cl_argcache_free(k, nk->cache);
+    ka__free(nk, sizeof *nk);
 }

@@ -7,12 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-ka_status ka__cl_compile(ka__build *b, void **binary, size_t *size, void **module) {
-    ka__cl_dev *cd = ka__cl_dev_of(b->prog->dev);
-    cl_device_id dev = ka__cl_target_device(b);
+ka_status ka__cl_compile_for(ka__build *b, cl_device_id dev, void **binary, size_t *size, void **module) {
     const char *src = b->source;
     cl_int err;
-    cl_program prog = clCreateProgramWithSource(cd->context, 1, &src, NULL, &err);
+    cl_program prog = clCreateProgramWithSource(ka__cl_dev_of(b->prog->dev)->context, 1, &src, NULL, &err);
     if (err != CL_SUCCESS) return ka__cl_fail("clCreateProgramWithSource", err);
     err = clBuildProgram(prog, 1, &dev, b->options, NULL, NULL);
     if (err != CL_SUCCESS) {
@@ -40,6 +38,10 @@ ka_status ka__cl_compile(ka__build *b, void **binary, size_t *size, void **modul
     *module = prog;
     if (b->want_binary) *binary = ka__cl_program_binary(prog, dev, size);
     return KA_OK;
+}
+
+ka_status ka__cl_compile(ka__build *b, void **binary, size_t *size, void **module) {
+    return ka__cl_compile_for(b, ka__cl_dev_of(b->prog->dev)->device, binary, size, module);
 }
 
 void ka__cl_module_release(ka__program *p, void *module, uint32_t target) {

@@ -1,11 +1,11 @@
 /* PoCL routing (docs/DESIGN.md, "PoCL routing"): a launch of few work-items
- * runs on PoCL's `basic` device in the calling thread (cl_launch.c), the rest
- * on the threaded device. Here: the limits, `basic`'s queue, ordering with
- * the main queue, the kernel made on `basic` at its first inline launch, the
- * adaptive policy (each kernel's measured times per size class choose the
- * path) and, under a limit the user set, the demotion of kernels too slow to
- * run inline. */
-#include "cl_internal.h"
+ * runs on PoCL's `basic` device in the calling thread (pocl_launch.c), the
+ * rest on the threaded device. Here, off the launch path: the limits,
+ * `basic`'s queue, ordering with the main queue, the kernel made on `basic`
+ * at its first inline launch, the adaptive policy (each kernel's measured
+ * times per size class choose the path) and, under a limit the user set, the
+ * demotion of kernels too slow to run inline. */
+#include "pocl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -64,80 +64,93 @@ static uint64_t inline_limit(const ka_queue_config *cfg) {
     return env;
 }
 
-ka_status ka__cl_route_open(const ka__queue *q, const ka_queue_config *cfg, ka__cl_queue *cq) {
-    ka__cl_dev *cd = ka__cl_dev_of(q->dev);
+ka_status ka__pocl_route_open(ka__queue *q, const ka_queue_config *cfg) {
     uint64_t limit = inline_limit(cfg);
     /* Past 1000 s is as good as never timed out; clamped, not wrapped. */
     uint64_t slow_us = env_u64("KA_INLINE_SLOW_US", KA__INLINE_SLOW_NS / 1000);
-    cq->inline_slow_ns = (int64_t)(slow_us > 1000000000u ? 1000000000u : slow_us) * 1000;
+    int64_t slow_ns = (int64_t)(slow_us > 1000000000u ? 1000000000u : slow_us) * 1000;
     /* No limit from the user: adaptive, unless KA_INLINE_SLOW_US=0 asks for
      * a path fixed by size alone (callgrind runs and tests that count inline
      * launches), which keeps the former default limit. */
-    cq->adaptive = limit == UINT64_MAX && cq->inline_slow_ns;
-    cq->inline_max = cq->adaptive ? KA__ADAPT_MAX : limit == UINT64_MAX ? KA__INLINE_DEFAULT : limit;
-    if (cq->adaptive) {
-        cq->inline_slow_ns = 0; /* measured per size class instead of demoted */
+    bool adaptive = limit == UINT64_MAX && slow_ns;
+    uint64_t inline_max = adaptive ? KA__ADAPT_MAX : limit == UINT64_MAX ? KA__INLINE_DEFAULT : limit;
+    /* Routing off (a limit of 0): a record all the same, with inline_max 0
+     * and no queue on `basic`, so the launch needs no test of the pointer. */
+    ka__pocl_queue *rq = ka__calloc(1, sizeof *rq);
+    if (!rq) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    rq->inline_max = inline_max;
+    rq->adaptive = adaptive;
+    rq->inline_slow_ns = adaptive ? 0 : slow_ns; /* adaptive: measured per size class instead of demoted */
+    if (adaptive) {
         uint32_t c = q->dev->info.compute_units > 1 ? q->dev->info.compute_units : 2;
-        cq->seed_items = (uint64_t)KA__THREADED_NS * c / (c - 1);
+        rq->seed_items = (uint64_t)KA__THREADED_NS * c / (c - 1);
     }
-    if (cd->inline_device && cq->inline_max) {
-        cl_int err;
-        cq->inl = clCreateCommandQueue(cd->context, cd->inline_device, q->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
-        if (err != CL_SUCCESS) return ka__cl_fail("clCreateCommandQueue(basic)", err);
+    cl_int err = CL_SUCCESS;
+    if (inline_max)
+        rq->inl = clCreateCommandQueue(ka__cl_dev_of(q->dev)->context, ka__pocl_dev_of(q->dev)->basic,
+                                       q->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    if (err != CL_SUCCESS) {
+        ka__free(rq, sizeof *rq);
+        return ka__cl_fail("clCreateCommandQueue(basic)", err);
     }
+    ((ka__cl_queue *)q->native)->ext = rq;
     return KA_OK;
 }
 
+void ka__pocl_route_close(ka__queue *q) {
+    ka__pocl_queue *rq = ka__pocl_queue_of(q);
+    if (rq->inl) clReleaseCommandQueue(rq->inl);
+    ka__free(rq, sizeof *rq);
+}
+
 /* An inline launch calls this only when main_enqueued is ahead of
- * main_finished (ka__cl_counted). */
-ka_status ka__cl_finish_main(ka__cl_queue *cq) {
-    uint64_t n = atomic_load(&cq->main_enqueued);
-    KA__CL_CHECK("clFinish", clFinish(cq->main));
-    ka__cl_covered(cq, n);
+ * main_finished (ka__pocl_counted). */
+ka_status ka__pocl_finish_main(const ka__queue *q, ka__pocl_queue *rq) {
+    uint64_t n = atomic_load(&rq->main_enqueued);
+    KA__CL_CHECK("clFinish", clFinish(ka__cl_main_q(q)));
+    ka__pocl_covered(rq, n);
     return KA_OK;
 }
 
 /* Serialized by the kernel's mutex; the program's `basic` build by its own. */
-ka_status ka__cl_make_inline(ka__kernel *k, ka__cl_kern *kk) {
+ka_status ka__pocl_make_inline(ka__kernel *k, ka__pocl_kern *rk) {
     void *inl;
+    cl_int err;
     ka_status st = KA_OK;
-    pthread_mutex_lock(&kk->lock);
-    if (kk->inl) goto out;
+    pthread_mutex_lock(&rk->lock);
+    if (rk->inl) goto out;
     if ((st = ka__build_alt(k->prog, k->var, &inl)) != KA_OK) goto out; /* the program for `basic` */
-    if (!kk->inl_cache && !(kk->inl_cache = ka__cl_argcache_new(k))) {
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory");
+    if (!rk->cache && !(rk->cache = ka__cl_argcache_new(k))) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for kernel '%s' on PoCL's basic device", k->name);
         goto out;
     }
-    cl_int err;
     cl_kernel ck = clCreateKernel(inl, k->native_name, &err);
     if (err != CL_SUCCESS) {
         st = ka__cl_fail("clCreateKernel(basic)", err);
         goto out;
     }
-    atomic_store_explicit((void *_Atomic *)&kk->inl, ck, memory_order_release);
+    atomic_store_explicit((void *_Atomic *)&rk->inl, ck, memory_order_release);
 out:
-    pthread_mutex_unlock(&kk->lock);
+    pthread_mutex_unlock(&rk->lock);
     return st;
 }
 
 /* Two timed launches in a row slower than the queue's limit send the kernel
  * to the threaded device for good. */
-void ka__cl_route_timed(const ka__kernel *k, ka__cl_kern *kk, const ka__cl_queue *cq, int64_t ns) {
-    kk->slow_streak = ns > cq->inline_slow_ns ? kk->slow_streak + 1 : 0;
-    if (kk->slow_streak >= 2) {
-        atomic_store_explicit(&kk->demoted, 1, memory_order_relaxed);
+void ka__pocl_route_timed(const ka__kernel *k, ka__pocl_kern *rk, const ka__pocl_queue *rq, int64_t ns) {
+    rk->slow_streak = ns > rq->inline_slow_ns ? rk->slow_streak + 1 : 0;
+    if (rk->slow_streak >= 2) {
+        atomic_store_explicit(&rk->demoted, 1, memory_order_relaxed);
         ka__log(KA_LOG_INFO, "kernel '%s' runs longer than %lld us inline: launching it on the threaded device", k->name,
-                (long long)(cq->inline_slow_ns / 1000));
+                (long long)(rq->inline_slow_ns / 1000));
     }
 }
 
-int64_t (*_Atomic ka__cl_route_sample_hook)(unsigned path, uint64_t items, int64_t ns);
-
-/* The launches of a size class that ka__cl_route_pick_slow routes: its
+/* The launches of a size class that ka__pocl_route_pick_slow routes: its
  * first four, then those whose index n has (n & mask) <= 1, mask = 2^period
  * - 1 (the probe and the refresh). After the one of index n, the next: b's
  * countdown then holds how many launches come between. */
-static void schedule(ka__cl_bucket *b, uint32_t n, uint32_t s) {
+static void schedule(ka__pocl_bucket *b, uint32_t n, uint32_t s) {
     uint32_t mask = (1u << KA__RB_PERIOD(s)) - 1, next = n < 3 || !(n & mask) ? n + 1 : (n | mask) + 1;
     atomic_store_explicit(&b->next, next, memory_order_relaxed);
     atomic_store_explicit(&b->left, next - n - 1, memory_order_relaxed);
@@ -149,11 +162,11 @@ static void schedule(ka__cl_bucket *b, uint32_t n, uint32_t s) {
  * other path (the probe) and one timed on the chosen path (its refresh).
  * Racing threads may lose counts: a probe then comes a little late, or a
  * launch whose turn has passed goes untimed on the chosen path. */
-unsigned ka__cl_route_pick_slow(const ka__cl_queue *cq, ka__cl_bucket *b, uint64_t items) {
+unsigned ka__pocl_route_pick_slow(const ka__pocl_queue *rq, ka__pocl_bucket *b, uint64_t items) {
     uint32_t n = atomic_load_explicit(&b->next, memory_order_relaxed);
     uint32_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
     if (!(s & KA__RB_SEEDED)) {
-        s = KA__RB_SEEDED | (items <= cq->seed_items ? KA__RB_INLINE : 0) | KA__PERIOD_MIN << 4;
+        s = KA__RB_SEEDED | (items <= rq->seed_items ? KA__RB_INLINE : 0) | KA__PERIOD_MIN << 4;
         atomic_store_explicit(&b->state, s, memory_order_relaxed);
     }
     schedule(b, n, s);
@@ -185,9 +198,8 @@ static uint32_t period_floor(uint32_t cur, uint32_t alt, bool probe_threaded) {
  * leaned further inline than the threaded sample already does.) */
 static bool leaves(uint32_t cur, uint32_t alt) { return (uint64_t)cur * 8 > (uint64_t)alt * 9; }
 
-void ka__cl_route_sample(ka__cl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
-    int64_t (*hook)(unsigned, uint64_t, int64_t) = atomic_load_explicit(&ka__cl_route_sample_hook, memory_order_relaxed);
-    if (hook) ns = hook(path, items, ns);
+void ka__pocl_route_sample(ka__pocl_bucket *b, unsigned path, uint64_t items, int64_t ns) {
+    (void)items; /* for a test's replacement times (pocl.h) */
     uint32_t x = ns < 1 ? 1 : ns > (int64_t)(UINT32_MAX / 4) ? UINT32_MAX / 4 : (uint32_t)ns;
     uint32_t s = atomic_load_explicit(&b->state, memory_order_relaxed);
     unsigned chosen = s & KA__RB_INLINE;
