@@ -27,10 +27,10 @@ static ka_status compose(const ka__program *p, bool append, char **out, size_t *
     size_t alen = append && be->source_append ? be->source_append(p, NULL) : 0;
     int al = alen ? snprintf(aline, sizeof aline, "\n#line 1 \"%s\"\n", be->append_file) : 0;
     if (al < 0 || (size_t)al >= sizeof aline)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: the %s back-end's file names are too long", be->name);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "the %s back-end's file names are too long", be->name);
     size_t total = plen + ll + ulen + (size_t)al + alen + 1;
     char *w = ka__alloc(total);
-    if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     *out = w;
     *len = total;
     *appended = alen != 0;
@@ -102,7 +102,7 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
         st = be->compile(&b, &bin, &n, module);
         if (st == KA_OK && !*module)
             st = bin ? be->load(&b, bin, n, module)
-                     : ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: the %s back-end compiled neither a module nor a binary",
+                     : ka__fail(KA_ERR_BUILD_FAILED, "the %s back-end compiled neither a module nor a binary",
                                 be->name);
         /* Stored once loaded: a binary the driver refuses is not kept. */
         if (st == KA_OK && cache && bin) ka__kcache_store(&key, bin, n);

@@ -22,8 +22,30 @@
 #endif
 
 /* ---- errors (error.c) -------------------------------------------------- */
-/* Records the per-thread detail and returns s, so `return ka__fail(...)`. */
+/* The public call this thread is in, for the detail's "<call>: " prefix.
+ * Initial-exec: a store is one instruction past a GOT load, no
+ * __tls_get_addr. */
+extern _Thread_local const char *ka__call KA_HIDDEN __attribute__((tls_model("initial-exec")));
+/* First statement of every public ka_status function: names the call, so
+ * helpers fail with what went wrong and the prefix cannot be mistyped. The
+ * hot entries (launch, waits, release, finish) name themselves on their
+ * failure branches instead: KA__FAILED. */
+#define KA__ENTRY() ((void)(ka__call = __func__))
+/* Records "<call>: <message>" as the per-thread detail and returns s, so
+ * `return ka__fail(...)`. Helpers write what went wrong, not a call's name. */
 ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
+/* Names the failure s being returned as call's (the detail's prefix is
+ * rewritten; with no detail, the status's text) and makes call the current
+ * call again. Cold; for failure branches only. */
+ka_status ka__named(ka_status s, const char *call);
+/* What a hot entry returns: st, its failure named after the calling function
+ * whatever the helper that failed saw as the current call. */
+#define KA__FAILED(st) (KA_UNLIKELY((st) != KA_OK) ? ka__named((st), __func__) : KA_OK)
+/* Fails the calling public function with KA_ERR_INVALID_HANDLE: "invalid or
+ * released <type>". Names the call itself (the pin comes first in hot entries). */
+ka_status ka__fail_handle(int type, const char *call);
+/* The current detail without its "<call>: " prefix (to quote in another). */
+const char *ka__detail_message(void);
 /* Appends text (e.g. a build log) to the current detail, truncating. */
 void ka__append_detail(const char *text);
 /* To the logger; with none, silent, but for KA_LOG_WARN and KA_LOG_ERROR
@@ -104,6 +126,13 @@ static inline void *ka__pin(uint64_t id, enum ka__type type, ka__slot **sp) {
     return atomic_load_explicit(&s->obj, memory_order_relaxed);
 }
 static inline void ka__unpin(ka__slot *s) { atomic_fetch_sub_explicit(&s->pins, 1, memory_order_release); }
+/* The prologue of a call on one handle: declares `T *var` pinned (slot in
+ * `slot`, ka__unpin it before returning), or returns KA_ERR_INVALID_HANDLE
+ * with "<call>: invalid or released <type>". */
+#define KA__PIN(T, var, slot, handle, type)                               \
+    ka__slot *slot;                                                       \
+    T *var = ka__pin((handle).id, type, &slot);                           \
+    if (KA_UNLIKELY(!var)) return ka__fail_handle(type, __func__)
 
 /* ---- objects ----------------------------------------------------------- */
 typedef struct ka__device ka__device;
