@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <ka.h>
 #include <ka_prims.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,7 +239,9 @@ int main(void) {
     ka_program p2;
     FAILS(ka_program_build, d, NULL, NULL, &p2);
     FAILS(ka_program_build, d, src, NULL, NULL);
-    FAILS(ka_program_build, d, "KA_KERNEL(broken, KA_GLOBAL float *y) { y[0] = undeclared_name; }\n", NULL, &p2);
+    bool compiles = info->backend != KA_BACKEND_NULL; /* null: no compiler, no argument types */
+    if (compiles)
+        FAILS(ka_program_build, d, "KA_KERNEL(broken, KA_GLOBAL float *y) { y[0] = undeclared_name; }\n", NULL, &p2);
     FAILS(ka_program_build_file, d, "/nonexistent/kernels.c", NULL, &p2);
     FAILS(ka_program_release, p_gone);
     const char *log;
@@ -283,7 +286,7 @@ int main(void) {
     FAILS(ka_launch, q, k, NULL, args, 2, &ev);
     FAILS(ka_launch, q, k, &r0, args, 2, NULL);
     FAILS(ka_launch, q, k, &r1, args, 1, NULL);
-    FAILS(ka_launch, q, k, &r1, wrong, 2, NULL);
+    if (compiles) FAILS(ka_launch, q, k, &r1, wrong, 2, NULL);
     FAILS(ka_launch, q, k, &r1, gone, 2, NULL);
     FAILS(ka_launch, q, k, &r1, NULL, 2, NULL);
 
@@ -329,7 +332,7 @@ int main(void) {
     OK(ka_graph_last_node(q, &node));
     OK(ka_graph_end(q, &g));
     FAILS(ka_graph_set_arg, g, node, 7, ka_arg_f32(1.0f));
-    FAILS(ka_graph_set_arg, g, node, 0, ka_arg_f32(1.0f));
+    if (compiles) FAILS(ka_graph_set_arg, g, node, 0, ka_arg_f32(1.0f));
     FAILS(ka_graph_set_arg, g_gone, node, 1, ka_arg_f32(1.0f));
     FAILS(ka_graph_launch, q_gone, g, NULL);
     FAILS(ka_graph_launch, q, g_gone, NULL);
@@ -355,7 +358,7 @@ int main(void) {
     FAILS(ka_reduce, q, NULL, b, 0, b, 0, 16, KA_REDUCE_SUM, NULL);
     FAILS(ka_reduce, q, plan, b, 0, b, 0, 1024, KA_REDUCE_SUM, NULL);
     FAILS(ka_reduce, q, plan, b, 0, b_gone, 0, 16, KA_REDUCE_SUM, NULL);      /* in ka_buffer_size */
-    FAILS(ka_reduce, q, plan, b, 4000, b, 0, 16, KA_REDUCE_SUM, NULL);       /* after it */
+    FAILS(ka_reduce, q, plan, b, 4096, b, 0, 16, KA_REDUCE_SUM, NULL);       /* after two succeeded */
     FAILS(ka_reduce, q, plan, b, 0, b, 0, 16, (ka_reduce_op)99, NULL);
     FAILS(ka_scan, q, plan, b, 0, b, 0, 16, 0, NULL);
     FAILS(ka_scan, q, NULL, b, 0, b, 0, 16, 0, NULL);

@@ -83,13 +83,14 @@ ka_status ka__named(ka_status s, const char *call) {
 }
 
 ka_status ka__fail_handle(int type, const char *call) {
-    static const char *const names[] = {
-        [KA__T_DEVICE] = "device", [KA__T_QUEUE] = "queue",   [KA__T_BUFFER] = "buffer", [KA__T_PROGRAM] = "program",
-        [KA__T_KERNEL] = "kernel", [KA__T_EVENT] = "event",   [KA__T_GRAPH] = "graph",
+    static const char *const what[] = {
+        [KA__T_DEVICE] = "invalid or released device", [KA__T_QUEUE] = "invalid or released queue",
+        [KA__T_BUFFER] = "invalid or released buffer", [KA__T_PROGRAM] = "invalid or released program",
+        [KA__T_KERNEL] = "invalid or released kernel", [KA__T_EVENT] = "invalid, released or stale event",
+        [KA__T_GRAPH] = "invalid or released graph",
     };
     ka__call = call;
-    return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released %s",
-                    type > 0 && type <= KA__T_GRAPH ? names[type] : "handle");
+    return ka__fail(KA_ERR_INVALID_HANDLE, "%s", type > 0 && type <= KA__T_GRAPH ? what[type] : "invalid handle");
 }
 
 void ka__append_detail(const char *text) {

@@ -41,8 +41,9 @@ ka_status ka__named(ka_status s, const char *call);
 /* What a hot entry returns: st, its failure named after the calling function
  * whatever the helper that failed saw as the current call. */
 #define KA__FAILED(st) (KA_UNLIKELY((st) != KA_OK) ? ka__named((st), __func__) : KA_OK)
-/* Fails the calling public function with KA_ERR_INVALID_HANDLE: "invalid or
- * released <type>". Names the call itself (the pin comes first in hot entries). */
+/* Fails call with KA_ERR_INVALID_HANDLE: "invalid or released <type>" (events:
+ * "invalid, released or stale event"). Names the call itself: a hot entry's
+ * pin comes before anything records it. */
 ka_status ka__fail_handle(int type, const char *call);
 /* The current detail without its "<call>: " prefix (to quote in another). */
 const char *ka__detail_message(void);
