@@ -72,6 +72,7 @@ ka_status ka__fail(ka_status s, const char *fmt, ...) {
 ka_status ka__named(ka_status s, const char *call) {
     ka__call = call;
     if (!detail[0]) return ka__fail(s, "%s", ka_strerror(s));
+    if (prefix_len >= 2 && !strncmp(detail, call, prefix_len - 2) && call[prefix_len - 2] == 0) return s; /* named so already */
     size_t n = strlen(call) + 2, body = strlen(detail) - prefix_len;
     if (n + body >= sizeof detail) body = sizeof detail - 1 - n;
     memmove(detail + n, detail + prefix_len, body);
@@ -79,6 +80,7 @@ ka_status ka__named(ka_status s, const char *call) {
     memcpy(detail, call, n - 2);
     memcpy(detail + n - 2, ": ", 2);
     prefix_len = n;
+    if (log_fn) log_fn(KA_LOG_DEBUG, detail, log_user); /* as named now */
     return s;
 }
 

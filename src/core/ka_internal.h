@@ -40,7 +40,7 @@ ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
 ka_status ka__named(ka_status s, const char *call);
 /* What a hot entry returns: st, its failure named after the calling function
  * whatever the helper that failed saw as the current call. */
-#define KA__FAILED(st) (KA_UNLIKELY((st) != KA_OK) ? ka__named((st), __func__) : KA_OK)
+#define KA__FAILED(st) (KA_UNLIKELY((st) != KA_OK) ? ka__named((st), __func__) : (st))
 /* Fails call with KA_ERR_INVALID_HANDLE: "invalid or released <type>" (events:
  * "invalid, released or stale event"). Names the call itself: a hot entry's
  * pin comes before anything records it. */

@@ -73,8 +73,10 @@ ka_status ka_queue_finish(ka_queue queue) {
     KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
     ka_status st = q->rec ? recording() : ka__be_queue_finish(q);
     if (KA_UNLIKELY(atomic_load_explicit(&q->hooks, memory_order_relaxed) & (KA__QH_ASSERTS | KA__QH_DEBUG)) &&
-        st == KA_OK)
+        st == KA_OK) {
+        KA__ENTRY(); /* the checks log what they find */
         st = ka__wait_checks(q, "ka_queue_finish");
+    }
     ka__unpin(qs);
     return KA__FAILED(st);
 }
