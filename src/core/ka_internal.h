@@ -94,9 +94,11 @@ bool ka__handle_retire(uint64_t id);
  * slot stale and waits until no call has it pinned. */
 void ka__handle_drain(uint64_t id);
 
+/* Index 0 passes (one compare less a lookup): its slot is never handed out
+ * (handle.c's grow), so its type never matches. */
 static inline ka__slot *ka__slot_of(uint64_t id) {
     uint32_t idx = (uint32_t)id;
-    if (KA_UNLIKELY(idx == 0 || idx >= KA__MAX_CHUNKS * KA__CHUNK_SIZE)) return NULL;
+    if (KA_UNLIKELY(idx >= KA__MAX_CHUNKS * KA__CHUNK_SIZE)) return NULL;
     ka__slot *c = atomic_load_explicit(&ka__chunks[idx >> KA__CHUNK_BITS], memory_order_acquire);
     return c ? &c[idx & (KA__CHUNK_SIZE - 1)] : NULL;
 }
