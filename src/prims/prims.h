@@ -8,7 +8,8 @@
 /* The public calls the primitives make, each wrapped so that the primitive's
  * call is current again after it, and its failure is named after the
  * primitive ("ka_reduce: ..."), not after the inner call. A call of one of
- * these names anywhere in src/prims gets the wrapper. */
+ * these names anywhere in src/prims gets the wrapper; a public call new to
+ * src/prims needs its line here. */
 #define KA__PRIMS_NESTED(call)                                                                             \
     __extension__({                                                                                        \
         const char *outer_ = ka__call;                                                                     \
