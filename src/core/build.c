@@ -28,10 +28,10 @@ static ka_status compose(const ka__program *p, bool append, char **out, size_t *
     size_t alen = append ? ka__be_source_append(p, NULL) : 0;
     int al = alen ? snprintf(aline, sizeof aline, "\n#line 1 \"%s\"\n", ka__be_append_file(d)) : 0;
     if (al < 0 || (size_t)al >= sizeof aline)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build: the %s back-end's file names are too long", ka__be_name(d));
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "the %s back-end's file names are too long", ka__be_name(d));
     size_t total = plen + ll + ulen + (size_t)al + alen + 1;
     char *w = ka__alloc(total);
-    if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     *out = w;
     *len = total;
     *appended = alen != 0;
@@ -101,7 +101,7 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
         st = ka__be_compile(&b, &bin, &n, module);
         if (st == KA_OK && !*module)
             st = bin ? ka__be_load(&b, bin, n, module)
-                     : ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: the %s back-end compiled neither a module nor a binary",
+                     : ka__fail(KA_ERR_BUILD_FAILED, "the %s back-end compiled neither a module nor a binary",
                                 ka__be_name(p->dev));
         /* Stored once loaded: a binary the driver refuses is not kept. */
         if (st == KA_OK && cache && bin) ka__kcache_store(&key, bin, n);

@@ -56,7 +56,7 @@ ka_status ka__debug_device_open(ka__device *d) {
      * nothing of its own behind. */
     if (ka__be_has_guards(d) && !(d->dbg_scratch = ka__alloc(KA__GUARD_MAX))) {
         d->debug = false;
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory for KA_DEBUG's guard-zone scratch");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for KA_DEBUG's guard-zone scratch");
     }
     pthread_once(&page_once, page_make);
     atomic_fetch_add(&debug_devices, 1);
@@ -118,7 +118,7 @@ ka_status ka__debug_buffer_made(ka__buffer *b) {
 /* Under dbg_lock: b's guard read and compared; on an overrun the failure
  * (logged as an error too) and the pattern written again, so the next
  * check reports only a new overrun. */
-static ka_status check_one(ka__buffer *b, const char *call) {
+static ka_status check_one(ka__buffer *b) {
     ka__device *d = b->dev;
     uint8_t *z = d->dbg_scratch;
     ka_status st = ka__be_buffer_guard(b, z, false);
@@ -142,16 +142,14 @@ static ka_status check_one(ka__buffer *b, const char *call) {
     else
         snprintf(who, sizeof who, "no kernel was launched with it");
     st = ka__fail(KA_ERR_OUT_OF_BOUNDS,
-                  "%s: buffer 0x%llx of %zu bytes was written past its end: bytes %zu to %zu changed (%zu of its "
-                  "%zu-byte guard zone); %s",
-                  call, (unsigned long long)b->id, b->bytes, b->bytes + first, b->bytes + last, changed, b->guard, who);
+                  "buffer 0x%llx of %zu bytes was written past its end: bytes %zu to %zu changed (%zu of its "
+                  "%zu-byte guard zone); %s", (unsigned long long)b->id, b->bytes, b->bytes + first, b->bytes + last, changed, b->guard, who);
     ka__log(KA_LOG_ERROR, "%s", ka_last_error());
     pattern_fill(z, b->guard);
     if (ka__be_buffer_guard(b, z, true) != KA_OK) /* its detail replaced the overrun's: put that back */
         st = ka__fail(KA_ERR_OUT_OF_BOUNDS,
-                      "%s: buffer 0x%llx of %zu bytes was written past its end, from byte %zu; %s (its guard zone "
-                      "could not be restored)",
-                      call, (unsigned long long)b->id, b->bytes, b->bytes + first, who);
+                      "buffer 0x%llx of %zu bytes was written past its end, from byte %zu; %s (its guard zone "
+                      "could not be restored)", (unsigned long long)b->id, b->bytes, b->bytes + first, who);
     return st;
 }
 
@@ -159,7 +157,7 @@ ka_status ka__debug_buffer_release(ka__buffer *b) {
     ka__device *d = b->dev;
     pthread_mutex_lock(&d->dbg_lock);
     list_remove(d, b);
-    ka_status st = check_one(b, "ka_buffer_release");
+    ka_status st = check_one(b);
     pthread_mutex_unlock(&d->dbg_lock);
     return st;
 }
@@ -183,16 +181,17 @@ void ka__debug_note_launch(ka__queue *q, const ka__kernel *k, const ka_arg *args
 }
 
 ka_status ka__debug_check(ka__queue *q, const char *call) {
+    if (call) ka__call = call; /* a wait's name: the waits do not record it up front (launch path) */
     ka__device *d = q->dev;
     ka_status first = KA_OK;
     char msg[1024] = "";
     pthread_mutex_lock(&d->dbg_lock);
     for (ka__buffer *b = d->dbg_head; b; b = b->dbg.next) {
         if (b->dbg.q != q) continue;
-        ka_status st = check_one(b, call);
+        ka_status st = check_one(b);
         if (st != KA_OK && first == KA_OK) {
             first = st;
-            snprintf(msg, sizeof msg, "%s", ka_last_error());
+            snprintf(msg, sizeof msg, "%s", ka__detail_message());
         }
     }
     pthread_mutex_unlock(&d->dbg_lock);

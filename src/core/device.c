@@ -38,17 +38,19 @@ static void enumerate_all(void) {
 }
 
 ka_status ka_device_count(uint32_t *count) {
-    if (!count) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_device_count: count is NULL");
+    KA__ENTRY();
+    if (!count) return ka__fail(KA_ERR_INVALID_ARGUMENT, "count is NULL");
     pthread_once(&enum_once, enumerate_all);
     *count = ndevices;
     return KA_OK;
 }
 
 ka_status ka_device_describe(uint32_t index, ka_device_info *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_device_describe: out is NULL");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     pthread_once(&enum_once, enumerate_all);
     if (index >= ndevices)
-        return ka__fail(KA_ERR_NO_DEVICE, "ka_device_describe: index %u, %u devices", index, ndevices);
+        return ka__fail(KA_ERR_NO_DEVICE, "index %u, %u devices", index, ndevices);
     *out = devices[index].info;
     return KA_OK;
 }
@@ -95,7 +97,8 @@ static const ka__backend *unlisted(const char *sel) {
 }
 
 ka_status ka_device_open(const char *selector, ka_device *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_device_open: out is NULL");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->id = 0;
     if (!selector || !*selector) selector = getenv("KA_DEVICE");
     const ka__backend *be = selector ? unlisted(selector) : NULL;
@@ -106,13 +109,13 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
         if (selector && *selector) {
             idx = select_entry(selector);
             if (idx < 0)
-                return ka__fail(KA_ERR_NO_DEVICE, "ka_device_open: no device matches \"%s\" (%u devices; see `ka info`)",
+                return ka__fail(KA_ERR_NO_DEVICE, "no device matches \"%s\" (%u devices; see `ka info`)",
                                 selector, ndevices);
         } else {
             for (uint32_t i = 0; i < ndevices && idx < 0; i++)
                 if (ka__be_preferred(devices[i].be, &devices[i].info)) idx = (int)i;
             if (idx < 0 && ndevices) idx = 0;
-            if (idx < 0) return ka__fail(KA_ERR_NO_DEVICE, "ka_device_open: no OpenCL or CUDA device found");
+            if (idx < 0) return ka__fail(KA_ERR_NO_DEVICE, "no OpenCL or CUDA device found");
         }
         be = devices[idx].be;
         local = devices[idx].local_index;
@@ -120,7 +123,7 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
     ka_status st = ka__backend_check(be);
     if (st != KA_OK) return st;
     ka__device *d = ka__calloc(1, sizeof *d);
-    if (!d) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory");
+    if (!d) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     st = ka__be_device_open(be, d, local);
     if (st != KA_OK) {
         ka__free(d, sizeof *d);
@@ -137,19 +140,20 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
         ka__debug_device_close(d);
         ka__be_device_close(d);
         ka__free(d, sizeof *d);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_device_open: out of memory for a handle");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for a handle");
     }
     out->id = d->id;
     return KA_OK;
 }
 
 ka_status ka_device_close(ka_device dev) {
+    KA__ENTRY();
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_device_close: invalid or released device");
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
     uint32_t live = atomic_load(&d->live);
     if (live)
         return ka__fail(KA_ERR_IN_USE,
-                        "ka_device_close: %u queues, buffers, programs, graphs or host memory blocks (ka_host_alloc, "
+                        "%u queues, buffers, programs, graphs or host memory blocks (ka_host_alloc, "
                         "ka_host_register) of the device are alive",
                         live);
     ka__handle_free(d->id);
@@ -160,19 +164,21 @@ ka_status ka_device_close(ka_device dev) {
 }
 
 ka_status ka_device_get_info(ka_device dev, const ka_device_info **out) {
+    KA__ENTRY();
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_device_get_info: invalid or released device");
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_device_get_info: out is NULL");
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = &d->info;
     return KA_OK;
 }
 
 ka_status ka_device_get_native(ka_device dev, ka_native_device *out) {
+    KA__ENTRY();
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_device_get_native: invalid or released device");
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_device_get_native: out is NULL");
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->device = out->context = out->inline_device = NULL;
     if (!ka__be_device_native(d, out))
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_device_get_native: the %s back-end has no native objects", ka__be_name(d));
+        return ka__fail(KA_ERR_UNSUPPORTED, "the %s back-end has no native objects", ka__be_name(d));
     return KA_OK;
 }

@@ -26,8 +26,11 @@ const char *ka_status_name(ka_status s) {
  * are truncated rather than copied to the heap. */
 #define KA__DETAIL_MAX 8192
 static _Thread_local char detail[KA__DETAIL_MAX];
+static _Thread_local size_t prefix_len; /* of detail's "<call>: " */
+_Thread_local const char *ka__call __attribute__((tls_model("initial-exec")));
 
 const char *ka_last_error(void) { return detail; }
+const char *ka__detail_message(void) { return detail + prefix_len; }
 
 static ka_log_fn log_fn;
 static void *log_user;
@@ -50,13 +53,46 @@ void ka__log(ka_log_level lvl, const char *fmt, ...) {
     else fprintf(stderr, "libka: %s\n", msg);
 }
 
+/* "<call>: " into detail; its length. */
+static size_t put_prefix(const char *call) {
+    int n = snprintf(detail, sizeof detail, "%s: ", call ? call : "libka");
+    return n < 0 ? 0 : (size_t)n < sizeof detail ? (size_t)n : sizeof detail - 1;
+}
+
 ka_status ka__fail(ka_status s, const char *fmt, ...) {
+    prefix_len = put_prefix(ka__call);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    vsnprintf(detail + prefix_len, sizeof detail - prefix_len, fmt, ap);
     va_end(ap);
     if (log_fn) log_fn(KA_LOG_DEBUG, detail, log_user);
     return s;
+}
+
+ka_status ka__named(ka_status s, const char *call) {
+    ka__call = call;
+    if (!detail[0]) return ka__fail(s, "%s", ka_strerror(s));
+    if (prefix_len >= 2 && !strncmp(detail, call, prefix_len - 2) && call[prefix_len - 2] == 0) return s; /* named so already */
+    size_t n = strlen(call) + 2, body = strlen(detail) - prefix_len;
+    if (n + body >= sizeof detail) body = sizeof detail - 1 - n;
+    memmove(detail + n, detail + prefix_len, body);
+    detail[n + body] = '\0';
+    memcpy(detail, call, n - 2);
+    memcpy(detail + n - 2, ": ", 2);
+    prefix_len = n;
+    if (log_fn) log_fn(KA_LOG_DEBUG, detail, log_user); /* as named now */
+    return s;
+}
+
+ka_status ka__fail_handle(int type, const char *call) {
+    static const char *const what[] = {
+        [KA__T_DEVICE] = "invalid or released device", [KA__T_QUEUE] = "invalid or released queue",
+        [KA__T_BUFFER] = "invalid or released buffer", [KA__T_PROGRAM] = "invalid or released program",
+        [KA__T_KERNEL] = "invalid or released kernel", [KA__T_EVENT] = "invalid, released or stale event",
+        [KA__T_GRAPH] = "invalid or released graph",
+    };
+    ka__call = call;
+    return ka__fail(KA_ERR_INVALID_HANDLE, "%s", type > 0 && type <= KA__T_GRAPH ? what[type] : "invalid handle");
 }
 
 void ka__append_detail(const char *text) {

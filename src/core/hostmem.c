@@ -61,26 +61,25 @@ static ka_status record(ka__device *d, void *ptr, size_t bytes, bool registered)
 }
 
 ka_status ka_host_alloc(ka_device dev, size_t bytes, void **ptr) {
-    if (!ptr) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_alloc: ptr is NULL");
+    KA__ENTRY();
+    if (!ptr) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ptr is NULL");
     *ptr = NULL;
-    ka__slot *ds;
-    ka__device *d = ka__pin(dev.id, KA__T_DEVICE, &ds);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_host_alloc: invalid or released device");
+    KA__PIN(ka__device, d, ds, dev, KA__T_DEVICE);
     ka_status st = KA_OK;
     void *p = NULL;
-    if (bytes == 0) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_alloc: size is 0");
+    if (bytes == 0) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "size is 0");
     else if (bytes > phys_bytes())
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_host_alloc: %zu bytes is more than the machine's memory (%zu bytes)", bytes,
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%zu bytes is more than the machine's memory (%zu bytes)", bytes,
                       phys_bytes());
     else if (ka__be_has_host_memory(d)) st = ka__be_host_alloc(d, bytes, &p);
     /* Plain memory elsewhere, aligned for CL_MEM_USE_HOST_PTR's zero copy.
      * The user's memory, not libka's: not through ka_set_allocator's hook. */
     else if (posix_memalign(&p, KA_HOST_ALIGN, bytes) != 0)
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_host_alloc: out of host memory for %zu bytes", bytes);
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
     if (st == KA_OK && record(d, p, bytes, false) != KA_OK) {
         if (ka__be_has_host_memory(d)) ka__be_host_free(d, p);
         else free(p);
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_host_alloc: out of memory");
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     if (st == KA_OK) *ptr = p;
     ka__unpin(ds);
@@ -90,16 +89,14 @@ ka_status ka_host_alloc(ka_device dev, size_t bytes, void **ptr) {
 /* Ends a block of ka_host_alloc (registered false: the memory is freed) or a
  * registration (true: only unregistered), whichever (dev, ptr) recorded; an
  * unrecorded pointer is refused with `what` in the detail. */
-static ka_status drop(ka_device dev, void *ptr, bool registered, const char *call, const char *what) {
-    ka__slot *ds;
-    ka__device *d = ka__pin(dev.id, KA__T_DEVICE, &ds);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released device", call);
+static ka_status drop(ka_device dev, void *ptr, bool registered, const char *what) {
+    KA__PIN(ka__device, d, ds, dev, KA__T_DEVICE);
     pthread_mutex_lock(&lock);
     block *b = take(d, ptr, registered);
     pthread_mutex_unlock(&lock);
     ka_status st = KA_OK;
     if (!b) {
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: %p is %s", call, ptr, what);
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%p is %s", ptr, what);
     } else {
         if (!ka__be_has_host_memory(d)) {
             if (!registered) free(ptr);
@@ -116,35 +113,36 @@ static ka_status drop(ka_device dev, void *ptr, bool registered, const char *cal
 }
 
 ka_status ka_host_free(ka_device dev, void *ptr) {
+    KA__ENTRY();
     if (!ptr) return KA_OK; /* as free(NULL) */
-    return drop(dev, ptr, false, "ka_host_free", "not memory of ka_host_alloc on this device (or freed)");
+    return drop(dev, ptr, false, "not memory of ka_host_alloc on this device (or freed)");
 }
 
 ka_status ka_host_register(ka_device dev, void *ptr, size_t bytes) {
-    if (!ptr) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_register: ptr is NULL");
-    ka__slot *ds;
-    ka__device *d = ka__pin(dev.id, KA__T_DEVICE, &ds);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_host_register: invalid or released device");
+    KA__ENTRY();
+    if (!ptr) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ptr is NULL");
+    KA__PIN(ka__device, d, ds, dev, KA__T_DEVICE);
     ka_status st = KA_OK;
     pthread_mutex_lock(&lock);
     bool taken = overlaps(d, ptr, bytes);
     pthread_mutex_unlock(&lock);
-    if (bytes == 0) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_register: size is 0");
+    if (bytes == 0) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "size is 0");
     else if (bytes > UINTPTR_MAX - (uintptr_t)ptr)
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_host_register: [%p, +%zu) wraps around the end of the address space",
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "[%p, +%zu) wraps around the end of the address space",
                       ptr, bytes);
     else if (taken)
         st = ka__fail(KA_ERR_INVALID_ARGUMENT,
-                      "ka_host_register: [%p, +%zu) overlaps memory already registered or from ka_host_alloc", ptr, bytes);
+                      "[%p, +%zu) overlaps memory already registered or from ka_host_alloc", ptr, bytes);
     else if (ka__be_has_host_memory(d)) st = ka__be_host_register(d, ptr, bytes);
     if (st == KA_OK && record(d, ptr, bytes, true) != KA_OK) {
         if (ka__be_has_host_memory(d)) ka__be_host_unregister(d, ptr);
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_host_register: out of memory");
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     ka__unpin(ds);
     return st;
 }
 
 ka_status ka_host_unregister(ka_device dev, void *ptr) {
-    return drop(dev, ptr, true, "ka_host_unregister", "not registered on this device");
+    KA__ENTRY();
+    return drop(dev, ptr, true, "not registered on this device");
 }

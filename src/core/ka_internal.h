@@ -10,6 +10,30 @@
 
 #include "objects.h"
 
+/* ---- errors (error.c) -------------------------------------------------- */
+/* The public call this thread is in, for the detail's "<call>: " prefix.
+ * Initial-exec: a store is one instruction past a GOT load, no
+ * __tls_get_addr. */
+extern _Thread_local const char *ka__call KA_HIDDEN __attribute__((tls_model("initial-exec")));
+/* First statement of every public ka_status function: names the call, so
+ * helpers fail with what went wrong and the prefix cannot be mistyped. The
+ * hot entries (launch, waits, release, finish) name themselves on their
+ * failure branches instead: KA__FAILED. */
+#define KA__ENTRY() ((void)(ka__call = __func__))
+/* Names the failure s being returned as call's (the detail's prefix is
+ * rewritten; with no detail, the status's text) and makes call the current
+ * call again. Cold; for failure branches only. */
+ka_status ka__named(ka_status s, const char *call);
+/* What a hot entry returns: st, its failure named after the calling function
+ * whatever the helper that failed saw as the current call. */
+#define KA__FAILED(st) (KA_UNLIKELY((st) != KA_OK) ? ka__named((st), __func__) : (st))
+/* Fails call with KA_ERR_INVALID_HANDLE: "invalid or released <type>" (events:
+ * "invalid, released or stale event"). Names the call itself: a hot entry's
+ * pin comes before anything records it. */
+ka_status ka__fail_handle(int type, const char *call);
+/* The current detail without its "<call>: " prefix (to quote in another). */
+const char *ka__detail_message(void);
+
 /* ---- handles (handle.c) ------------------------------------------------ */
 enum ka__type {
     KA__T_FREE = 0, KA__T_DEVICE, KA__T_QUEUE, KA__T_BUFFER, KA__T_PROGRAM, KA__T_KERNEL, KA__T_EVENT, KA__T_GRAPH
@@ -42,9 +66,11 @@ bool ka__handle_retire(uint64_t id);
  * slot stale and waits until no call has it pinned. */
 void ka__handle_drain(uint64_t id);
 
+/* Index 0 passes (one compare less a lookup): its slot is never handed out
+ * (handle.c's grow), so its type never matches. */
 static inline ka__slot *ka__slot_of(uint64_t id) {
     uint32_t idx = (uint32_t)id;
-    if (KA_UNLIKELY(idx == 0 || idx >= KA__MAX_CHUNKS * KA__CHUNK_SIZE)) return NULL;
+    if (KA_UNLIKELY(idx >= KA__MAX_CHUNKS * KA__CHUNK_SIZE)) return NULL;
     ka__slot *c = atomic_load_explicit(&ka__chunks[idx >> KA__CHUNK_BITS], memory_order_acquire);
     return c ? &c[idx & (KA__CHUNK_SIZE - 1)] : NULL;
 }
@@ -75,6 +101,13 @@ static inline void *ka__pin(uint64_t id, enum ka__type type, ka__slot **sp) {
     return atomic_load_explicit(&s->obj, memory_order_relaxed);
 }
 static inline void ka__unpin(ka__slot *s) { atomic_fetch_sub_explicit(&s->pins, 1, memory_order_release); }
+/* The prologue of a call on one handle: declares `T *var` pinned (slot in
+ * `slot`, ka__unpin it before returning), or returns KA_ERR_INVALID_HANDLE
+ * with "<call>: invalid or released <type>". */
+#define KA__PIN(T, var, slot, handle, type)                               \
+    ka__slot *slot;                                                       \
+    T *var = ka__pin((handle).id, type, &slot);                           \
+    if (KA_UNLIKELY(!var)) return ka__fail_handle(type, __func__)
 
 
 /* ---- KA_DEBUG (debug.c) ------------------------------------------------- */
@@ -105,7 +138,8 @@ ka_status ka__debug_buffer_release(ka__buffer *b);
  * buffer arguments are marked for the next check on q. */
 void ka__debug_note_launch(ka__queue *q, const ka__kernel *k, const ka_arg *args, uint32_t nargs);
 /* After a successful wait on q (KA__QH_DEBUG): the guards of the buffers
- * marked on q checked; the first overrun's KA_ERR_OUT_OF_BOUNDS. */
+ * marked on q checked; the first overrun's KA_ERR_OUT_OF_BOUNDS. call (if
+ * not NULL) becomes the current call: the checks log what they find. */
 ka_status ka__debug_check(ka__queue *q, const char *call);
 uint64_t ka__hash(const void *p, size_t n, uint64_t seed);
 

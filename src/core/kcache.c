@@ -697,7 +697,8 @@ void ka__kcache_store(ka__kcache_key *key, const void *data, size_t size) {
 
 /* ---- ka_cache_get_info, ka_cache_clear ------------------------------------ */
 ka_status ka_cache_get_info(ka_cache_info *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_cache_get_info: out is NULL");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     memset(out, 0, sizeof *out);
     out->max_bytes = max_bytes(false);
     enum kc_why r = dir_check(false, out->dir, sizeof out->dir, out->reason, sizeof out->reason);
@@ -735,13 +736,14 @@ ka_status ka_cache_get_info(ka_cache_info *out) {
 }
 
 ka_status ka_cache_clear(uint64_t *removed) {
+    KA__ENTRY();
     if (removed) *removed = 0;
     char path[PATH_MAX], why[PATH_MAX + 128];
     enum kc_why r = dir_check(false, path, sizeof path, why, sizeof why);
     if (r == KC_ABSENT) return KA_OK;
-    if (r != KC_USABLE) return ka__fail(KA_ERR_IO, "ka_cache_clear: %s", why);
+    if (r != KC_USABLE) return ka__fail(KA_ERR_IO, "%s", why);
     DIR *d = opendir(path);
-    if (!d) return ka__fail(KA_ERR_IO, "ka_cache_clear: cannot read %s: %s", path, strerror(errno));
+    if (!d) return ka__fail(KA_ERR_IO, "cannot read %s: %s", path, strerror(errno));
     int dfd = dirfd(d);
     uint64_t n = 0, busy = 0, failed = 0;
     int err = 0;
@@ -764,7 +766,7 @@ ka_status ka_cache_clear(uint64_t *removed) {
     ka__log(KA_LOG_INFO, "kernel cache: cleared %s: %llu files removed, %llu locks in use left", path,
             (unsigned long long)n, (unsigned long long)busy);
     if (failed)
-        return ka__fail(KA_ERR_IO, "ka_cache_clear: %llu files in %s could not be removed: %s",
+        return ka__fail(KA_ERR_IO, "%llu files in %s could not be removed: %s",
                         (unsigned long long)failed, path, strerror(err));
     return KA_OK;
 }

@@ -32,7 +32,9 @@
 #endif
 
 /* ---- errors (error.c) -------------------------------------------------- */
-/* Records the per-thread detail and returns s, so `return ka__fail(...)`. */
+/* Records "<call>: <message>" as the per-thread detail, the call being the
+ * public entry this thread is in (the core names it), and returns s, so
+ * `return ka__fail(...)`. A message says what went wrong, never a call's name. */
 ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
 /* Appends text (e.g. a build log) to the current detail, truncating. */
 void ka__append_detail(const char *text);

@@ -87,7 +87,7 @@ static unsigned line_of(const char *src, const char *at) {
 static ka_status log_add(ka__program *p, const char *line) {
     size_t n = strlen(line), old = p->log ? p->log_len + 1 : 0, len = p->log_len + n + 1;
     char *l = ka__alloc(len + 1);
-    if (!l) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    if (!l) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     if (p->log) memcpy(l, p->log, p->log_len);
     memcpy(l + p->log_len, line, n);
     l[len - 1] = '\n';
@@ -114,14 +114,14 @@ static ka_status scan_kernels(ka__program *p) {
         int r = ka__kdecl_workgroup(pos, wg, &after);
         if (r < 0)
             return ka__fail(KA_ERR_BUILD_FAILED,
-                            "ka_program_build: %s:%u: kernel '%.*s': KA_WORKGROUP takes three positive integer literals, "
+                            "%s:%u: kernel '%.*s': KA_WORKGROUP takes three positive integer literals, "
                             "e.g. KA_WORKGROUP(64, 1, 1)",
                             p->name, line_of(p->source, after), (int)nl, name);
         bool dup = false;
         for (uint32_t i = 0; i < p->nwgdecl && !dup; i++) dup = p->wgdecl[i].len == nl && !memcmp(p->wgdecl[i].kname, name, nl);
         if (r > 0 && !dup) {
             struct ka__wgdecl *d = ka__alloc(sizeof *d * (p->nwgdecl + 1));
-            if (!d) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+            if (!d) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
             if (p->nwgdecl) memcpy(d, p->wgdecl, sizeof *d * p->nwgdecl);
             ka__free(p->wgdecl, sizeof *d * p->nwgdecl);
             d[p->nwgdecl] = (struct ka__wgdecl){name, nl, {wg[0], wg[1], wg[2]}};
@@ -140,7 +140,7 @@ static ka_status scan_kernels(ka__program *p) {
                  p->name, line_of(p->source, ret), (int)nl, name);
         ka_status st = log_add(p, msg);
         if (st != KA_OK) return st;
-        if (ka__debug_enabled()) return ka__fail(KA_ERR_BUILD_FAILED, "ka_program_build: KA_DEBUG=1: %s", msg);
+        if (ka__debug_enabled()) return ka__fail(KA_ERR_BUILD_FAILED, "KA_DEBUG=1: %s", msg);
         ka__warn("%s", msg);
     }
     return KA_OK;
@@ -188,7 +188,7 @@ static ka__variant *variant_find(ka__program *p, const ka__config_key *key, cons
 
 static ka_status variant_build(ka__program *p, const ka__config_key *key, const char *defines, ka__variant **out) {
     ka__variant *v = ka__calloc(1, sizeof *v);
-    if (!v) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+    if (!v) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     memcpy(v->wg, key->wg, sizeof v->wg);
     memcpy(v->nd, key->nd, sizeof v->nd);
     v->sg = key->sg;
@@ -196,7 +196,7 @@ static ka_status variant_build(ka__program *p, const ka__config_key *key, const 
     pthread_mutex_init(&v->alt_lock, NULL);
     if (defines && *defines && !(v->defines = ka__strdup(defines))) {
         variant_free(p, v);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     char extra[512];
     int n = snprintf(extra, sizeof extra, " -DKA_SUBGROUP_SIZE=%u", key->sg);
@@ -212,7 +212,7 @@ static ka_status variant_build(ka__program *p, const ka__config_key *key, const 
                  (v->defines ? strlen(v->defines) : 0) + 2;
     if (!(v->options = ka__alloc(len))) {
         variant_free(p, v);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_program_build: out of memory");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     snprintf(v->options, len, "%s%s%s%s %s", base ? base : "", base ? " " : "", p->options, extra,
              v->defines ? v->defines : "");
@@ -238,11 +238,11 @@ static ka_status normalize(const ka__device *d, const ka_kernel_config *cfg, ka_
             key->wg[i] = cfg->workgroup[i] ? cfg->workgroup[i] : 1;
             prod *= key->wg[i];
             if (d->info.max_workgroup[i] && key->wg[i] > d->info.max_workgroup[i])
-                return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_kernel_get: static workgroup[%d] = %u exceeds the device's %u",
+                return ka__fail(KA_ERR_INVALID_WORKGROUP, "static workgroup[%d] = %u exceeds the device's %u",
                                 i, key->wg[i], d->info.max_workgroup[i]);
         }
         if (d->info.max_workgroup_size && prod > d->info.max_workgroup_size)
-            return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_kernel_get: static work-group of %llu items exceeds the device's %u",
+            return ka__fail(KA_ERR_INVALID_WORKGROUP, "static work-group of %llu items exceeds the device's %u",
                             (unsigned long long)prod, d->info.max_workgroup_size);
     }
     if (cfg->ndrange[0] | cfg->ndrange[1] | cfg->ndrange[2])
@@ -255,7 +255,7 @@ static ka_status normalize(const ka__device *d, const ka_kernel_config *cfg, ka_
             int n = 0;
             for (uint32_t i = 0; i < d->info.num_subgroup_sizes && n < 80; i++)
                 n += snprintf(list + n, sizeof list - (size_t)n, "%s%u", i ? ", " : "", d->info.subgroup_sizes[i]);
-            return ka__fail(KA_ERR_UNSUPPORTED, "ka_kernel_get: sub-group size %u not supported by %s (sizes: %s)",
+            return ka__fail(KA_ERR_UNSUPPORTED, "sub-group size %u not supported by %s (sizes: %s)",
                             cfg->subgroup_size, d->info.name, list);
         }
         key->sg = cfg->subgroup_size;
@@ -264,32 +264,32 @@ static ka_status normalize(const ka__device *d, const ka_kernel_config *cfg, ka_
     return KA_OK;
 }
 
-static ka_status program_build(const char *fn, ka_device dev, const char *source, const ka_build_options *opts,
+static ka_status program_build(ka_device dev, const char *source, const ka_build_options *opts,
                                const char *extra_dir, ka_program *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->id = 0;
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "%s: invalid or released device", fn);
-    if (!source) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: source is NULL", fn);
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!source) return ka__fail(KA_ERR_INVALID_ARGUMENT, "source is NULL");
     for (uint32_t i = 0; opts && i < opts->num_defines; i++)
         if (!opts->defines || !opts->defines[i] || !*opts->defines[i])
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: define %u is NULL or empty", fn, i);
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "define %u is NULL or empty", i);
     for (uint32_t i = 0; opts && i < opts->num_include_dirs; i++) {
         if (!opts->include_dirs || !opts->include_dirs[i] || !*opts->include_dirs[i])
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: include directory %u is NULL or empty", fn, i);
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "include directory %u is NULL or empty", i);
         if (bad_path(opts->include_dirs[i]))
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: include directory '%s' has a blank or a quote", fn,
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "include directory '%s' has a blank or a quote",
                             opts->include_dirs[i]);
     }
     ka__program *p = ka__calloc(1, sizeof *p);
-    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     p->dev = d;
     ka_status st = KA_ERR_OUT_OF_MEMORY;
     p->asserts = ka__src_has_word(source, "ka_assert");
     p->includes = has_include(source);
     if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts, p->asserts, extra_dir)) ||
         !(p->name = line_name(opts ? opts->name : NULL))) {
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
         goto fail;
     }
     if ((st = scan_kernels(p)) != KA_OK) goto fail;
@@ -301,7 +301,7 @@ static ka_status program_build(const char *fn, ka_device dev, const char *source
     p->id = ka__handle_new(KA__T_PROGRAM, p);
     if (!p->id) {
         pthread_mutex_destroy(&p->lock);
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory for a handle", fn);
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for a handle");
         goto fail;
     }
     atomic_fetch_add(&d->live, 1);
@@ -313,21 +313,22 @@ fail:
 }
 
 ka_status ka_program_build(ka_device dev, const char *source, const ka_build_options *opts, ka_program *out) {
-    return program_build("ka_program_build", dev, source, opts, NULL, out);
+    KA__ENTRY();
+    return program_build(dev, source, opts, NULL, out);
 }
 
 /* Kernel sources past this are refused (as `ka build` refuses them). */
 #define KA__SOURCE_MAX ((size_t)16 << 20)
 
 ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_options *opts, ka_program *out) {
-    static const char fn[] = "ka_program_build_file";
+    KA__ENTRY();
     if (out) out->id = 0;
-    if (!path || !*path) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: path is NULL or empty", fn);
+    if (!path || !*path) return ka__fail(KA_ERR_INVALID_ARGUMENT, "path is NULL or empty");
     /* The file's directory, for #include "..." beside it, as absolute as path. */
     const char *slash = strrchr(path, '/');
     size_t dlen = slash ? (size_t)(slash - path) : 1;
     char *dir = ka__alloc(dlen + 2);
-    if (!dir) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (!dir) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     if (slash) memcpy(dir, path, dlen), dir[dlen] = 0;
     else strcpy(dir, ".");
     if (slash && dlen == 0) strcpy(dir, "/");
@@ -337,27 +338,27 @@ ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_
     FILE *f = NULL;
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        st = ka__fail(KA_ERR_IO, "%s: cannot read '%s': %s", fn, path, strerror(errno));
+        st = ka__fail(KA_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
         goto out;
     }
     /* Checked before the open: opening a FIFO would wait for a writer. */
     if (!S_ISREG(sb.st_mode) || sb.st_size <= 0 || (uint64_t)sb.st_size > KA__SOURCE_MAX) {
-        st = ka__fail(KA_ERR_IO, "%s: '%s' is %s", fn, path,
+        st = ka__fail(KA_ERR_IO, "'%s' is %s", path,
                       !S_ISREG(sb.st_mode) ? "not a regular file" : sb.st_size <= 0 ? "empty" : "over 16 MiB");
         goto out;
     }
     if (!(f = fopen(path, "rb"))) {
-        st = ka__fail(KA_ERR_IO, "%s: cannot read '%s': %s", fn, path, strerror(errno));
+        st = ka__fail(KA_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
         goto out;
     }
     cap = (size_t)sb.st_size + 1;
     if (!(text = ka__alloc(cap))) {
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of '%s'", fn, cap - 1, path);
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes of '%s'", cap - 1, path);
         goto out;
     }
     size_t got = fread(text, 1, cap - 1, f);
     if (got != cap - 1 || memchr(text, 0, got)) {
-        st = ka__fail(KA_ERR_IO, "%s: '%s': %s", fn, path, ferror(f) ? strerror(errno) : got != cap - 1 ? "changed while read" : "holds a NUL byte, not text");
+        st = ka__fail(KA_ERR_IO, "'%s': %s", path, ferror(f) ? strerror(errno) : got != cap - 1 ? "changed while read" : "holds a NUL byte, not text");
         goto out;
     }
     text[got] = 0;
@@ -365,13 +366,13 @@ ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_
      * file without one builds from a directory of any name. */
     bool inc = has_include(text);
     if (inc && bad_path(dir)) {
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the directory of '%s' has a blank or a quote (an #include "
-                      "cannot be searched there)", fn, path);
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "the directory of '%s' has a blank or a quote (an #include "
+                      "cannot be searched there)", path);
         goto out;
     }
     ka_build_options o = opts ? *opts : (ka_build_options){0};
     if (!o.name) o.name = path;
-    st = program_build(fn, dev, text, &o, inc ? dir : NULL, out);
+    st = program_build(dev, text, &o, inc ? dir : NULL, out);
 out:
     if (f) fclose(f);
     if (text) ka__free(text, cap);
@@ -390,11 +391,12 @@ static void kernel_free(ka__kernel *k) {
 }
 
 ka_status ka_program_release(ka_program prog) {
+    KA__ENTRY();
     ka__program *p = ka__resolve(prog.id, KA__T_PROGRAM);
     /* Retired first (a ka_kernel_get in another thread returns before the
      * program goes), then each kernel (launches of it return first). */
     if (!p || !ka__handle_retire(prog.id))
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_release: invalid or released program");
+        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released program");
     ka__handle_free(p->id);
     for (uint32_t i = 0; i < p->cap; i++)
         if (p->table[i]) ka__handle_retire(p->table[i]->id);
@@ -408,10 +410,9 @@ ka_status ka_program_release(ka_program prog) {
 }
 
 ka_status ka_program_build_count(ka_program prog, uint32_t *count) {
-    if (!count) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build_count: count is NULL");
-    ka__slot *ps;
-    ka__program *p = ka__pin(prog.id, KA__T_PROGRAM, &ps);
-    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_build_count: invalid or released program");
+    KA__ENTRY();
+    if (!count) return ka__fail(KA_ERR_INVALID_ARGUMENT, "count is NULL");
+    KA__PIN(ka__program, p, ps, prog, KA__T_PROGRAM);
     pthread_mutex_lock(&p->lock);
     *count = p->builds;
     pthread_mutex_unlock(&p->lock);
@@ -420,21 +421,19 @@ ka_status ka_program_build_count(ka_program prog, uint32_t *count) {
 }
 
 ka_status ka_program_build_log(ka_program prog, const char **log) {
-    if (!log) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_build_log: log is NULL");
+    KA__ENTRY();
+    if (!log) return ka__fail(KA_ERR_INVALID_ARGUMENT, "log is NULL");
     *log = "";
-    ka__slot *ps;
-    ka__program *p = ka__pin(prog.id, KA__T_PROGRAM, &ps);
-    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_build_log: invalid or released program");
+    KA__PIN(ka__program, p, ps, prog, KA__T_PROGRAM);
     if (p->log) *log = p->log;
     ka__unpin(ps);
     return KA_OK;
 }
 
 ka_status ka_program_cache_hits(ka_program prog, uint32_t *hits) {
-    if (!hits) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_program_cache_hits: hits is NULL");
-    ka__slot *ps;
-    ka__program *p = ka__pin(prog.id, KA__T_PROGRAM, &ps);
-    if (!p) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_program_cache_hits: invalid or released program");
+    KA__ENTRY();
+    if (!hits) return ka__fail(KA_ERR_INVALID_ARGUMENT, "hits is NULL");
+    KA__PIN(ka__program, p, ps, prog, KA__T_PROGRAM);
     *hits = atomic_load_explicit(&p->cache_hits, memory_order_relaxed);
     ka__unpin(ps);
     return KA_OK;
@@ -480,7 +479,7 @@ static ka_status table_insert(ka__program *p, ka__kernel *k) {
     if ((p->count + 1) * 2 > p->cap) {
         uint32_t ncap = p->cap ? p->cap * 2 : 16;
         ka__kernel **nt = ka__calloc(ncap, sizeof *nt);
-        if (!nt) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+        if (!nt) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
         for (uint32_t i = 0; i < p->cap; i++) {
             ka__kernel *e = p->table[i];
             if (!e) continue;
@@ -505,7 +504,7 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     ka_status st;
     if (!v && (st = variant_build(p, key, defines, &v)) != KA_OK) return st;
     ka__kernel *k = ka__calloc(1, sizeof *k);
-    if (!k) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+    if (!k) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     k->prog = p;
     k->var = v;
     k->hash = h;
@@ -513,7 +512,7 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     size_t nl = strlen(name) + sizeof KA__KERNEL_PREFIX;
     if (!(k->name = ka__strdup(name)) || !(k->native_name = ka__alloc(nl))) {
         kernel_free(k);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     snprintf(k->native_name, nl, "%s%s", KA__KERNEL_PREFIX, name);
     if ((st = ka__be_kernel_create(k)) != KA_OK) {
@@ -521,7 +520,7 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
         return st;
     }
     if (k->nargs > KA_MAX_ARGS) { /* ka_launch keeps one word per argument on its stack */
-        st = ka__fail(KA_ERR_UNSUPPORTED, "ka_kernel_get: kernel '%s' has %u arguments, at most %d are supported", name,
+        st = ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s' has %u arguments, at most %d are supported", name,
                       k->nargs, KA_MAX_ARGS);
         kernel_free(k);
         return st;
@@ -533,7 +532,7 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
      * launch checks it with one compare (ka_arg starts with kind and size). */
     if (!(k->fast_tag = ka__calloc(k->nargs ? k->nargs : 1, sizeof(uint64_t)))) {
         kernel_free(k);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (uint32_t i = 0; i < k->nargs; i++) {
         const ka__argsig *sg = &k->sig[i];
@@ -550,7 +549,7 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     }
     if (!(k->id = ka__handle_new(KA__T_KERNEL, k))) {
         kernel_free(k);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_kernel_get: out of memory for a handle");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for a handle");
     }
     if ((st = table_insert(p, k)) != KA_OK) {
         kernel_free(k);
@@ -564,12 +563,11 @@ static ka_status kernel_get(ka__program *p, const char *name, const ka_kernel_co
 
 /* The program is pinned for the call (a lookup, or a build of a variant). */
 ka_status ka_kernel_get(ka_program prog, const char *name, const ka_kernel_config *cfg, ka_kernel *out) {
+    KA__ENTRY();
     if (KA_UNLIKELY(!out || !name || !*name))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get: name and out are required");
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "name and out are required");
     out->id = 0;
-    ka__slot *ps;
-    ka__program *p = ka__pin(prog.id, KA__T_PROGRAM, &ps);
-    if (KA_UNLIKELY(!p)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_kernel_get: invalid or released program");
+    KA__PIN(ka__program, p, ps, prog, KA__T_PROGRAM);
     ka_status st = kernel_get(p, name, cfg, out);
     ka__unpin(ps);
     return st;
@@ -586,7 +584,7 @@ static ka_status kernel_get(ka__program *p, const char *name, const ka_kernel_co
             for (int i = 0; i < 3; i++)
                 if ((cfg->workgroup[i] ? cfg->workgroup[i] : 1) != dw[i])
                     return ka__fail(KA_ERR_INVALID_WORKGROUP,
-                                    "ka_kernel_get: kernel '%s' declares KA_WORKGROUP(%u, %u, %u); the configuration asks "
+                                    "kernel '%s' declares KA_WORKGROUP(%u, %u, %u); the configuration asks "
                                     "for (%u, %u, %u)",
                                     name, dw[0], dw[1], dw[2], cfg->workgroup[0], cfg->workgroup[1], cfg->workgroup[2]);
         } else {
@@ -620,10 +618,9 @@ static ka_status kernel_get(ka__program *p, const char *name, const ka_kernel_co
 }
 
 ka_status ka_kernel_get_info(ka_kernel kernel, ka_kernel_info *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_get_info: out is NULL");
-    ka__slot *ks;
-    ka__kernel *k = ka__pin(kernel.id, KA__T_KERNEL, &ks);
-    if (!k) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_kernel_get_info: invalid or released kernel");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
+    KA__PIN(ka__kernel, k, ks, kernel, KA__T_KERNEL);
     memset(out, 0, sizeof *out);
     out->num_args = k->nargs;
     out->max_workgroup_size = k->max_wg;

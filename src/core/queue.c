@@ -9,14 +9,15 @@
 ka__queue *ka__queue_of(ka_queue q) { return ka__resolve(q.id, KA__T_QUEUE); }
 
 ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_create: out is NULL");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->id = 0;
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_create: invalid or released device");
+    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
     uint32_t cap = cfg && cfg->event_capacity ? cfg->event_capacity : 1024;
-    if (cap > (1u << 20)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_create: event_capacity %u > 2^20", cap);
+    if (cap > (1u << 20)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "event_capacity %u > 2^20", cap);
     ka__queue *q = ka__calloc(1, sizeof *q);
-    if (!q) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory");
+    if (!q) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     q->dev = d;
     q->efd = -1;
     q->spin_ns = cfg ? cfg->spin_ns : -1;
@@ -29,7 +30,7 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
     if (st != KA_OK) goto fail_native;
     q->id = ka__handle_new(KA__T_QUEUE, q);
     if (!q->id) {
-        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for a handle");
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for a handle");
         goto fail_events;
     }
     atomic_fetch_add(&d->live, 1);
@@ -45,11 +46,12 @@ fail_q:
 }
 
 ka_status ka_queue_release(ka_queue queue) {
+    KA__ENTRY();
     ka__queue *q = ka__queue_of(queue);
     /* Retired first: calls on the queue in other threads (launches,
      * transfers, finish) return before it goes; later ones see it stale. */
     if (!q || !ka__handle_retire(queue.id))
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_release: invalid or released queue");
+        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released queue");
     ka__handle_free(q->id);
     ka__graph_free(q->rec); /* a recording never ended is discarded */
     ka_status st = ka__be_queue_finish(q);
@@ -63,27 +65,27 @@ ka_status ka_queue_release(ka_queue queue) {
 }
 
 /* Nothing recorded has run: finishing or flushing it would be a lie. */
-static ka_status recording(const char *call) {
-    return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the queue is recording a graph (ka_graph_end first)", call);
+static ka_status recording(void) {
+    return ka__fail(KA_ERR_INVALID_ARGUMENT, "the queue is recording a graph (ka_graph_end first)");
 }
 
+/* On the launch path: named on its failure branches only (KA__FAILED). */
 ka_status ka_queue_finish(ka_queue queue) {
-    ka__slot *qs;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_finish: invalid or released queue");
-    ka_status st = q->rec ? recording("ka_queue_finish") : ka__be_queue_finish(q);
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
+    ka_status st = q->rec ? recording() : ka__be_queue_finish(q);
     if (KA_UNLIKELY(atomic_load_explicit(&q->hooks, memory_order_relaxed) & (KA__QH_ASSERTS | KA__QH_DEBUG)) &&
-        st == KA_OK)
+        st == KA_OK) {
+        KA__ENTRY(); /* the checks log what they find */
         st = ka__wait_checks(q, "ka_queue_finish");
+    }
     ka__unpin(qs);
-    return st;
+    return KA__FAILED(st);
 }
 
 ka_status ka_queue_flush(ka_queue queue) {
-    ka__slot *qs;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_flush: invalid or released queue");
-    ka_status st = q->rec ? recording("ka_queue_flush") : ka__be_queue_flush(q);
+    KA__ENTRY();
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
+    ka_status st = q->rec ? recording() : ka__be_queue_flush(q);
     ka__unpin(qs);
     return st;
 }
@@ -91,15 +93,14 @@ ka_status ka_queue_flush(ka_queue queue) {
 /* The calls below pin the queue too (a release waits for them); their
  * arguments are checked before, so the pin has one way out. */
 ka_status ka_queue_fd(ka_queue queue, int *fd) {
-    if (!fd) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_fd: fd is NULL");
-    ka__slot *qs;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_fd: invalid or released queue");
+    KA__ENTRY();
+    if (!fd) return ka__fail(KA_ERR_INVALID_ARGUMENT, "fd is NULL");
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
     ka_status st = KA_OK;
     if (q->efd < 0) {
         int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         int expect = -1;
-        if (e < 0) st = ka__fail(KA_ERR_IO, "ka_queue_fd: eventfd failed");
+        if (e < 0) st = ka__fail(KA_ERR_IO, "eventfd failed");
         else if (!__atomic_compare_exchange_n(&q->efd, &expect, e, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) close(e);
     }
     if (st == KA_OK) *fd = q->efd;
@@ -108,10 +109,9 @@ ka_status ka_queue_fd(ka_queue queue, int *fd) {
 }
 
 ka_status ka_queue_get_stats(ka_queue queue, ka_queue_stats *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_get_stats: out is NULL");
-    ka__slot *qs;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_stats: invalid or released queue");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
     out->waits_polled = atomic_load(&q->waits_polled);
     out->waits_slept = atomic_load(&q->waits_slept);
     out->callbacks = atomic_load(&q->callbacks);
@@ -122,13 +122,12 @@ ka_status ka_queue_get_stats(ka_queue queue, ka_queue_stats *out) {
 }
 
 ka_status ka_queue_get_native(ka_queue queue, ka_native_queue *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_queue_get_native: out is NULL");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->queue = out->inline_queue = NULL;
-    ka__slot *qs;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_get_native: invalid or released queue");
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
     ka_status st = KA_OK;
-    if (!ka__be_queue_native(q, out)) st = ka__fail(KA_ERR_UNSUPPORTED, "ka_queue_get_native: the %s back-end has no native queue", ka__be_name(q->dev));
+    if (!ka__be_queue_native(q, out)) st = ka__fail(KA_ERR_UNSUPPORTED, "the %s back-end has no native queue", ka__be_name(q->dev));
     ka__unpin(qs);
     return st;
 }

@@ -32,7 +32,7 @@ static int hist_global(const ka_prims_plan *p) {
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     if (d->bins == 0 || d->bins > (1u << 31))
         return ka__fail(KA_ERR_INVALID_ARGUMENT,
-                        "ka_prims_plan_create: a histogram plan needs 1 <= bins <= 2^31 (bins %u)", d->bins);
+                        "a histogram plan needs 1 <= bins <= 2^31 (bins %u)", d->bins);
     size_t n = strlen(p->defs);
     snprintf(p->defs + n, sizeof p->defs - n, "#define HB %uu\n%s", d->bins,
              hist_global(p) ? "#define HIST_GLOBAL 1\n" : "");
@@ -53,7 +53,7 @@ static ka_status alloc(ka_prims_plan *p) {
     if (p->max_groups > gm) p->max_groups = gm; /* no call uses more */
     uint64_t w = p->max_groups * p->wg;
     if (w > SIZE_MAX / 4 / p->bins)
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_prims_plan_create: %u bins too many", p->bins);
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "%u bins too many", p->bins);
     return ka__plan_scratch(p, 0, w * p->bins * 4, "per-work-item histograms");
 }
 
@@ -64,9 +64,9 @@ const ka__prim_impl ka__prim_histogram = {KA_PRIM_HISTOGRAM, "histogram", ka__pr
  * hi - lo (integers), the scale bins / (hi - lo) (float; double for f64;
  * 32-bit integers: the fixed-point terms of src_histogram.h). */
 static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_arg *lo, ka_arg *hi, uint64_t *R,
-                        ka_arg *s, const char *fn) {
+                        ka_arg *s) {
     if (isnan(lower) || isnan(upper) || isinf(lower) || isinf(upper) || !(lower < upper))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the range [%g, %g) is empty, not finite or NaN", fn, lower,
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "the range [%g, %g) is empty, not finite or NaN", lower,
                         upper);
     double b = (double)p->bins;
     *R = 0;
@@ -74,17 +74,17 @@ static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_a
     case KA_DTYPE_F32: {
         float l = (float)lower, h = (float)upper;
         if (isinf(l) || isinf(h) || !(l < h))
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: [%g, %g) is empty or not finite as f32", fn, lower, upper);
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "[%g, %g) is empty or not finite as f32", lower, upper);
         float sc = (float)(b / ((double)h - (double)l));
         if (!isnormal(sc)) /* inf: x == lower would make 0 * inf; subnormal: flushed to 0 on GPUs */
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: [%g, %g) is too narrow for %u f32 bins (the scale %g)", fn,
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "[%g, %g) is too narrow for %u f32 bins (the scale %g)",
                             lower, upper, p->bins, (double)sc);
         *lo = ka_arg_f32(l), *hi = ka_arg_f32(h), *s = ka_arg_f32(sc);
         return KA_OK;
     }
     case KA_DTYPE_F64:
         if (isinf(upper - lower) || !isnormal(b / (upper - lower)))
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: [%g, %g) is too wide or too narrow for %u f64 bins", fn,
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "[%g, %g) is too wide or too narrow for %u f64 bins",
                             lower, upper, p->bins);
         *lo = ka_arg_f64(lower), *hi = ka_arg_f64(upper), *s = ka_arg_f64(b / (upper - lower));
         return KA_OK;
@@ -95,8 +95,8 @@ static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_a
     static const double tend[] = {0, 2147483648.0, 4294967296.0, 9223372036854775808.0, 18446744073709551616.0};
     int t = (int)p->dtype;
     if (!(lower >= tmin[t] && lower < tend[t] && upper >= tmin[t] && upper < tend[t]) || !whole(lower) || !whole(upper))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the bounds [%.17g, %.17g) of an integer histogram must be whole "
-                        "numbers inside the sample type", fn, lower, upper);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "the bounds [%.17g, %.17g) of an integer histogram must be whole "
+                        "numbers inside the sample type", lower, upper);
     switch (p->dtype) {
     case KA_DTYPE_I32: *lo = ka_arg_i32((int32_t)lower), *hi = ka_arg_i32((int32_t)upper); break;
     case KA_DTYPE_U32: *lo = ka_arg_u32((uint32_t)lower), *hi = ka_arg_u32((uint32_t)upper); break;
@@ -127,20 +127,20 @@ static ka_status bounds(const ka_prims_plan *p, double lower, double upper, ka_a
 
 ka_status ka_histogram(ka_queue q, ka_prims_plan *plan, ka_buffer counts, size_t counts_offset, ka_buffer in,
                        size_t in_offset, size_t n, double lower, double upper, ka_event *ev) {
-    static const char fn[] = "ka_histogram";
-    ka_status st = ka__plan_check(plan, KA_PRIM_HISTOGRAM, fn);
+    KA__ENTRY();
+    ka_status st = ka__plan_check(plan, KA_PRIM_HISTOGRAM);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
     uint64_t ii, ci;
-    st = ka__prims_check_n(p, n, fn);
-    if (st == KA_OK) st = ka__prims_check_at(in, in_offset, n, p->esize, fn, "in", &ii);
-    if (st == KA_OK) st = ka__prims_check_at(counts, counts_offset, p->bins, 4, fn, "counts", &ci);
+    st = ka__prims_check_n(p, n);
+    if (st == KA_OK) st = ka__prims_check_at(in, in_offset, n, p->esize, "in", &ii);
+    if (st == KA_OK) st = ka__prims_check_at(counts, counts_offset, p->bins, 4, "counts", &ci);
     if (st != KA_OK) return st;
     if (ka__prims_overlap(counts, counts_offset, (size_t)p->bins * 4, in, in_offset, n * p->esize))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: counts overlaps in", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "counts overlaps in");
     ka_arg lo, hi, s;
     uint64_t R;
-    if ((st = bounds(p, lower, upper, &lo, &hi, &R, &s, fn)) != KA_OK) return st;
+    if ((st = bounds(p, lower, upper, &lo, &hi, &R, &s)) != KA_OK) return st;
     int global = hist_global(p), priv = p->contig && !global;
     uint32_t zw = p->wg;
     uint64_t zg = ka__cdiv(p->bins, zw); /* the zeroing and the sum: a work-item per bin */

@@ -29,9 +29,10 @@ static void plan_free(ka_prims_plan *p) {
 }
 
 ka_status ka_prims_plan_release(ka_prims_plan *p) {
+    KA__ENTRY();
     if (!p) return KA_OK;
     if (p->magic != KA__PLAN_MAGIC)
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_prims_plan_release: not a live plan");
+        return ka__fail(KA_ERR_INVALID_HANDLE, "not a live plan");
     plan_free(p);
     return KA_OK;
 }
@@ -43,8 +44,8 @@ static ka_status scratch(ka_prims_plan *p, int i, size_t bytes, int init, const 
                          : ka_buffer_create_zeroed(p->dev, sz, &p->b[i]);
     if (st != KA_OK) {
         char d[256];
-        snprintf(d, sizeof d, "%s", ka_last_error());
-        return ka__fail(st, "ka_prims_plan_create: scratch for %s (%zu bytes): %s", what, bytes, d);
+        snprintf(d, sizeof d, "%s", ka__detail_message());
+        return ka__fail(st, "scratch for %s (%zu bytes): %s", what, bytes, d);
     }
     return KA_OK;
 }
@@ -85,39 +86,40 @@ static size_t dtype_size(ka_dtype t) {
     return t == KA_DTYPE_I32 || t == KA_DTYPE_U32 || t == KA_DTYPE_F32 ? 4 : 8;
 }
 
-ka_status ka_prims_plan_create_desc(ka_device dev, const ka_prims_desc *d, ka_prims_plan **out) {
-    static const char fn[] = "ka_prims_plan_create";
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+/* Both public makers' body: a call of one public function from another
+ * would leave the inner one's name current. */
+static ka_status plan_create(ka_device dev, const ka_prims_desc *d, ka_prims_plan **out) {
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
-    if (!d) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
+    if (!d) return ka__fail(KA_ERR_INVALID_ARGUMENT, "desc is NULL");
     const ka__prim_impl *im = impl_of(d->kind);
-    if (!im) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: unknown kind %d", fn, (int)d->kind);
+    if (!im) return ka__fail(KA_ERR_INVALID_ARGUMENT, "unknown kind %d", (int)d->kind);
     if (d->dtype < KA_DTYPE_I32 || d->dtype > KA_DTYPE_F64)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d", fn, (int)d->dtype);
-    if (d->max_n == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n is 0", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)d->dtype);
+    if (d->max_n == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "max_n is 0");
     if (!d->op != !d->identity)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: an operator needs both op and identity", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "an operator needs both op and identity");
     if (d->op && d->kind != KA_PRIM_REDUCE && d->kind != KA_PRIM_SCAN && d->kind != KA_PRIM_SEGMENTED_REDUCE)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: a %s plan takes no operator", fn, ka__prim_name(d->kind));
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "a %s plan takes no operator", ka__prim_name(d->kind));
     if (d->map && !d->op)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: map is applied with a user operator only (set op)", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "map is applied with a user operator only (set op)");
     if (d->predicate && d->kind != KA_PRIM_SELECT)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: a %s plan takes no predicate", fn, ka__prim_name(d->kind));
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "a %s plan takes no predicate", ka__prim_name(d->kind));
     if (d->bins && d->kind != KA_PRIM_HISTOGRAM)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: bins is for histogram plans", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "bins is for histogram plans");
     if (d->flags && d->kind != KA_PRIM_SORT)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: flags 0x%x not valid for %s", fn, d->flags,
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "flags 0x%x not valid for %s", d->flags,
                         ka__prim_name(d->kind));
     const ka_device_info *di;
     ka_status st = ka_device_get_info(dev, &di);
     if (st != KA_OK) return st;
     if (d->dtype == KA_DTYPE_F64 && !di->has_double)
-        return ka__fail(KA_ERR_UNSUPPORTED, "%s: %s has no double", fn, di->name);
+        return ka__fail(KA_ERR_UNSUPPORTED, "%s has no double", di->name);
     size_t esize = dtype_size(d->dtype);
-    if (d->max_n > SIZE_MAX / 8 / esize) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n %zu too large", fn, d->max_n);
+    if (d->max_n > SIZE_MAX / 8 / esize) return ka__fail(KA_ERR_INVALID_ARGUMENT, "max_n %zu too large", d->max_n);
 
     ka_prims_plan *p = ka__calloc(1, sizeof *p);
-    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (!p) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     p->magic = KA__PLAN_MAGIC;
     p->kind = d->kind, p->dtype = d->dtype, p->flags = d->flags, p->max_n = d->max_n, p->esize = esize;
     p->bins = d->bins, p->user_op = d->op != NULL, p->predicate = d->predicate != NULL;
@@ -139,7 +141,7 @@ ka_status ka_prims_plan_create_desc(ka_device dev, const ka_prims_desc *d, ka_pr
         const char *sg = getenv("KA_PRIMS_SUBGROUPS"); /* "0": the local-memory scans on CUDA too */
         size_t cap = 0;
         char *src = compose(p, d, im, sg && !strcmp(sg, "0"), &cap);
-        if (!src) st = ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        if (!src) st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
         else {
             ka_build_options bo = {.name = "prims"};
             st = ka_program_build(dev, src, &bo, &p->prog);
@@ -158,6 +160,12 @@ ka_status ka_prims_plan_create_desc(ka_device dev, const ka_prims_desc *d, ka_pr
 
 ka_status ka_prims_plan_create(ka_device dev, ka_prim_kind kind, ka_dtype dtype, size_t max_n, uint32_t flags,
                                ka_prims_plan **out) {
+    KA__ENTRY();
     ka_prims_desc d = {.kind = kind, .dtype = dtype, .max_n = max_n, .flags = flags};
-    return ka_prims_plan_create_desc(dev, &d, out);
+    return plan_create(dev, &d, out);
+}
+
+ka_status ka_prims_plan_create_desc(ka_device dev, const ka_prims_desc *d, ka_prims_plan **out) {
+    KA__ENTRY();
+    return plan_create(dev, d, out);
 }

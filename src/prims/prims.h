@@ -5,6 +5,30 @@
 #include "ka_internal.h"
 #include "ka_prims.h"
 
+/* The public calls the primitives make, each wrapped so that the primitive's
+ * call is current again after it, and its failure is named after the
+ * primitive ("ka_reduce: ..."), not after the inner call. A call of one of
+ * these names anywhere in src/prims gets the wrapper; a public call new to
+ * src/prims needs its line here. */
+#define KA__PRIMS_NESTED(call)                                                                             \
+    __extension__({                                                                                        \
+        const char *outer_ = ka__call;                                                                     \
+        ka_status st_ = (call);                                                                            \
+        ka__call = outer_;                                                                                 \
+        KA_UNLIKELY(st_ != KA_OK) ? ka__named(st_, outer_) : KA_OK;                                        \
+    })
+#define ka_launch(...) KA__PRIMS_NESTED(ka_launch(__VA_ARGS__))
+#define ka_buffer_create(...) KA__PRIMS_NESTED(ka_buffer_create(__VA_ARGS__))
+#define ka_buffer_create_with(...) KA__PRIMS_NESTED(ka_buffer_create_with(__VA_ARGS__))
+#define ka_buffer_create_zeroed(...) KA__PRIMS_NESTED(ka_buffer_create_zeroed(__VA_ARGS__))
+#define ka_buffer_release(...) KA__PRIMS_NESTED(ka_buffer_release(__VA_ARGS__))
+#define ka_buffer_size(...) KA__PRIMS_NESTED(ka_buffer_size(__VA_ARGS__))
+#define ka_buffer_fill(...) KA__PRIMS_NESTED(ka_buffer_fill(__VA_ARGS__))
+#define ka_program_build(...) KA__PRIMS_NESTED(ka_program_build(__VA_ARGS__))
+#define ka_program_release(...) KA__PRIMS_NESTED(ka_program_release(__VA_ARGS__))
+#define ka_kernel_get(...) KA__PRIMS_NESTED(ka_kernel_get(__VA_ARGS__))
+#define ka_device_get_info(...) KA__PRIMS_NESTED(ka_device_get_info(__VA_ARGS__))
+
 #define KA__PLAN_MAGIC 0x6b615052u /* "kaPR": a plan pointer that is not one is refused */
 #define KA__PLAN_KERNELS 12
 #define KA__PLAN_BUFFERS 6
@@ -54,14 +78,14 @@ const char *ka__prim_name(ka_prim_kind k);
 ka_status ka__plan_scratch(ka_prims_plan *p, int i, size_t bytes, const char *what);
 ka_status ka__plan_scratch_init(ka_prims_plan *p, int i, size_t bytes, const void *data, const char *what);
 
-/* The checks of a call: each KA_OK or the failure with fn and its detail. */
-ka_status ka__plan_check(const ka_prims_plan *p, ka_prim_kind kind, const char *fn);
+/* The checks of a call: each KA_OK or the failure with its detail. */
+ka_status ka__plan_check(const ka_prims_plan *p, ka_prim_kind kind);
 /* A reduce op: one of ka_reduce_op, KA_REDUCE_USER only on a plan with an operator. */
-ka_status ka__prims_check_op(const ka_prims_plan *p, ka_reduce_op op, const char *fn);
-ka_status ka__prims_check_n(const ka_prims_plan *p, size_t n, const char *fn);
+ka_status ka__prims_check_op(const ka_prims_plan *p, ka_reduce_op op);
+ka_status ka__prims_check_n(const ka_prims_plan *p, size_t n);
 /* A byte offset of a call: a multiple of the element size es, inside the
  * buffer with room for n elements after it; *el gets it in elements. */
-ka_status ka__prims_check_at(ka_buffer b, size_t off, size_t n, size_t es, const char *fn, const char *what,
+ka_status ka__prims_check_at(ka_buffer b, size_t off, size_t n, size_t es, const char *what,
                              uint64_t *el);
 /* A 1-D launch of groups work-groups of wg (KA_LAUNCH_SPREAD where more than one). */
 ka_status ka__prims_launch(ka_queue q, ka_kernel k, uint64_t groups, uint32_t wg, const ka_arg *a, uint32_t na,

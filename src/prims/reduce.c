@@ -12,15 +12,15 @@ const ka__prim_impl ka__prim_reduce = {KA_PRIM_REDUCE, "reduce", ka__prims_src_r
 
 ka_status ka_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in, size_t in_offset,
                     size_t n, ka_reduce_op op, ka_event *ev) {
-    static const char fn[] = "ka_reduce";
-    ka_status st = ka__plan_check(plan, KA_PRIM_REDUCE, fn);
+    KA__ENTRY();
+    ka_status st = ka__plan_check(plan, KA_PRIM_REDUCE);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
-    if ((st = ka__prims_check_op(p, op, fn)) != KA_OK) return st;
+    if ((st = ka__prims_check_op(p, op)) != KA_OK) return st;
     uint64_t oi, ii = 0;
-    st = ka__prims_check_n(p, n, fn);
-    if (st == KA_OK && n) st = ka__prims_check_at(in, in_offset, n, p->esize, fn, "in", &ii);
-    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, 1, p->esize, fn, "out", &oi);
+    st = ka__prims_check_n(p, n);
+    if (st == KA_OK && n) st = ka__prims_check_at(in, in_offset, n, p->esize, "in", &ii);
+    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, 1, p->esize, "out", &oi);
     if (st != KA_OK) return st;
     uint64_t g = ka__cdiv(n, (uint64_t)p->wg * 4);
     if (g > p->max_groups) g = p->max_groups;

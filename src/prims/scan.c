@@ -29,7 +29,7 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     if (!p->contig && env && atoi(env) > 0 && atoi(env) <= 32) k = (uint32_t)atoi(env);
     p->tile = p->wg * k;
     if (ka__cdiv(p->max_n, p->tile) >= 0xffffffffu)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_prims_plan_create: scan of %zu elements: more than 2^32 tiles of %u",
+        return ka__fail(KA_ERR_UNSUPPORTED, "scan of %zu elements: more than 2^32 tiles of %u",
                         p->max_n, p->tile);
     if (adversary) {
         size_t n = strlen(p->defs);
@@ -58,18 +58,18 @@ const ka__prim_impl ka__prim_scan = {KA_PRIM_SCAN, "scan", ka__prims_src_scan, k
 
 ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in, size_t in_offset,
                   size_t n, int exclusive, ka_event *ev) {
-    static const char fn[] = "ka_scan";
-    ka_status st = ka__plan_check(plan, KA_PRIM_SCAN, fn);
+    KA__ENTRY();
+    ka_status st = ka__plan_check(plan, KA_PRIM_SCAN);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
     uint64_t ii, oi;
-    st = ka__prims_check_n(p, n, fn);
-    if (st == KA_OK) st = ka__prims_check_at(in, in_offset, n, p->esize, fn, "in", &ii);
-    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, n, p->esize, fn, "out", &oi);
+    st = ka__prims_check_n(p, n);
+    if (st == KA_OK) st = ka__prims_check_at(in, in_offset, n, p->esize, "in", &ii);
+    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, n, p->esize, "out", &oi);
     if (st != KA_OK) return st;
     /* In place is fine; a shifted overlap would read what the scan already wrote. */
     if (n && in.id == out.id && ii != oi && ii < oi + n && oi < ii + n)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: in and out overlap at different offsets", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "in and out overlap at different offsets");
     if (p->contig) {
         uint64_t g0 = ka__cdiv(n, p->tile);
         if (g0 > p->max_groups) g0 = p->max_groups;

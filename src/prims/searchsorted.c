@@ -12,20 +12,20 @@ const ka__prim_impl ka__prim_searchsorted = {KA_PRIM_SEARCHSORTED, "searchsorted
 ka_status ka_searchsorted(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer sorted,
                           size_t sorted_offset, size_t n_sorted, ka_buffer needles, size_t needles_offset,
                           size_t n_needles, int upper, ka_event *ev) {
-    static const char fn[] = "ka_searchsorted";
-    ka_status st = ka__plan_check(plan, KA_PRIM_SEARCHSORTED, fn);
+    KA__ENTRY();
+    ka_status st = ka__plan_check(plan, KA_PRIM_SEARCHSORTED);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
     uint64_t oi, si = 0, ni;
-    st = ka__prims_check_n(p, n_needles, fn);
-    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, n_needles, 8, fn, "out", &oi);
-    if (st == KA_OK) st = ka__prims_check_at(needles, needles_offset, n_needles, p->esize, fn, "needles", &ni);
-    if (st == KA_OK && n_sorted) st = ka__prims_check_at(sorted, sorted_offset, n_sorted, p->esize, fn, "sorted", &si);
+    st = ka__prims_check_n(p, n_needles);
+    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, n_needles, 8, "out", &oi);
+    if (st == KA_OK) st = ka__prims_check_at(needles, needles_offset, n_needles, p->esize, "needles", &ni);
+    if (st == KA_OK && n_sorted) st = ka__prims_check_at(sorted, sorted_offset, n_sorted, p->esize, "sorted", &si);
     if (st != KA_OK) return st;
     if (!n_sorted) sorted = needles; /* not read: any valid buffer */
     if (ka__prims_overlap(out, out_offset, n_needles * 8, needles, needles_offset, n_needles * p->esize) ||
         (n_sorted && ka__prims_overlap(out, out_offset, n_needles * 8, sorted, sorted_offset, n_sorted * p->esize)))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out overlaps sorted or needles", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "out overlaps sorted or needles");
     uint64_t g = ka__cdiv(n_needles, p->wg);
     if (g > p->max_groups) g = p->max_groups;
     ka_arg a[] = {ka_arg_buffer(out), ka_arg_u64(oi),           ka_arg_buffer(sorted),

@@ -18,20 +18,20 @@ const ka__prim_impl ka__prim_segreduce = {KA_PRIM_SEGMENTED_REDUCE, "segmented r
 ka_status ka_segmented_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in,
                               size_t in_offset, ka_buffer offsets, size_t offsets_offset, size_t n_segments,
                               ka_reduce_op op, ka_event *ev) {
-    static const char fn[] = "ka_segmented_reduce";
-    ka_status st = ka__plan_check(plan, KA_PRIM_SEGMENTED_REDUCE, fn);
+    KA__ENTRY();
+    ka_status st = ka__plan_check(plan, KA_PRIM_SEGMENTED_REDUCE);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
-    if ((st = ka__prims_check_op(p, op, fn)) != KA_OK) return st;
+    if ((st = ka__prims_check_op(p, op)) != KA_OK) return st;
     uint64_t oi, ii, fi;
     size_t in_bytes = 0;
-    st = ka__prims_check_n(p, n_segments, fn);
-    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, n_segments, p->esize, fn, "out", &oi);
-    if (st == KA_OK) st = ka__prims_check_at(offsets, offsets_offset, n_segments + 1, 8, fn, "offsets", &fi);
-    if (st == KA_OK) st = ka__prims_check_at(in, in_offset, 0, p->esize, fn, "in", &ii);
+    st = ka__prims_check_n(p, n_segments);
+    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, n_segments, p->esize, "out", &oi);
+    if (st == KA_OK) st = ka__prims_check_at(offsets, offsets_offset, n_segments + 1, 8, "offsets", &fi);
+    if (st == KA_OK) st = ka__prims_check_at(in, in_offset, 0, p->esize, "in", &ii);
     if (st != KA_OK) return st;
     if (ka__prims_overlap(out, out_offset, n_segments * p->esize, offsets, offsets_offset, (n_segments + 1) * 8))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out overlaps offsets", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "out overlaps offsets");
     ka_buffer_size(in, &in_bytes);
     /* Offsets are clamped on the device to in's elements after in_offset. */
     uint64_t nin = (in_bytes - in_offset) / p->esize;

@@ -18,7 +18,7 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     if (p->contig) return KA_OK;
     /* The look-back's states are 64-bit words read and written atomically. */
     if (!p->di->has_atomic64)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_prims_plan_create: select needs 64-bit atomics, which %s lacks",
+        return ka__fail(KA_ERR_UNSUPPORTED, "select needs 64-bit atomics, which %s lacks",
                         p->di->name);
     /* Larger tiles than a scan's, as CUB's select takes: the look-back and
      * the barriers are paid once a tile. KA_PRIMS_SELECT_K (1 to 32: a
@@ -48,30 +48,29 @@ const ka__prim_impl ka__prim_select = {KA_PRIM_SELECT, "select", ka__prims_src_s
 ka_status ka_select(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer count,
                     size_t count_offset, ka_buffer in, size_t in_offset, ka_buffer flags, size_t flags_offset, size_t n,
                     ka_event *ev) {
-    static const char fn[] = "ka_select";
-    ka_status st = ka__plan_check(plan, KA_PRIM_SELECT, fn);
+    KA__ENTRY();
+    ka_status st = ka__plan_check(plan, KA_PRIM_SELECT);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
     if (p->predicate && flags.id)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: flags given, but the plan selects by its predicate (pass {0})",
-                        fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "flags given, but the plan selects by its predicate (pass {0})");
     if (!p->predicate && !flags.id)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: flags missing (the plan was made without a predicate)", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "flags missing (the plan was made without a predicate)");
     uint64_t ii, oi, ci, fi = 0;
-    st = ka__prims_check_n(p, n, fn);
-    if (st == KA_OK) st = ka__prims_check_at(in, in_offset, n, p->esize, fn, "in", &ii);
-    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, n, p->esize, fn, "out", &oi);
-    if (st == KA_OK) st = ka__prims_check_at(count, count_offset, 1, 8, fn, "count", &ci);
-    if (st == KA_OK && flags.id) st = ka__prims_check_at(flags, flags_offset, n, 1, fn, "flags", &fi);
+    st = ka__prims_check_n(p, n);
+    if (st == KA_OK) st = ka__prims_check_at(in, in_offset, n, p->esize, "in", &ii);
+    if (st == KA_OK) st = ka__prims_check_at(out, out_offset, n, p->esize, "out", &oi);
+    if (st == KA_OK) st = ka__prims_check_at(count, count_offset, 1, 8, "count", &ci);
+    if (st == KA_OK && flags.id) st = ka__prims_check_at(flags, flags_offset, n, 1, "flags", &fi);
     if (st != KA_OK) return st;
     size_t ob = n * p->esize, ib = n * p->esize, fb = flags.id ? n : 0;
     if (ka__prims_overlap(out, out_offset, ob, in, in_offset, ib) ||
         ka__prims_overlap(out, out_offset, ob, flags, flags_offset, fb))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: out overlaps in or flags", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "out overlaps in or flags");
     if (ka__prims_overlap(count, count_offset, 8, in, in_offset, ib) ||
         ka__prims_overlap(count, count_offset, 8, out, out_offset, ob) ||
         ka__prims_overlap(count, count_offset, 8, flags, flags_offset, fb))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: count overlaps in, out or flags", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "count overlaps in, out or flags");
     ka_buffer fl = flags.id ? flags : in; /* a predicate plan's kernels never read it */
     if (!p->contig) {
         uint64_t tiles = n ? ka__cdiv(n, p->tile) : 1; /* n = 0: one empty tile writes the count */

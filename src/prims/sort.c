@@ -33,18 +33,17 @@ static uint32_t xwidth(const ka_prims_plan *p) {
 static uint64_t otile(const ka_prims_plan *p) { return p->tile; }
 
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
-    static const char fn[] = "ka_prims_plan_create";
-    if (d->flags & ~ARG_FLAGS) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: flags 0x%x not valid for sort", fn, d->flags);
+    if (d->flags & ~ARG_FLAGS) return ka__fail(KA_ERR_INVALID_ARGUMENT, "flags 0x%x not valid for sort", d->flags);
     if ((d->flags & KA_PRIM_SORT_VALUES) && (d->flags & KA_PRIM_SORT_VALUES8))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: KA_PRIM_SORT_VALUES and KA_PRIM_SORT_VALUES8 exclude each other", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "KA_PRIM_SORT_VALUES and KA_PRIM_SORT_VALUES8 exclude each other");
     if ((d->flags & KA_PRIM_ARGSORT) && (d->flags & KA_PRIM_ARGSORT64))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: KA_PRIM_ARGSORT and KA_PRIM_ARGSORT64 exclude each other", fn);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "KA_PRIM_ARGSORT and KA_PRIM_ARGSORT64 exclude each other");
     if ((d->flags & KA_PRIM_ARGSORT) && d->max_n > UINT32_MAX)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n %zu past u32 indices: use KA_PRIM_ARGSORT64", fn, d->max_n);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "max_n %zu past u32 indices: use KA_PRIM_ARGSORT64", d->max_n);
     if (!p->contig && !p->di->has_atomic64)
-        return ka__fail(KA_ERR_UNSUPPORTED, "%s: sort on %s needs 64-bit atomics (its look-back status)", fn, p->di->name);
+        return ka__fail(KA_ERR_UNSUPPORTED, "sort on %s needs 64-bit atomics (its look-back status)", p->di->name);
     if (!p->contig && (uint64_t)d->max_n >= (1ull << 40)) /* the status words' counts */
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: max_n %zu: sort takes fewer than 2^40 keys", fn, d->max_n);
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "max_n %zu: sort takes fewer than 2^40 keys", d->max_n);
     /* CPUs: one group of 8 work-items a core. Each work-item scatters its run
      * into 256 streams; fewer, longer runs write faster (as OpenMP's sort with
      * one run a thread). */
@@ -185,48 +184,56 @@ static ka_status run(ka_queue q, ka_prims_plan *p, ka_buffer keys, uint64_t ko, 
     return KA_OK;
 }
 
-ka_status ka_sort(ka_queue q, ka_prims_plan *plan, ka_buffer keys, size_t keys_offset, ka_buffer values,
-                  size_t values_offset, size_t n, ka_event *ev) {
-    static const char fn[] = "ka_sort";
-    ka_status st = ka__plan_check(plan, KA_PRIM_SORT, fn);
+/* ka_sort's body, ka_sort_pairs' too (one public call inside another would
+ * leave the inner one's name current). */
+static ka_status sort_(ka_queue q, ka_prims_plan *plan, ka_buffer keys, size_t keys_offset, ka_buffer values,
+                       size_t values_offset, size_t n, ka_event *ev) {
+    ka_status st = ka__plan_check(plan, KA_PRIM_SORT);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
     uint32_t vw = vwidth(p->flags);
     if (values.id && !vw)
         return ka__fail(KA_ERR_INVALID_ARGUMENT,
-                        "%s: values given, but the plan was made without KA_PRIM_SORT_VALUES or KA_PRIM_SORT_VALUES8", fn);
+                        "values given, but the plan was made without KA_PRIM_SORT_VALUES or KA_PRIM_SORT_VALUES8");
     uint64_t ko, vo = 0;
-    st = ka__prims_check_n(p, n, fn);
-    if (st == KA_OK) st = ka__prims_check_at(keys, keys_offset, n, p->esize, fn, "keys", &ko);
-    if (st == KA_OK && values.id) st = ka__prims_check_at(values, values_offset, n, vw, fn, "values", &vo);
+    st = ka__prims_check_n(p, n);
+    if (st == KA_OK) st = ka__prims_check_at(keys, keys_offset, n, p->esize, "keys", &ko);
+    if (st == KA_OK && values.id) st = ka__prims_check_at(values, values_offset, n, vw, "values", &vo);
     if (st != KA_OK) return st;
-    if (values.id && values.id == keys.id) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: keys and values are one buffer", fn);
+    if (values.id && values.id == keys.id) return ka__fail(KA_ERR_INVALID_ARGUMENT, "keys and values are one buffer");
     return run(q, p, keys, ko, values, vo, vw, 0, n, ev);
+}
+
+ka_status ka_sort(ka_queue q, ka_prims_plan *plan, ka_buffer keys, size_t keys_offset, ka_buffer values,
+                  size_t values_offset, size_t n, ka_event *ev) {
+    KA__ENTRY();
+    return sort_(q, plan, keys, keys_offset, values, values_offset, n, ev);
 }
 
 ka_status ka_sort_pairs(ka_queue q, ka_prims_plan *plan, ka_buffer keys, size_t keys_offset, ka_buffer values,
                         size_t values_offset, size_t n, ka_event *ev) {
-    if (!values.id) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_sort_pairs: values is not a buffer");
-    ka_status st = ka__plan_check(plan, KA_PRIM_SORT, "ka_sort_pairs");
+    KA__ENTRY();
+    if (!values.id) return ka__fail(KA_ERR_INVALID_ARGUMENT, "values is not a buffer");
+    ka_status st = ka__plan_check(plan, KA_PRIM_SORT);
     if (st == KA_OK && !vwidth(plan->flags))
         st = ka__fail(KA_ERR_INVALID_ARGUMENT,
-                      "ka_sort_pairs: the plan was made without KA_PRIM_SORT_VALUES or KA_PRIM_SORT_VALUES8");
-    return st != KA_OK ? st : ka_sort(q, plan, keys, keys_offset, values, values_offset, n, ev);
+                      "the plan was made without KA_PRIM_SORT_VALUES or KA_PRIM_SORT_VALUES8");
+    return st != KA_OK ? st : sort_(q, plan, keys, keys_offset, values, values_offset, n, ev);
 }
 
 ka_status ka_argsort(ka_queue q, ka_prims_plan *plan, ka_buffer perm, size_t perm_offset, ka_buffer keys,
                      size_t keys_offset, size_t n, ka_event *ev) {
-    static const char fn[] = "ka_argsort";
-    ka_status st = ka__plan_check(plan, KA_PRIM_SORT, fn);
+    KA__ENTRY();
+    ka_status st = ka__plan_check(plan, KA_PRIM_SORT);
     if (st != KA_OK) return st;
     ka_prims_plan *p = plan;
     uint32_t iw = iwidth(p->flags);
-    if (!iw) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: the plan was made without KA_PRIM_ARGSORT or KA_PRIM_ARGSORT64", fn);
+    if (!iw) return ka__fail(KA_ERR_INVALID_ARGUMENT, "the plan was made without KA_PRIM_ARGSORT or KA_PRIM_ARGSORT64");
     uint64_t ko, po;
-    st = ka__prims_check_n(p, n, fn);
-    if (st == KA_OK) st = ka__prims_check_at(keys, keys_offset, n, p->esize, fn, "keys", &ko);
-    if (st == KA_OK) st = ka__prims_check_at(perm, perm_offset, n, iw, fn, "perm", &po);
+    st = ka__prims_check_n(p, n);
+    if (st == KA_OK) st = ka__prims_check_at(keys, keys_offset, n, p->esize, "keys", &ko);
+    if (st == KA_OK) st = ka__prims_check_at(perm, perm_offset, n, iw, "perm", &po);
     if (st != KA_OK) return st;
-    if (perm.id == keys.id) return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s: perm and keys are one buffer", fn);
+    if (perm.id == keys.id) return ka__fail(KA_ERR_INVALID_ARGUMENT, "perm and keys are one buffer");
     return run(q, p, keys, ko, perm, po, iw, 1, n, ev);
 }
