@@ -88,15 +88,7 @@ static bool parse_params(const char *s, ka__kparam *par, uint32_t cap, uint32_t 
 }
 
 bool ka__kdecl_next(const char **pos, const char **name, size_t *name_len, ka__kparam *par, uint32_t cap, uint32_t *n) {
-    for (const char *s = *pos; *s;) {
-        const char *t = ka__src_skip(s);
-        if (t != s || !ka__ident_char(*s)) {
-            s = t != s ? t : s + 1;
-            continue;
-        }
-        const char *w = s;
-        while (ka__ident_char(*s)) s++;
-        if (s - w != 9 || memcmp(w, "KA_KERNEL", 9)) continue;
+    for (const char *s = *pos, *t; (s = ka__src_find_word(s, "KA_KERNEL", 9));) {
         t = s;
         while (isspace((unsigned char)*t)) t++;
         if (*t++ != '(') continue;
@@ -128,15 +120,7 @@ bool ka__kdecl_find(const char *src, const char *kname, ka__kparam *par, uint32_
 /* A KA_KERNEL_NOARGS(kname) outside comments and literals. */
 static bool find_noargs(const char *s, const char *kname) {
     size_t kl = strlen(kname);
-    while (*s) {
-        const char *t = ka__src_skip(s);
-        if (t != s || !ka__ident_char(*s)) {
-            s = t != s ? t : s + 1;
-            continue;
-        }
-        const char *w = s;
-        while (ka__ident_char(*s)) s++;
-        if (s - w != 16 || memcmp(w, "KA_KERNEL_NOARGS", 16)) continue;
+    for (const char *t; (s = ka__src_find_word(s, "KA_KERNEL_NOARGS", 16));) {
         t = s;
         while (isspace((unsigned char)*t)) t++;
         if (*t++ != '(') continue;
@@ -156,8 +140,7 @@ bool ka__kdecl_count(const char *src, const char *kname, uint32_t *n) {
     return find_noargs(src, kname);
 }
 
-bool ka__src_has_word(const char *s, const char *w) {
-    size_t n = strlen(w);
+const char *ka__src_find_word(const char *s, const char *w, size_t n) {
     while (*s) {
         const char *t = ka__src_skip(s);
         if (t != s) {
@@ -165,13 +148,15 @@ bool ka__src_has_word(const char *s, const char *w) {
         } else if (ka__ident_char(*s)) {
             const char *b = s;
             while (ka__ident_char(*s)) s++;
-            if ((size_t)(s - b) == n && !memcmp(b, w, n)) return true;
+            if ((size_t)(s - b) == n && !memcmp(b, w, n)) return s;
         } else {
             s++;
         }
     }
-    return false;
+    return NULL;
 }
+
+bool ka__src_has_word(const char *s, const char *w) { return ka__src_find_word(s, w, strlen(w)) != NULL; }
 
 uint32_t ka__kdecl_traits(const ka__kparam *p) {
     const char *b = p->type, *e = p->type_end;

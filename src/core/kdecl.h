@@ -29,6 +29,9 @@ const char *ka__src_skip(const char *s);
 /* Past the '}' matching the '{' at s (comments and literals skipped); NULL
  * when the source ends first. */
 const char *ka__src_match_brace(const char *s);
+/* The first whole identifier w (n characters) at or after s, outside comments
+ * and literals: a pointer just past it, or NULL when there is none. */
+const char *ka__src_find_word(const char *s, const char *w, size_t n);
 
 /* The next declaration at or after *pos (outside comments and literals): its name and up to cap parameters
  * (*n is the count; more than cap, or a parameter without a name, skips the

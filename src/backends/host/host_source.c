@@ -86,15 +86,9 @@ static const char *skip_space(const char *s) {
 /* The KA_LOCAL declarations of k's body: after each marker, up to its ';'. */
 static void find_locals(kinfo *k) {
     k->nlocal = 0;
-    for (const char *s = k->body; s && s < k->body_end && k->nlocal < MAX_LOCALS;) {
-        const char *t = ka__src_skip(s);
-        if (t != s || !ka__ident_char(*s)) {
-            s = t != s ? t : s + 1;
-            continue;
-        }
-        const char *w = s;
-        while (ka__ident_char(*s)) s++;
-        if ((size_t)(s - w) != 14 || memcmp(w, "ka__scan_local", 14)) continue;
+    for (const char *s = k->body; s && k->nlocal < MAX_LOCALS;) {
+        s = ka__src_find_word(s, "ka__scan_local", 14);
+        if (!s || s >= k->body_end) break;
         const char *e = s;
         int depth = 0;
         while (e < k->body_end && (*e != ';' || depth)) {
