@@ -266,7 +266,7 @@ KA__AFLT(d, double, ulong)
 #define KA_PRINTF printf
 
 /* ka_assert(cond): the first failing work-item of the queue records the line,
- * its global id and the kernel in the queue's record (kassert.c reads it). */
+ * its global id and the kernel in the queue's record (a wait reads it: wait.c). */
 KA__FN void ka__assert_fail(const ka__hctx *c, ka_size_t g0, ka_size_t g1, ka_size_t g2, uint line) {
     uint zero = 0;
     if (!__atomic_compare_exchange_n(c->arec, &zero, 1u, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;

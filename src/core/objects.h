@@ -131,7 +131,7 @@ struct ka__variant {           /* one native build of a program (build.c) */
     char *defines;             /* [c] */
     char *options;             /* [r] the full build options, every target's */
     bool plain;                /* [r] built without the back-end's appendix (with it, the build failed) */
-    void *native;              /* [r] the module for the device (compile, load): cl_program / ka__cumod * */
+    void *native;              /* [r] the module for the device (compile, load): cl_program / ka__cu_module * */
     void *alt;                 /* [c] the module for the alternate target: ka__build_alt gives it */
     pthread_mutex_t alt_lock;  /* [c] building alt */
 };
