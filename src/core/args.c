@@ -28,12 +28,12 @@ ka_status ka__arg_check(const ka__kernel *k, uint32_t i, const ka_arg *a, uint64
     case KA_ARG_LOCAL: {
         ok = s->kind == KA__SIG_LOCAL || s->kind == KA__SIG_UNKNOWN;
         if (ok && !a->size) /* OpenCL refuses a 0-byte __local argument; a graph must refuse it when recorded */
-            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): 0 bytes of local memory",
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' argument %u ('%s'): 0 bytes of local memory",
                             k->name, i, s->name);
         uint64_t limit = di->local_mem_size, local = k->local_mem + (*dyn_local += a->size);
         if (ok && limit && local > limit)
             return ka__fail(KA_ERR_INVALID_ARGUMENT,
-                            "ka_launch: kernel '%s' argument %u ('%s'): %u bytes of local memory bring the kernel to "
+                            "kernel '%s' argument %u ('%s'): %u bytes of local memory bring the kernel to "
                             "%llu bytes, over the device's %llu",
                             k->name, i, s->name, a->size, (unsigned long long)local, (unsigned long long)limit);
         break;
@@ -42,7 +42,7 @@ ka_status ka__arg_check(const ka__kernel *k, uint32_t i, const ka_arg *a, uint64
     case KA_ARG_FLOAT:
         if (s->cls && s->cls != (a->kind == KA_ARG_FLOAT ? KA__CLS_FLOAT : KA__CLS_INT))
             return ka__fail(KA_ERR_ARG_TYPE,
-                            "ka_launch: kernel '%s' argument %u ('%s'): declared '%s', given %s of %u bytes (ka_arg_%s%u); "
+                            "kernel '%s' argument %u ('%s'): declared '%s', given %s of %u bytes (ka_arg_%s%u); "
                             "pass ka_arg_%s%u, or convert the value", k->name, i, s->name, s->type, kind_name(a->kind),
                             a->size, a->kind == KA_ARG_FLOAT ? "f" : "i", a->size * 8,
                             s->cls == KA__CLS_FLOAT ? "f" : "i", (s->size ? s->size : a->size) * 8);
@@ -65,22 +65,22 @@ ka_status ka__arg_check(const ka__kernel *k, uint32_t i, const ka_arg *a, uint64
     else if (s->size) snprintf(want, sizeof want, "a value of %u bytes", s->size);
     else snprintf(want, sizeof want, "a value of 1 to %u bytes", max_bytes);
     if (a->kind == KA_ARG_BYTES && !a->u.ptr)
-        return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): bytes with a NULL pointer", k->name, i,
+        return ka__fail(KA_ERR_ARG_TYPE, "kernel '%s' argument %u ('%s'): bytes with a NULL pointer", k->name, i,
                         s->name);
     if (a->kind < KA_ARG_BUFFER || a->kind > KA_ARG_FLOAT)
         return ka__fail(KA_ERR_ARG_TYPE,
-                        "ka_launch: kernel '%s' argument %u ('%s'): unknown argument kind %u (a zeroed or "
+                        "kernel '%s' argument %u ('%s'): unknown argument kind %u (a zeroed or "
                         "uninitialized ka_arg?), expected %s",
                         k->name, i, s->name, a->kind, want);
-    return ka__fail(KA_ERR_ARG_TYPE, "ka_launch: kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s", k->name,
+    return ka__fail(KA_ERR_ARG_TYPE, "kernel '%s' argument %u ('%s'): got %s of %u bytes, expected %s", k->name,
                     i, s->name, kind_name(a->kind), a->size, want);
 }
 
 ka_status ka__arg_bad_buffer(const ka__kernel *k, uint32_t i, const ka__buffer *b) {
     if (!b)
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: kernel '%s' argument %u ('%s'): invalid or released buffer", k->name,
+        return ka__fail(KA_ERR_INVALID_HANDLE, "kernel '%s' argument %u ('%s'): invalid or released buffer", k->name,
                         i, k->sig[i].name);
-    return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel '%s' argument %u ('%s'): a buffer of another device", k->name,
+    return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' argument %u ('%s'): a buffer of another device", k->name,
                     i, k->sig[i].name);
 }
 

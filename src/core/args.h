@@ -29,8 +29,8 @@ static inline __attribute__((always_inline)) ka_status ka__args_check(const ka__
                                                                       const ka_arg *args, uint32_t nargs, void **mem,
                                                                       void **argp, bool *plain, bool full) {
     if (KA_UNLIKELY(nargs != k->nargs))
-        return ka__fail(KA_ERR_ARG_COUNT, "ka_launch: kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
-    if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: args is NULL");
+        return ka__fail(KA_ERR_ARG_COUNT, "kernel '%s' takes %u arguments, %u given", k->name, k->nargs, nargs);
+    if (KA_UNLIKELY(nargs && !args)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "args is NULL");
     uint64_t dyn_local = 0;
     for (uint32_t i = 0; i < nargs; i++) {
         const ka_arg *a = &args[i];

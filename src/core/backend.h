@@ -418,7 +418,7 @@ static inline const char *ka__be_event_error(const ka__queue *q, void *ev) {
 }
 static inline ka_status ka__be_event_elapsed(const ka__queue *q, void *ev, uint64_t *ns) {
     if (!q->dev->ops->event_elapsed)
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_event_elapsed_ns: the %s back-end does not time commands", q->dev->ops->name);
+        return ka__fail(KA_ERR_UNSUPPORTED, "the %s back-end does not time commands", q->dev->ops->name);
     return q->dev->ops->event_elapsed(ev, ns);
 }
 /* ka_assert's record of q into rec (zeroed when the back-end keeps none). */

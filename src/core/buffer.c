@@ -191,7 +191,7 @@ static ka_status end(ka_status st, ka_event *ev, pending *p) { return ka__event_
         }                                                                                               \
         if ((block) && st_ == KA_OK &&                                                                  \
             KA_UNLIKELY(atomic_load_explicit(&(q)->hooks, memory_order_relaxed) & KA__QH_DEBUG))        \
-            st_ = ka__debug_check(q, NULL);                                                             \
+            st_ = ka__debug_check(q);                                                             \
         return done(pn, st_);                                                                           \
     } while (0)
 #define KA__TRANSFER(pn, q, ev, call) KA__TRANSFER_BLOCK(pn, q, ev, call, false)

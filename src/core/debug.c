@@ -180,8 +180,7 @@ void ka__debug_note_launch(ka__queue *q, const ka__kernel *k, const ka_arg *args
     pthread_mutex_unlock(&d->dbg_lock);
 }
 
-ka_status ka__debug_check(ka__queue *q, const char *call) {
-    if (call) ka__call = call; /* a wait's name: the waits do not record it up front (launch path) */
+ka_status ka__debug_check(ka__queue *q) {
     ka__device *d = q->dev;
     ka_status first = KA_OK;
     char msg[1024] = "";

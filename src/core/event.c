@@ -20,7 +20,7 @@ static _Atomic uint32_t *slot_link(void *pool, uint32_t idx1) { return &((ka__qu
 
 ka_status ka__events_init(ka__queue *q, uint32_t n) {
     q->events = ka__calloc(n, sizeof(ka__event));
-    if (!q->events) return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for %u events", n);
+    if (!q->events) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for %u events", n);
     q->nevents = n;
     atomic_init(&q->free_head, 0);
     for (uint32_t i = 0; i < n; i++) {
@@ -34,7 +34,7 @@ ka_status ka__events_init(ka__queue *q, uint32_t n) {
             ka__free(q->events, sizeof(ka__event) * n);
             q->events = NULL;
             q->nevents = 0;
-            return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_queue_create: out of memory for event handles");
+            return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for event handles");
         }
     }
     for (uint32_t i = n; i-- > 0;) ka__event_push_free(q, &q->events[i]);
@@ -128,14 +128,15 @@ void ka__event_bind(ka__event *e, void *native) {
 /* Returns an acquired slot unused (the enqueue failed). */
 void ka__event_abandon(ka__event *e) { ka__event_unref(e); }
 
+/* On the launch path: named on its failure branches only. */
 ka_status ka_event_release(ka_event ev) {
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
-    if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_release: invalid, released or stale event");
+    if (KA_UNLIKELY(!e)) return ka__fail_handle(KA__T_EVENT, __func__);
     uint64_t renewed = ka__handle_renew(ev.id);
     if (KA_UNLIKELY(!renewed)) { /* another thread released it meanwhile: it dropped the reference */
         ka__unpin(s);
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_release: invalid, released or stale event");
+        return ka__fail_handle(KA__T_EVENT, __func__);
     }
     __atomic_store_n(&e->id, renewed, __ATOMIC_RELAXED); /* ka__events_fini may read it meanwhile */
     atomic_store_explicit(&e->released, 1, memory_order_relaxed);
@@ -201,17 +202,18 @@ ka_status ka__event_arm_callback(ka__event *e) {
 static ka_status on_complete(ka__event *e, ka_event_fn fn, void *user);
 
 ka_status ka_event_on_complete(ka_event ev, ka_event_fn fn, void *user) {
+    KA__ENTRY();
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
-    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_on_complete: invalid, released or stale event");
-    ka_status st = fn ? on_complete(e, fn, user) : ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_on_complete: fn is NULL");
+    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid, released or stale event");
+    ka_status st = fn ? on_complete(e, fn, user) : ka__fail(KA_ERR_INVALID_ARGUMENT, "fn is NULL");
     ka__unpin(s);
     return st;
 }
 
 static ka_status on_complete(ka__event *e, ka_event_fn fn, void *user) {
     if (atomic_load(&e->user_cb) != 0)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_on_complete: the event already has a callback");
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "the event already has a callback");
     e->fn = fn;
     e->fn_user = user;
     atomic_store(&e->user_cb, 1);
@@ -233,16 +235,17 @@ static ka_status on_complete(ka__event *e, ka_event_fn fn, void *user) {
 static ka_status notify(ka__event *e);
 
 ka_status ka_event_notify(ka_event ev) {
+    KA__ENTRY();
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
-    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_notify: invalid, released or stale event");
+    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid, released or stale event");
     ka_status st = notify(e);
     ka__unpin(s);
     return st;
 }
 
 static ka_status notify(ka__event *e) {
-    if (e->q->efd < 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_notify: call ka_queue_fd on the queue first");
+    if (e->q->efd < 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "call ka_queue_fd on the queue first");
     uint32_t expect = 0;
     if (!atomic_compare_exchange_strong(&e->notify, &expect, 1)) return KA_OK;
     if (ka__event_poll(e)) {
@@ -263,19 +266,20 @@ static ka_status notify(ka__event *e) {
  * default: the back-ends then create their queues and events exactly as
  * without it). */
 ka_status ka_event_elapsed_ns(ka_event ev, uint64_t *ns) {
-    if (!ns) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_elapsed_ns: ns is NULL");
+    KA__ENTRY();
+    if (!ns) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ns is NULL");
     *ns = 0;
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
-    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_elapsed_ns: invalid, released or stale event");
+    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid, released or stale event");
     ka_status st = KA_OK;
     if (!e->q->profiling)
         st = ka__fail(KA_ERR_UNSUPPORTED,
-                      "ka_event_elapsed_ns: the event's queue does not profile (ka_queue_config.profiling = 1)");
+                      "the event's queue does not profile (ka_queue_config.profiling = 1)");
     else if (!ka__be_has_timing(e->q->dev)) /* the null back-end: it times nothing, even what ran nothing */
         st = ka__be_event_elapsed(e->q, NULL, ns);
     else if (!ka__event_poll(e))
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_event_elapsed_ns: the command is not complete (wait for it first)");
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT, "the command is not complete (wait for it first)");
     else if (e->native) /* none: the command ran nothing (an empty range) */
         st = ka__be_event_elapsed(e->q, e->native, ns);
     ka__unpin(s);

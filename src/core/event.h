@@ -145,7 +145,8 @@ void ka__queue_wait_callbacks(ka__queue *q);
 /* The checks a wait on a queue with hooks runs after it succeeded (only for
  * KA__QH_ASSERTS or KA__QH_DEBUG): ka_assert's record (KA_ERR_KERNEL_FAILED
  * naming the failing work-item; the record is cleared), then KA_DEBUG's guard
- * zones. call names the public call in the message. */
-ka_status ka__wait_checks(ka__queue *q, const char *call);
+ * zones. The caller has named the call (KA__ENTRY): the checks log what
+ * they find. */
+ka_status ka__wait_checks(ka__queue *q);
 
 #endif

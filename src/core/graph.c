@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static ka__graph *graph_pin(ka_graph g, ka__slot **s) { return ka__pin(g.id, KA__T_GRAPH, s); }
-
 /* A launch node's arrays hold at least one element (no 0-byte request). */
 static size_t slots(uint32_t nargs) { return nargs ? nargs : 1; }
 
@@ -35,11 +33,11 @@ void ka__graph_free(ka__graph *g) {
 }
 
 /* A new zeroed node at the end of the recording. */
-static ka_status node_new(ka__graph *g, const char *call, ka__gnode **out) {
+static ka_status node_new(ka__graph *g, ka__gnode **out) {
     if (g->n == g->cap) {
         uint32_t ncap = g->cap ? g->cap * 2 : 16;
         ka__gnode *nn = ka__calloc(ncap, sizeof *nn);
-        if (!nn) return ka__fail(KA_ERR_OUT_OF_MEMORY, "%s: out of memory recording a graph", call);
+        if (!nn) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory recording a graph");
         if (g->n) memcpy(nn, g->nodes, sizeof *nn * g->n);
         ka__free(g->nodes, sizeof(ka__gnode) * g->cap);
         g->nodes = nn;
@@ -50,20 +48,19 @@ static ka_status node_new(ka__graph *g, const char *call, ka__gnode **out) {
     return KA_OK;
 }
 
-static ka_status no_event(const char *call, ka_event *ev) {
+static ka_status no_event(ka_event *ev) {
     if (!ev) return KA_OK;
     return ka__fail(KA_ERR_INVALID_ARGUMENT,
-                    "%s: the queue is recording a graph: a recorded command has no event (ka_graph_launch gives one "
-                    "for the whole graph)",
-                    call);
+                    "the queue is recording a graph: a recorded command has no event (ka_graph_launch gives one "
+                    "for the whole graph)");
 }
 
 ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, const ka__launch *l, const ka_arg *args,
                                uint32_t nargs, ka_event *ev) {
-    ka_status st = no_event("ka_launch", ev);
+    ka_status st = no_event(ev);
     if (st != KA_OK) return st;
     if (k->prog->asserts) /* its record is the queue's, chosen per launch */
-        return ka__fail(KA_ERR_UNSUPPORTED, "ka_launch: kernel '%s' calls ka_assert: a graph cannot record it", k->name);
+        return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s' calls ka_assert: a graph cannot record it", k->name);
     ka__graph *g = q->rec;
     /* ka_launch's one-compare check leaves garbage of exactly a parameter's
      * likely word to the back-end; a recording is refused it now, not at
@@ -74,7 +71,7 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
     for (uint32_t i = 0; i < nargs; i++)
         if (args[i].kind == KA_ARG_BYTES) nbytes += 2 * bytes_room(args[i].size);
     ka__gnode *nd = NULL; /* set by node_new on success (gcc -O3 cannot see it) */
-    if ((st = node_new(g, "ka_launch", &nd)) != KA_OK) return st;
+    if ((st = node_new(g, &nd)) != KA_OK) return st;
     nd->args = ka__alloc(sizeof(ka_arg) * slots(nargs));
     nd->mem = ka__calloc(slots(nargs), sizeof(void *));
     nd->bytes = nbytes ? ka__alloc(nbytes) : NULL;
@@ -82,7 +79,7 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
         ka__free(nd->args, sizeof(ka_arg) * slots(nargs));
         ka__free(nd->mem, sizeof(void *) * slots(nargs));
         ka__free(nd->bytes, nbytes);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_launch: out of memory recording a graph");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory recording a graph");
     }
     nd->type = KA__GN_LAUNCH;
     nd->nargs = nargs;
@@ -108,9 +105,9 @@ ka_status ka__graph_add_launch(ka__queue *q, ka__kernel *k, uint64_t kernel, con
 }
 
 ka_status ka__graph_add_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer *d, size_t dof, size_t n, ka_event *ev) {
-    ka_status st = no_event("ka_buffer_copy", ev);
+    ka_status st = no_event(ev);
     ka__gnode *nd = NULL; /* set by node_new on success (gcc -O3 cannot see it) */
-    if (st != KA_OK || (st = node_new(q->rec, "ka_buffer_copy", &nd)) != KA_OK) return st;
+    if (st != KA_OK || (st = node_new(q->rec, &nd)) != KA_OK) return st;
     nd->type = KA__GN_COPY;
     nd->buf[0] = s->id;
     nd->buf[1] = d->id;
@@ -123,9 +120,9 @@ ka_status ka__graph_add_copy(ka__queue *q, ka__buffer *s, size_t so, ka__buffer 
 
 ka_status ka__graph_add_fill(ka__queue *q, ka__buffer *b, const void *pattern, size_t psz, size_t off, size_t n,
                              ka_event *ev) {
-    ka_status st = no_event("ka_buffer_fill", ev);
+    ka_status st = no_event(ev);
     ka__gnode *nd = NULL; /* set by node_new on success (gcc -O3 cannot see it) */
-    if (st != KA_OK || (st = node_new(q->rec, "ka_buffer_fill", &nd)) != KA_OK) return st;
+    if (st != KA_OK || (st = node_new(q->rec, &nd)) != KA_OK) return st;
     nd->type = KA__GN_FILL;
     nd->buf[0] = b->id;
     nd->off[0] = off;
@@ -137,13 +134,12 @@ ka_status ka__graph_add_fill(ka__queue *q, ka__buffer *b, const void *pattern, s
 }
 
 ka_status ka_graph_begin(ka_queue queue) {
-    ka__slot *qs;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_begin: invalid or released queue");
+    KA__ENTRY();
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
     ka_status st = KA_OK;
     ka__graph *g;
-    if (q->rec) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_begin: the queue is already recording a graph");
-    else if (!(g = ka__calloc(1, sizeof *g))) st = ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_graph_begin: out of memory");
+    if (q->rec) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "the queue is already recording a graph");
+    else if (!(g = ka__calloc(1, sizeof *g))) st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     else {
         g->dev = q->dev;
         q->rec = g;
@@ -153,41 +149,39 @@ ka_status ka_graph_begin(ka_queue queue) {
 }
 
 ka_status ka_graph_last_node(ka_queue queue, ka_graph_node *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_last_node: out is NULL");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->index = UINT32_MAX;
-    ka__slot *qs;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_last_node: invalid or released queue");
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
     ka_status st = KA_OK;
-    if (!q->rec) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_last_node: the queue is not recording (ka_graph_begin)");
-    else if (!q->rec->n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_last_node: nothing recorded yet");
+    if (!q->rec) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "the queue is not recording (ka_graph_begin)");
+    else if (!q->rec->n) st = ka__fail(KA_ERR_INVALID_ARGUMENT, "nothing recorded yet");
     else out->index = q->rec->n - 1;
     ka__unpin(qs);
     return st;
 }
 
 ka_status ka_graph_end(ka_queue queue, ka_graph *out) {
+    KA__ENTRY();
     if (out) out->id = 0;
-    ka__slot *qs;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (!q) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_end: invalid or released queue");
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
     ka__graph *g = q->rec;
     q->rec = NULL;
     ka__unpin(qs);
-    if (!g) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: the queue is not recording (ka_graph_begin)");
+    if (!g) return ka__fail(KA_ERR_INVALID_ARGUMENT, "the queue is not recording (ka_graph_begin)");
     /* From here the recording is the graph's or discarded: the queue is free. */
     if (!out) {
         ka__graph_free(g);
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: out is NULL (the recording is discarded)");
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL (the recording is discarded)");
     }
     if (!g->n) {
         ka__graph_free(g);
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_end: nothing was recorded");
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "nothing was recorded");
     }
     g->last = g->n;
     for (uint32_t i = 0; i < g->n; i++)
         if (ka__gnode_does_work(&g->nodes[i])) g->last = i;
-    ka_status st = ka__graph_check_live(g, "ka_graph_end");
+    ka_status st = ka__graph_check_live(g);
     if (st == KA_OK && ka__be_has_graphs(g->dev) && (st = ka__be_graph_make(g)) == KA_ERR_UNSUPPORTED) st = KA_OK;
     if (st != KA_OK) {
         ka__graph_free(g);
@@ -195,7 +189,7 @@ ka_status ka_graph_end(ka_queue queue, ka_graph *out) {
     }
     if (!(g->id = ka__handle_new(KA__T_GRAPH, g))) {
         ka__graph_free(g);
-        return ka__fail(KA_ERR_OUT_OF_MEMORY, "ka_graph_end: out of memory for a handle");
+        return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for a handle");
     }
     atomic_fetch_add(&g->dev->live, 1);
     out->id = g->id;
@@ -204,20 +198,19 @@ ka_status ka_graph_end(ka_queue queue, ka_graph *out) {
 
 /* Every kernel and buffer the graph names is still alive: checked before
  * anything is enqueued. */
-ka_status ka__graph_check_live(const ka__graph *g, const char *call) {
+ka_status ka__graph_check_live(const ka__graph *g) {
     for (uint32_t i = 0; i < g->n; i++) {
         const ka__gnode *nd = &g->nodes[i];
         if (nd->type == KA__GN_LAUNCH) {
             if (ka__resolve(nd->kernel, KA__T_KERNEL) != nd->k)
-                return ka__fail(KA_ERR_INVALID_HANDLE, "%s: node %u: its kernel (or its program) was released", call, i);
+                return ka__fail(KA_ERR_INVALID_HANDLE, "node %u: its kernel (or its program) was released", i);
             for (uint32_t a = 0; a < nd->nargs; a++)
                 if (nd->args[a].kind == KA_ARG_BUFFER && !ka__resolve(nd->args[a].u.buffer, KA__T_BUFFER))
-                    return ka__fail(KA_ERR_INVALID_HANDLE, "%s: node %u (kernel '%s'): argument %u's buffer was released",
-                                    call, i, nd->k->name, a);
+                    return ka__fail(KA_ERR_INVALID_HANDLE, "node %u (kernel '%s'): argument %u's buffer was released", i, nd->k->name, a);
         } else {
             for (int b = 0; b < (nd->type == KA__GN_COPY ? 2 : 1); b++)
                 if (!ka__resolve(nd->buf[b], KA__T_BUFFER))
-                    return ka__fail(KA_ERR_INVALID_HANDLE, "%s: node %u (%s): a buffer was released", call, i,
+                    return ka__fail(KA_ERR_INVALID_HANDLE, "node %u (%s): a buffer was released", i,
                                     nd->type == KA__GN_COPY ? "copy" : "fill");
         }
     }
@@ -251,10 +244,10 @@ static ka_status replay(ka__queue *q, const ka__graph *g, void **ev) {
 
 static ka_status graph_launch(ka__queue *q, ka__graph *g, ka_event *ev) {
     if (KA_UNLIKELY(g->dev != q->dev))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_launch: the graph and the queue are on different devices");
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "the graph and the queue are on different devices");
     if (KA_UNLIKELY(q->rec))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_launch: the queue is recording a graph");
-    ka_status st = ka__graph_check_live(g, "ka_graph_launch");
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "the queue is recording a graph");
+    ka_status st = ka__graph_check_live(g);
     if (KA_UNLIKELY(st != KA_OK)) return st;
     ka__event *e = NULL;
     if (ev && (st = ka__event_acquire(q, &e)) != KA_OK) return st;
@@ -269,25 +262,26 @@ static ka_status graph_launch(ka__queue *q, ka__graph *g, ka_event *ev) {
 }
 
 /* One replay or update of a graph at a time: a second is refused, not raced. */
-static bool graph_enter(ka__graph *g, const char *call, ka_status *st) {
+static bool graph_enter(ka__graph *g, ka_status *st) {
     if (KA_LIKELY(!atomic_exchange_explicit(&g->busy, 1, memory_order_acquire))) return true;
-    *st = ka__fail(KA_ERR_IN_USE, "%s: another thread is replaying or updating this graph", call);
+    *st = ka__fail(KA_ERR_IN_USE, "another thread is replaying or updating this graph");
     return false;
 }
 static void graph_leave(ka__graph *g) { atomic_store_explicit(&g->busy, 0, memory_order_release); }
 
 ka_status ka_graph_launch(ka_queue queue, ka_graph graph, ka_event *ev) {
+    KA__ENTRY();
     if (ev) ev->id = 0;
     ka__slot *qs, *gs;
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: invalid or released queue");
-    ka__graph *g = graph_pin(graph, &gs);
+    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released queue");
+    ka__graph *g = ka__pin(graph.id, KA__T_GRAPH, &gs);
     if (KA_UNLIKELY(!g)) {
         ka__unpin(qs);
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_launch: invalid or released graph");
+        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released graph");
     }
     ka_status st;
-    if (graph_enter(g, "ka_graph_launch", &st)) {
+    if (graph_enter(g, &st)) {
         st = graph_launch(q, g, ev);
         graph_leave(g);
     }
@@ -297,20 +291,20 @@ ka_status ka_graph_launch(ka_queue queue, ka_graph graph, ka_event *ev) {
 }
 
 static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg) {
-    if (node >= g->n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_set_arg: node %u, the graph has %u", node, g->n);
+    if (node >= g->n) return ka__fail(KA_ERR_INVALID_ARGUMENT, "node %u, the graph has %u", node, g->n);
     ka__gnode *nd = &g->nodes[node];
     if (nd->type != KA__GN_LAUNCH)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_set_arg: node %u is a %s, not a launch", node,
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "node %u is a %s, not a launch", node,
                         nd->type == KA__GN_COPY ? "copy" : "fill");
     if (ka__resolve(nd->kernel, KA__T_KERNEL) != nd->k)
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_set_arg: node %u: its kernel was released", node);
+        return ka__fail(KA_ERR_INVALID_HANDLE, "node %u: its kernel was released", node);
     if (index >= nd->nargs)
-        return ka__fail(KA_ERR_ARG_COUNT, "ka_graph_set_arg: node %u: kernel '%s' takes %u arguments, index %u", node,
+        return ka__fail(KA_ERR_ARG_COUNT, "node %u: kernel '%s' takes %u arguments, index %u", node,
                         nd->k->name, nd->nargs, index);
     const ka_arg *old = &nd->args[index];
     if (arg.kind == KA_ARG_BYTES && !(old->kind == KA_ARG_BYTES && old->size == arg.size))
         return ka__fail(KA_ERR_ARG_TYPE,
-                        "ka_graph_set_arg: node %u: kernel '%s' argument %u ('%s'): bytes must keep the size recorded "
+                        "node %u: kernel '%s' argument %u ('%s'): bytes must keep the size recorded "
                         "(%u bytes of bytes)",
                         node, nd->k->name, index, nd->k->sig[index].name, old->kind == KA_ARG_BYTES ? old->size : 0);
     /* The whole argument list checked as a recording checks it (local memory
@@ -320,10 +314,10 @@ static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg
     memcpy(args, nd->args, sizeof(ka_arg) * nd->nargs);
     args[index] = arg;
     ka_status st = ka__args_check_full(nd->k, g->dev, args, nd->nargs, mem);
-    if (st != KA_OK) { /* the check's message names ka_launch: say which call it was */
+    if (st != KA_OK) { /* the check's message, said of the node */
         char why[512];
-        snprintf(why, sizeof why, "%s", ka_last_error());
-        return ka__fail(st, "ka_graph_set_arg: node %u: %s", node, why);
+        snprintf(why, sizeof why, "%s", ka__detail_message());
+        return ka__fail(st, "node %u: %s", node, why);
     }
     ka_arg saved = *old;
     void *saved_mem = nd->mem[index];
@@ -347,11 +341,10 @@ static ka_status set_arg(ka__graph *g, uint32_t node, uint32_t index, ka_arg arg
 }
 
 ka_status ka_graph_set_arg(ka_graph graph, ka_graph_node node, uint32_t index, ka_arg arg) {
-    ka__slot *gs;
-    ka__graph *g = graph_pin(graph, &gs);
-    if (!g) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_set_arg: invalid or released graph");
+    KA__ENTRY();
+    KA__PIN(ka__graph, g, gs, graph, KA__T_GRAPH);
     ka_status st;
-    if (graph_enter(g, "ka_graph_set_arg", &st)) {
+    if (graph_enter(g, &st)) {
         st = set_arg(g, node.index, index, arg);
         graph_leave(g);
     }
@@ -360,10 +353,9 @@ ka_status ka_graph_set_arg(ka_graph graph, ka_graph_node node, uint32_t index, k
 }
 
 ka_status ka_graph_get_info(ka_graph graph, ka_graph_info *out) {
-    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_graph_get_info: out is NULL");
-    ka__slot *gs;
-    ka__graph *g = graph_pin(graph, &gs);
-    if (!g) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_get_info: invalid or released graph");
+    KA__ENTRY();
+    if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
+    KA__PIN(ka__graph, g, gs, graph, KA__T_GRAPH);
     out->nodes = g->n;
     out->launches = g->launches;
     out->native = g->native != NULL;
@@ -372,9 +364,10 @@ ka_status ka_graph_get_info(ka_graph graph, ka_graph_info *out) {
 }
 
 ka_status ka_graph_release(ka_graph graph) {
+    KA__ENTRY();
     ka__graph *g = ka__resolve(graph.id, KA__T_GRAPH);
     if (!g || !ka__handle_retire(graph.id))
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_graph_release: invalid or released graph");
+        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released graph");
     ka__handle_free(g->id);
     ka__device *d = g->dev;
     ka__graph_free(g);

@@ -46,9 +46,9 @@ static inline bool ka__gnode_does_work(const ka__gnode *nd) {
     return nd->type == KA__GN_LAUNCH ? nd->l.items != 0 : nd->n != 0;
 }
 /* KA_OK when every kernel and buffer the graph names is live; else
- * KA_ERR_INVALID_HANDLE naming the node, the message starting with call.
+ * KA_ERR_INVALID_HANDLE naming the node.
  * A back-end's graph_make may rely on it: ka_graph_end checks first. */
-ka_status ka__graph_check_live(const ka__graph *g, const char *call);
+ka_status ka__graph_check_live(const ka__graph *g);
 
 /* Recording, called by ka_launch, ka_buffer_copy and ka_buffer_fill once
  * their checks passed on a queue with q->rec set. */

@@ -138,9 +138,9 @@ ka_status ka__debug_buffer_release(ka__buffer *b);
  * buffer arguments are marked for the next check on q. */
 void ka__debug_note_launch(ka__queue *q, const ka__kernel *k, const ka_arg *args, uint32_t nargs);
 /* After a successful wait on q (KA__QH_DEBUG): the guards of the buffers
- * marked on q checked; the first overrun's KA_ERR_OUT_OF_BOUNDS. call (if
- * not NULL) becomes the current call: the checks log what they find. */
-ka_status ka__debug_check(ka__queue *q, const char *call);
+ * marked on q checked; the first overrun's KA_ERR_OUT_OF_BOUNDS. The caller
+ * has named the call (KA__ENTRY): every overrun is logged as found. */
+ka_status ka__debug_check(ka__queue *q);
 uint64_t ka__hash(const void *p, size_t n, uint64_t seed);
 
 /* ---- persistent kernel cache (kcache.c) --------------------------------- */

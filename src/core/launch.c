@@ -20,11 +20,11 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
             uint32_t g = d < dims ? given[d] : 0;
             if (any && g != k->key.wg[d] && !(d >= dims && g == 0))
                 return ka__fail(KA_ERR_INVALID_WORKGROUP,
-                                "ka_launch: kernel '%s' has a %s work-group (%u,%u,%u); the launch asked for (%u,%u,%u)",
+                                "kernel '%s' has a %s work-group (%u,%u,%u); the launch asked for (%u,%u,%u)",
                                 k->name, k->wg_declared ? "declared (KA_WORKGROUP)" : "static", k->key.wg[0],
                                 k->key.wg[1], k->key.wg[2], given[0], given[1], given[2]);
             if (d >= dims && k->key.wg[d] != 1)
-                return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: kernel '%s' has a static %u-D work-group, the range is %u-D",
+                return ka__fail(KA_ERR_INVALID_WORKGROUP, "kernel '%s' has a static %u-D work-group, the range is %u-D",
                                 k->name, k->key.wg[2] != 1 ? 3 : 2, dims);
             local[d] = k->key.wg[d];
         }
@@ -36,15 +36,15 @@ static ka_status choose_workgroup(const ka__kernel *k, const ka_range *r, const 
         for (uint32_t d = 0; d < 3; d++) {
             uint32_t g = d < dims ? given[d] : 1;
             if (g == 0)
-                return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: workgroup[%u] is 0 (give all of them, or none)", d);
+                return ka__fail(KA_ERR_INVALID_WORKGROUP, "workgroup[%u] is 0 (give all of them, or none)", d);
             if (di->max_workgroup[d] && g > di->max_workgroup[d])
-                return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: workgroup[%u] = %u exceeds the device's %u", d, g,
+                return ka__fail(KA_ERR_INVALID_WORKGROUP, "workgroup[%u] = %u exceeds the device's %u", d, g,
                                 di->max_workgroup[d]);
             prod *= g;
             local[d] = g;
         }
         if (prod > k->max_wg)
-            return ka__fail(KA_ERR_INVALID_WORKGROUP, "ka_launch: work-group of %llu items exceeds kernel '%s''s limit of %u",
+            return ka__fail(KA_ERR_INVALID_WORKGROUP, "work-group of %llu items exceeds kernel '%s''s limit of %u",
                             (unsigned long long)prod, k->name, k->max_wg);
         return KA_OK;
     }
@@ -96,7 +96,7 @@ static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp
     ka_status st;
     if (KA_UNLIKELY(r->flags & ~(KA_LAUNCH_ASYNC | KA_LAUNCH_SPREAD)))
         return ka__fail(KA_ERR_INVALID_ARGUMENT,
-                        "ka_launch: unknown flags 0x%x in the range (KA_LAUNCH_ASYNC is 0x%x, KA_LAUNCH_SPREAD 0x%x)",
+                        "unknown flags 0x%x in the range (KA_LAUNCH_ASYNC is 0x%x, KA_LAUNCH_SPREAD 0x%x)",
                         r->flags, KA_LAUNCH_ASYNC, KA_LAUNCH_SPREAD);
     l.dims = r->dims;
     l.flags = r->flags;
@@ -112,7 +112,7 @@ static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp
         for (uint32_t d = 0; d < 3; d++)
             if (l.nd[d] != k->key.nd[d])
                 return ka__fail(KA_ERR_INVALID_RANGE,
-                                "ka_launch: kernel '%s' has a static ndrange (%llu,%llu,%llu); the launch asked for (%llu,%llu,%llu)",
+                                "kernel '%s' has a static ndrange (%llu,%llu,%llu); the launch asked for (%llu,%llu,%llu)",
                                 k->name, (unsigned long long)k->key.nd[0], (unsigned long long)k->key.nd[1],
                                 (unsigned long long)k->key.nd[2], (unsigned long long)l.nd[0],
                                 (unsigned long long)l.nd[1], (unsigned long long)l.nd[2]);
@@ -128,7 +128,7 @@ static ka_status geometry(const ka__kernel *k, const ka_range *r, ka__launch *lp
             if (KA_UNLIKELY(__builtin_mul_overflow(groups, (uint64_t)l.local[d], &padded) || padded > SIZE_MAX ||
                             __builtin_mul_overflow(total, padded, &total)))
                 return ka__fail(KA_ERR_INVALID_RANGE,
-                                "ka_launch: kernel '%s': the range (%llu,%llu,%llu) padded to work-groups of (%zu,%zu,%zu) "
+                                "kernel '%s': the range (%llu,%llu,%llu) padded to work-groups of (%zu,%zu,%zu) "
                                 "overflows 64 bits (dimension %u)",
                                 k->name, (unsigned long long)l.nd[0], (unsigned long long)l.nd[1],
                                 (unsigned long long)l.nd[2], l.local[0], l.local[1], l.local[2], d);
@@ -165,23 +165,31 @@ static ka_status __attribute__((noinline, cold)) launch_debug(ka__queue *q, ka__
     return launch(q, k, kernel, r, args, nargs, ev, true);
 }
 
+/* A failed launch: no event, and the failure named after the call (the
+ * checks and the back-end fail under whatever call was current). Here, not
+ * up front, so a launch pays neither a store of its name nor a clear of *ev. */
+static __attribute__((cold, noinline)) ka_status launch_failed(ka_status st, ka_event *ev, const char *call) {
+    if (ev) ev->id = 0;
+    return ka__named(st, call);
+}
+
 /* Queue and kernel are pinned for the call: a release of either (or of the
  * kernel's program) in another thread waits for it to return. */
 ka_status ka_launch(ka_queue queue, ka_kernel kernel, const ka_range *r, const ka_arg *args, uint32_t nargs,
                     ka_event *ev) {
-    if (ev) ev->id = 0;
     ka__slot *qs, *ks;
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released queue");
+    if (KA_UNLIKELY(!q)) return launch_failed(ka__fail_handle(KA__T_QUEUE, __func__), ev, __func__);
     ka__kernel *k = ka__pin(kernel.id, KA__T_KERNEL, &ks);
     if (KA_UNLIKELY(!k)) {
         ka__unpin(qs);
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_launch: invalid or released kernel");
+        return launch_failed(ka__fail_handle(KA__T_KERNEL, __func__), ev, __func__);
     }
     ka_status st = launch(q, k, kernel, r, args, nargs, ev, false);
     ka__unpin(ks);
     ka__unpin(qs);
-    return st;
+    if (KA_UNLIKELY(st != KA_OK)) return launch_failed(st, ev, __func__);
+    return KA_OK;
 }
 
 static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__kernel *k, ka_kernel kernel, const ka_range *r, const ka_arg *args,
@@ -189,11 +197,11 @@ static inline __attribute__((always_inline)) ka_status launch(ka__queue *q, ka__
     /* The one test KA_DEBUG costs a launch without it: a flag the queue has from its device's open. */
     if (!debug && KA_UNLIKELY(atomic_load_explicit(&q->hooks, memory_order_relaxed) & KA__QH_DEBUG))
         return launch_debug(q, k, kernel, r, args, nargs, ev);
-    if (KA_UNLIKELY(!r)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: range is NULL");
+    if (KA_UNLIKELY(!r)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "range is NULL");
     if (KA_UNLIKELY(k->prog->dev != q->dev))
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_launch: kernel and queue are on different devices");
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel and queue are on different devices");
     if (KA_UNLIKELY(r->dims < 1 || r->dims > 3))
-        return ka__fail(KA_ERR_INVALID_RANGE, "ka_launch: a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
+        return ka__fail(KA_ERR_INVALID_RANGE, "a %u-dimensional ndrange; 1, 2 or 3 dimensions are supported",
                         r->dims);
     void *mem[KA_MAX_ARGS]; /* native buffers by argument (buffer arguments only); k->nargs <= KA_MAX_ARGS */
     void *argp[KA_MAX_ARGS + 3]; /* ka__launch.argp */

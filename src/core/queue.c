@@ -76,7 +76,7 @@ ka_status ka_queue_finish(ka_queue queue) {
     if (KA_UNLIKELY(atomic_load_explicit(&q->hooks, memory_order_relaxed) & (KA__QH_ASSERTS | KA__QH_DEBUG)) &&
         st == KA_OK) {
         KA__ENTRY(); /* the checks log what they find */
-        st = ka__wait_checks(q, "ka_queue_finish");
+        st = ka__wait_checks(q);
     }
     ka__unpin(qs);
     return KA__FAILED(st);

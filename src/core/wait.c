@@ -47,7 +47,7 @@ static ka__event *lookup(ka_event ev) {
 
 /* The user's handle keeps the slot, and with it the native event, until
  * ka_event_release (a wait racing its own event's release is the caller's race). */
-/* where: "" or a prefix naming the call and event ("ka_wait_all: event 3: "). */
+/* where: "" or a prefix naming the event ("event 3: "). */
 static ka_status failed_status(ka__event *e, ka_status st, const char *where) {
     const char *why = e->native ? ka__be_event_error(e->q, e->native) : NULL;
     if (why) return ka__fail(st, "%sevent: the command failed on the device: %s (%s)", where, why, ka_status_name(st));
@@ -132,7 +132,7 @@ static ka_status polled(ka__event *e) {
 
 static ka_status wait_one(ka__event *e, int64_t deadline) {
     if (ka__event_poll(e)) return polled(e);
-    if (deadline == 0) return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: not complete");
+    if (deadline == 0) return ka__fail(KA_ERR_TIMEOUT, "not complete");
     ka__queue *q = e->q;
     /* Commands need not start before a flush; a wait is a flush point. */
     ka__be_queue_flush(q);
@@ -175,7 +175,7 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
             return done_status(e);
         }
         while (!ka__event_poll(e)) {
-            if (ka__now_ns() >= deadline) return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: timed out");
+            if (ka__now_ns() >= deadline) return ka__fail(KA_ERR_TIMEOUT, "timed out");
             struct timespec ts = {0, 50000};
             nanosleep(&ts, NULL);
         }
@@ -186,7 +186,7 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
         int64_t left = deadline == INT64_MAX ? INT64_MAX : deadline - ka__now_ns();
         if (left <= 0) {
             atomic_fetch_sub(&e->sleepers, 1);
-            return ka__fail(KA_ERR_TIMEOUT, "ka_event_wait: timed out");
+            return ka__fail(KA_ERR_TIMEOUT, "timed out");
         }
         ka__futex_wait(&e->state, KA__EV_PENDING, left);
     }
@@ -200,7 +200,7 @@ static ka_status wait_one(ka__event *e, int64_t deadline) {
  * assertion record as a hidden last argument (the back-ends pass it); the
  * first failing work-item fills it. A wait on a queue that launched such a
  * kernel (KA__QH_ASSERTS) reads the record afterwards. */
-static ka_status assert_check(ka__queue *q, const char *call) {
+static ka_status assert_check(ka__queue *q) {
     uint32_t r[KA__ASSERT_WORDS] = {0};
     ka_status st = ka__be_assert_take(q, r);
     if (st != KA_OK) return st;
@@ -211,18 +211,18 @@ static ka_status assert_check(ka__queue *q, const char *call) {
     ka__slot *ks;
     ka__kernel *k = ka__pin(kid, KA__T_KERNEL, &ks);
     st = ka__fail(KA_ERR_KERNEL_FAILED,
-                  "%s: ka_assert failed in kernel '%s', line %u of the program's source, work-item (%llu,%llu,%llu)", call,
+                  "ka_assert failed in kernel '%s', line %u of the program's source, work-item (%llu,%llu,%llu)",
                   k ? k->name : "(released)", r[1], (unsigned long long)g[0], (unsigned long long)g[1],
                   (unsigned long long)g[2]);
     if (k) ka__unpin(ks);
     return st;
 }
 
-ka_status ka__wait_checks(ka__queue *q, const char *call) {
+ka_status ka__wait_checks(ka__queue *q) {
     uint32_t h = atomic_load_explicit(&q->hooks, memory_order_relaxed);
     ka_status st = KA_OK;
-    if (h & KA__QH_ASSERTS) st = assert_check(q, call);
-    if ((h & KA__QH_DEBUG) && st == KA_OK) st = ka__debug_check(q, call);
+    if (h & KA__QH_ASSERTS) st = assert_check(q);
+    if ((h & KA__QH_DEBUG) && st == KA_OK) st = ka__debug_check(q);
     return st;
 }
 
@@ -233,27 +233,31 @@ static ka_status __attribute__((noinline, cold)) wait_hooked(ka__event *e, int64
     ka_trace_event te;
     bool traced = ka__trace_waits(e->q, &te, "ka_event_wait");
     ka_status st = wait_one(e, deadline_of(timeout_ns));
-    if (st == KA_OK) st = ka__wait_checks(e->q, "ka_event_wait");
+    if (st == KA_OK) st = ka__wait_checks(e->q);
     if (traced) ka__trace_end(e->q, &te, st);
     return st;
 }
 
+/* On the launch path: named on its failure branches only (KA__FAILED); the
+ * hooked branch names the call first, as its checks log what they find. */
 ka_status ka_event_wait(ka_event ev, int64_t timeout_ns) {
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
-    if (KA_UNLIKELY(!e)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_event_wait: invalid, released or stale event");
-    ka_status st = KA_UNLIKELY(atomic_load_explicit(&e->q->hooks, memory_order_relaxed)) ? wait_hooked(e, timeout_ns)
-                                                                                         : wait_one(e, deadline_of(timeout_ns));
+    if (KA_UNLIKELY(!e)) return ka__fail_handle(KA__T_EVENT, __func__);
+    ka_status st = KA_UNLIKELY(atomic_load_explicit(&e->q->hooks, memory_order_relaxed))
+                       ? (KA__ENTRY(), wait_hooked(e, timeout_ns))
+                       : wait_one(e, deadline_of(timeout_ns));
     ka__unpin(s);
-    return st;
+    return KA__FAILED(st);
 }
 
 static ka_status wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns);
 
 ka_status ka_wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
-    if (n && !evs) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_wait_all: events is NULL");
+    KA__ENTRY();
+    if (n && !evs) return ka__fail(KA_ERR_INVALID_ARGUMENT, "events is NULL");
     for (uint32_t i = 0; i < n; i++)
-        if (!lookup(evs[i])) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_all: event %u is invalid or stale", i);
+        if (!lookup(evs[i])) return ka__fail(KA_ERR_INVALID_HANDLE, "event %u is invalid or stale", i);
     ka__slot *s = NULL;
     /* Traced: the span's queue is the first event's, pinned for the call. */
     ka__event *e0 = KA_UNLIKELY(n && atomic_load_explicit(&ka__tracing, memory_order_relaxed)) ? ka__event_pin(evs[0], &s) : NULL;
@@ -274,13 +278,13 @@ static ka_status wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
     for (uint32_t i = 0; i < n; i++) {
         ka__slot *s;
         ka__event *e = ka__event_pin(evs[i], &s);
-        if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_all: event %u was released while waiting", i);
+        if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "event %u was released while waiting", i);
         ka_status st = wait_one(e, deadline);
         if (KA_UNLIKELY(atomic_load_explicit(&e->q->hooks, memory_order_relaxed) & (KA__QH_ASSERTS | KA__QH_DEBUG)) &&
             st == KA_OK && e->q != checked) {
             checked = e->q;
-            if ((st = ka__wait_checks(e->q, "ka_wait_all")) != KA_OK && first == KA_OK)
-                snprintf(assert_msg, sizeof assert_msg, "%s", ka_last_error());
+            if ((st = ka__wait_checks(e->q)) != KA_OK && first == KA_OK)
+                snprintf(assert_msg, sizeof assert_msg, "%s", ka__detail_message());
         }
         ka__unpin(s);
         if (st == KA_ERR_TIMEOUT) return st;
@@ -290,21 +294,22 @@ static ka_status wait_all(const ka_event *evs, uint32_t n, int64_t timeout_ns) {
     if (assert_msg[0]) return ka__fail(first, "%s", assert_msg);
     /* The detail of the first failure (the driver's error name), not of the last. */
     char where[48];
-    snprintf(where, sizeof where, "ka_wait_all: event %u: ", first_at);
+    snprintf(where, sizeof where, "event %u: ", first_at);
     return failed_status(lookup(evs[first_at]), first, where);
 }
 
 static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32_t *index);
 
 ka_status ka_wait_any(const ka_event *evs, uint32_t n, int64_t timeout_ns, uint32_t *index) {
-    if (!n || !evs || !index) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_wait_any: needs events, a count and index");
+    KA__ENTRY();
+    if (!n || !evs || !index) return ka__fail(KA_ERR_INVALID_ARGUMENT, "needs events, a count and index");
     ka__event *es[KA_MAX_ARGS];
-    if (n > KA_MAX_ARGS) return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_wait_any: at most %d events", KA_MAX_ARGS);
+    if (n > KA_MAX_ARGS) return ka__fail(KA_ERR_INVALID_ARGUMENT, "at most %d events", KA_MAX_ARGS);
     ka__slot *ss[KA_MAX_ARGS];
     for (uint32_t i = 0; i < n; i++)
         if (!(es[i] = ka__event_pin(evs[i], &ss[i]))) {
             for (uint32_t j = 0; j < i; j++) ka__unpin(ss[j]);
-            return ka__fail(KA_ERR_INVALID_HANDLE, "ka_wait_any: event %u is invalid or stale", i);
+            return ka__fail(KA_ERR_INVALID_HANDLE, "event %u is invalid or stale", i);
         }
     ka_trace_event te;
     bool traced = ka__trace_waits(es[0]->q, &te, "ka_wait_any");
@@ -351,11 +356,11 @@ static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32
         ka__futex_wait(&ka__any_seq, seq, left < 1000000 ? left : 1000000);
     }
     if (armed) atomic_fetch_sub(&ka__any_waiters, 1);
-    if (st != KA_OK) return ka__fail(KA_ERR_TIMEOUT, "ka_wait_any: none complete");
+    if (st != KA_OK) return ka__fail(KA_ERR_TIMEOUT, "none complete");
     st = done_status(es[*index]);
     if (KA_UNLIKELY(atomic_load_explicit(&es[*index]->q->hooks, memory_order_relaxed) & (KA__QH_ASSERTS | KA__QH_DEBUG)) &&
         st == KA_OK)
-        st = ka__wait_checks(es[*index]->q, "ka_wait_any");
+        st = ka__wait_checks(es[*index]->q);
     return st;
 }
 
@@ -364,31 +369,31 @@ static ka_status wait_any(ka__event **es, uint32_t n, int64_t timeout_ns, uint32
  * (clEnqueueBarrierWithWaitList, cuStreamWaitEvent), so the host never waits
  * and a copy queue and a compute queue overlap. Allocates nothing. */
 ka_status ka_queue_wait_event(ka_queue queue, ka_event ev) {
-    ka__slot *qs, *es;
-    ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_wait_event: invalid or released queue");
+    KA__ENTRY();
+    KA__PIN(ka__queue, q, qs, queue, KA__T_QUEUE);
+    ka__slot *es;
     /* Pinned: its queue cannot go (ka__events_fini drains the slots), nor
      * the native event, which the user's reference keeps until release. */
     ka__event *e = ka__event_pin(ev, &es);
     if (KA_UNLIKELY(!e)) {
         ka__unpin(qs);
-        return ka__fail(KA_ERR_INVALID_HANDLE, "ka_queue_wait_event: invalid, released or stale event");
+        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid, released or stale event");
     }
     ka_status st = KA_OK;
     if (KA_UNLIKELY(q->rec)) {
         st = ka__fail(KA_ERR_INVALID_ARGUMENT,
-                      "ka_queue_wait_event: the queue is recording a graph, which holds no dependency on an event "
+                      "the queue is recording a graph, which holds no dependency on an event "
                       "(wait before ka_graph_launch)");
     } else if (ka__event_poll(e)) {
         /* Done (an inline launch's, a no-op's, or finished): nothing to wait
          * for. A failed command's dependents would never have their input. */
         ka_status es_st = (ka_status)atomic_load_explicit(&e->status, memory_order_acquire);
         if (KA_UNLIKELY(es_st != KA_OK))
-            st = ka__fail(es_st, "ka_queue_wait_event: the event's command failed (%s); nothing was enqueued",
+            st = ka__fail(es_st, "the event's command failed (%s); nothing was enqueued",
                           ka_status_name(es_st));
     } else if (KA_UNLIKELY(e->q->dev != q->dev)) {
         st = ka__fail(KA_ERR_INVALID_ARGUMENT,
-                      "ka_queue_wait_event: the event is of another device's queue (wait for it on the host)");
+                      "the event is of another device's queue (wait for it on the host)");
     } else if (e->q != q) { /* a queue's own commands are in order already */
         st = ka__be_queue_wait(q, e->native);
     }
