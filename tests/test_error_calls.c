@@ -341,6 +341,34 @@ int main(void) {
     FAILS(ka_graph_release, g_gone);
     OK(ka_graph_release(g));
 
+    /* A command that failed on the device, reported through the waits'
+     * failure branches (KA__FAILED), not only their handle checks: the null
+     * device fails kernels named ka_null_fail*. */
+    {
+        ka_device zd;
+        ka_queue zq;
+        ka_program zp;
+        ka_kernel zk;
+        ka_buffer zb;
+        ka_event ze;
+        uint32_t zi;
+        OK(ka_device_open("null", &zd));
+        OK(ka_queue_create(zd, NULL, &zq));
+        OK(ka_buffer_create(zd, 64, &zb));
+        OK(ka_program_build(zd, "KA_KERNEL(ka_null_fail_k, KA_GLOBAL int *p) {}\n", NULL, &zp));
+        OK(ka_kernel_get(zp, "ka_null_fail_k", NULL, &zk));
+        ka_arg za[1] = {ka_arg_buffer(zb)};
+        OK(ka_launch(zq, zk, &r1, za, 1, &ze));
+        FAILS(ka_event_wait, ze, KA_WAIT_FOREVER);
+        FAILS(ka_wait_all, &ze, 1, KA_WAIT_FOREVER);
+        FAILS(ka_wait_any, &ze, 1, KA_WAIT_FOREVER, &zi);
+        OK(ka_event_release(ze));
+        OK(ka_program_release(zp));
+        OK(ka_buffer_release(zb));
+        OK(ka_queue_release(zq));
+        OK(ka_device_close(zd));
+    }
+
     /* Primitives: the checks, and failures after a nested public call
      * (ka_buffer_size, ka_device_get_info) succeeded inside the call. */
     ka_prims_plan *plan = NULL, *junk;
