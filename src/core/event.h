@@ -1,6 +1,6 @@
 /* Events: the slot, its inline helpers, and what the rest of the core calls
  * of events. event.c holds the pool and completion, wait.c every wait. Not
- * installed; back-ends see of events only what ka_internal.h declares
+ * installed; back-ends see of events only what objects.h declares
  * (ka__event_native_done, the completion callback's target).
  *
  * Each queue owns a fixed array of event slots made when the queue is made;

@@ -1,4 +1,4 @@
-/* The core's own: handles and pins, events, KA_DEBUG, the kernel cache, and
+/* The core's own: handles and pins, KA_DEBUG, the kernel cache, and
  * the core's helpers, over objects.h (the objects and services back-ends
  * share). Core files only: a back-end includes backend.h, never this. Not
  * installed. */

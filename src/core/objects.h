@@ -80,7 +80,7 @@ typedef struct ka__buffer ka__buffer;
 typedef struct ka__program ka__program;
 typedef struct ka__variant ka__variant;
 typedef struct ka__kernel ka__kernel;
-typedef struct ka__event ka__event;     /* the core's alone (ka_internal.h) */
+typedef struct ka__event ka__event;     /* the core's alone (event.h) */
 typedef struct ka__graph ka__graph;     /* read through the graph view below */
 typedef struct ka__backend ka__backend; /* the back-end contract: backend.h */
 
