@@ -27,10 +27,15 @@ const char *ka_status_name(ka_status s) {
 #define KA__DETAIL_MAX 8192
 static _Thread_local char detail[KA__DETAIL_MAX];
 static _Thread_local size_t prefix_len; /* of detail's "<call>: " */
+/* The status the detail was recorded with: a failure returned with another
+ * status is not the detail's (ka__named then writes the status's text). */
+static _Thread_local ka_status detail_status = KA_OK;
 _Thread_local const char *ka__call __attribute__((tls_model("initial-exec")));
 
 const char *ka_last_error(void) { return detail; }
 const char *ka__detail_message(void) { return detail + prefix_len; }
+
+ka_status ka__fail_status(void) { return detail_status; }
 
 static ka_log_fn log_fn;
 static void *log_user;
@@ -60,6 +65,7 @@ static size_t put_prefix(const char *call) {
 }
 
 ka_status ka__fail(ka_status s, const char *fmt, ...) {
+    detail_status = s;
     prefix_len = put_prefix(ka__call);
     va_list ap;
     va_start(ap, fmt);
@@ -71,7 +77,7 @@ ka_status ka__fail(ka_status s, const char *fmt, ...) {
 
 ka_status ka__named(ka_status s, const char *call) {
     ka__call = call;
-    if (!detail[0]) return ka__fail(s, "%s", ka_strerror(s));
+    if (!detail[0] || detail_status != s) return ka__fail(s, "%s", ka_strerror(s));
     if (prefix_len >= 2 && !strncmp(detail, call, prefix_len - 2) && call[prefix_len - 2] == 0) return s; /* named so already */
     size_t n = strlen(call) + 2, body = strlen(detail) - prefix_len;
     if (n + body >= sizeof detail) body = sizeof detail - 1 - n;

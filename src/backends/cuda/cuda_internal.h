@@ -114,12 +114,12 @@ void ka__cuda_events_fini(ka__cu_queue *nq);
  * recorded, when all are in use or that record failed. */
 ka__cu_event *ka__cuda_event_pop(ka__cu_queue *nq);
 /* Before an enqueue: declares ne, the event the command will record when ev
- * asks for one, popped first; when none can be had, returns
- * KA_ERR_EVENT_POOL_EXHAUSTED from the caller (ka__cuda_event_pop recorded
- * why). Then ka__cuda_event_after. */
+ * asks for one, popped first; when none can be had, returns the failure
+ * ka__cuda_event_pop recorded (KA_ERR_EVENT_POOL_EXHAUSTED, or a driver
+ * call's) from the caller. Then ka__cuda_event_after. */
 #define KA__CU_EVENT_BEGIN(nq, ev, ne) \
     ka__cu_event *ne = NULL;             \
-    if ((ev) && KA_UNLIKELY(!(ne = ka__cuda_event_pop(nq)))) return KA_ERR_EVENT_POOL_EXHAUSTED
+    if ((ev) && KA_UNLIKELY(!(ne = ka__cuda_event_pop(nq)))) return ka__fail_status()
 /* Returns an event that was popped but never recorded. */
 void ka__cuda_event_unpop(ka__cu_event *ne);
 /* Records ne on the queue's stream. */

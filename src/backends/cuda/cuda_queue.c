@@ -24,12 +24,15 @@ ka_status ka__cuda_queue_create(ka__queue *q, const ka_queue_config *cfg) {
     }
     /* ka_assert's record: zeroed on the stream, before any kernel. */
     if ((r = ka__cu.cuMemAlloc(&nq->arec, KA__ASSERT_WORDS * 4)) != CUDA_SUCCESS) {
-        st = ka__cu_fail(r, "cuMemAlloc/cuMemsetD8Async(assertion record)");
+        st = ka__cu_fail(r, "cuMemAlloc(assertion record)");
         goto fail_arec;
     }
-    if ((r = ka__cu.cuMemsetD8Async(nq->arec, 0, KA__ASSERT_WORDS * 4, nq->stream)) != CUDA_SUCCESS ||
-        (r = ka__cu.cuStreamCreate(&nq->astream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
-        st = ka__cu_fail(r, "cuMemAlloc/cuMemsetD8Async(assertion record)");
+    if ((r = ka__cu.cuMemsetD8Async(nq->arec, 0, KA__ASSERT_WORDS * 4, nq->stream)) != CUDA_SUCCESS) {
+        st = ka__cu_fail(r, "cuMemsetD8Async(assertion record)");
+        goto fail_astream;
+    }
+    if ((r = ka__cu.cuStreamCreate(&nq->astream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+        st = ka__cu_fail(r, "cuStreamCreate(assertion stream)");
         goto fail_astream;
     }
     /* The core's slot count when it is known here, else its default. */
