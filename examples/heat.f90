@@ -168,6 +168,7 @@ program heat
     print '(a,es10.3)', 'heat: libka and the Fortran loop differ by ', err
     error stop 1
   end if
+  deallocate(u, v, ref, out) ! main-program variables are saved: LeakSanitizer would report them
   print '(a,i0,a,i0,a,i0,a,es9.2,a)', 'heat: ', nx, ' x ', ny, ', ', steps, ' steps, match the Fortran loop (max diff ', &
         err, ')'
   if (check_alloc) print '(a,i0,a)', 'heat: no allocation in libka over ', steps / 2, ' warmed-up launches'

@@ -6,9 +6,10 @@
 # paths are plain.
 # A sanitizer build of libka needs its consumers built with the same
 # -fsanitize flags (the runtime must come first), given as the third argument,
-# and the same compiler, the fourth.
+# and the same compiler, the fourth. The fifth, the Fortran compiler of a build
+# with the Fortran module (empty: none), builds a Fortran consumer too.
 set -euo pipefail
-build=$1 src=$2 san=${3:-} cc=${4:-cc}
+build=$1 src=$2 san=${3:-} cc=${4:-cc} fc=${5:-}
 flags=()
 [[ -n $san ]] && flags=(-fsanitize="$san" -fno-omit-frame-pointer)
 prefix=$(mktemp -d)
@@ -28,10 +29,17 @@ cmake -S "$src/tests/consumer" -B "$prefix/consumer-build" -DCMAKE_PREFIX_PATH="
   -DCMAKE_C_FLAGS="${flags[*]}" -DCMAKE_EXE_LINKER_FLAGS="${flags[*]}" >/dev/null
 cmake --build "$prefix/consumer-build" >/dev/null
 "$prefix/consumer-build/consumer"
+if [[ -n $fc ]]; then
+  test -f "$prefix/include/libka/fortran/libka.mod"
+  cmake -S "$src/tests/consumer_fortran" -B "$prefix/consumer-fortran-build" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_Fortran_COMPILER="$fc" -DCMAKE_Fortran_FLAGS="${flags[*]}" -DCMAKE_EXE_LINKER_FLAGS="${flags[*]}" >/dev/null
+  cmake --build "$prefix/consumer-fortran-build" >/dev/null
+  "$prefix/consumer-fortran-build/consumer_fortran"
+fi
 test -f "$prefix/include/ka.h" && test -x "$prefix/bin/ka"
 # The installed `ka` runs from the prefix (its RUNPATH leads to the library).
 "$prefix/bin/ka" version >/dev/null
 "$prefix/bin/ka" run --n 1000 >/dev/null
 # ka-bench is built for the build tree only, never installed.
 if find "$prefix" -name 'ka-bench*' | grep -q .; then echo "install check: ka-bench was installed"; exit 1; fi
-echo "install check: ka and the pkg-config and find_package consumers ran from $prefix"
+echo "install check: ka and the pkg-config and find_package consumers${fc:+ (and the Fortran one)} ran from $prefix"
