@@ -6,10 +6,13 @@
 ! column, the contiguous direction, and dimension 1 (ka_global_id(1) = j-1)
 ! across columns; the kernel's flat index is j*nx + i (0-based).
 !
-! usage: heat_f90 [steps] [nx] [ny] [--check-alloc]
+! usage: heat_f90 [steps] [nx] [ny] [--check-alloc] [--time]
 !   --check-alloc: a counting allocator set through ka_set_allocator (a Fortran
 !   function, bind(c)) counts libka's heap calls over the warmed-up launches,
 !   which must be none.
+!   --time: then times 7 runs of `steps` launches and a ka_queue_finish each,
+!   and prints the median in microseconds per step (ka-bench timeloop's `ka` row
+!   times the same loop in C).
 module heat_alloc
   use, intrinsic :: iso_c_binding
   implicit none
@@ -43,6 +46,7 @@ end module heat_alloc
 program heat
   use libka
   use heat_alloc
+  use, intrinsic :: iso_fortran_env, only: int64, real64
   implicit none
   character(len=*), parameter :: nl = new_line('a')
   ! Dimension 0 is i (down a column); dst and src are the arrays' storage in Fortran order.
@@ -54,7 +58,9 @@ program heat
     '    dst[k] = ((((src[k] + src[k - 1]) + src[k + 1]) + src[k - nx]) + src[k + nx]) * 0.2f;' // nl // &
     '}' // nl
   integer :: steps = 100, nx = 67, ny = 45, s, i, j, iarg
-  logical :: check_alloc = .false.
+  logical :: check_alloc = .false., time_it = .false.
+  integer(int64) :: t0, t1, rate
+  real(real64) :: us(7), tmp
   character(len=32) :: word
   real(c_float), allocatable :: u(:, :), v(:, :), ref(:, :), out(:, :)
   type(ka_device) :: dev
@@ -73,6 +79,8 @@ program heat
     call get_command_argument(iarg, word)
     if (word == '--check-alloc') then
       check_alloc = .true.
+    else if (word == '--time') then
+      time_it = .true.
     else
       j = j + 1
       read (word, *) i
@@ -141,6 +149,30 @@ program heat
   end if
   ! After an odd number of steps the state is in buf(2).
   call check(ka_buffer_read(q, out, buf(mod(steps, 2) + 1), 0_c_size_t, bytes), 'ka_buffer_read')
+
+  if (time_it) then
+    call system_clock(count_rate=rate)
+    do i = 1, size(us)
+      call system_clock(t0)
+      do s = 1, steps
+        call check(ka_launch(q, k, r, args(:, mod(s - 1, 2) + 1)), 'ka_launch')
+      end do
+      call check(ka_queue_finish(q), 'ka_queue_finish')
+      call system_clock(t1)
+      us(i) = real(t1 - t0, real64) / real(rate, real64) * 1e6_real64 / steps
+    end do
+    do i = 2, size(us) ! insertion sort for the median
+      tmp = us(i)
+      j = i - 1
+      do while (j >= 1)
+        if (us(j) <= tmp) exit
+        us(j + 1) = us(j)
+        j = j - 1
+      end do
+      us(j + 1) = tmp
+    end do
+    print '(a,i0,a,i0,a,f10.3,a)', 'heat: ', nx, ' x ', ny, ': ', us(4), ' us per step (median of 7 runs)'
+  end if
 
   ! The plain Fortran loop, in the kernel's order of additions.
   ref = u
