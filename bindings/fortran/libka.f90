@@ -10,7 +10,9 @@ module libka
   use, intrinsic :: iso_c_binding
   implicit none
   private
-  public :: c_int, c_int32_t, c_int64_t, c_size_t, c_float, c_double, c_ptr, c_null_ptr
+  ! The ISO_C_BINDING names a caller of this module needs, re-exported.
+  public :: c_int, c_int32_t, c_int64_t, c_size_t, c_float, c_double, c_ptr, c_null_ptr, c_f_pointer, &
+            c_loc, c_associated, c_funptr, c_funloc, c_null_funptr
 
   ! ---- status codes: the values of KA_STATUS_MAP in ka.h (test_fortran_layout checks each against ka_status_name)
   integer(c_int), parameter, public :: KA_OK = 0
