@@ -18,7 +18,7 @@ fi
 run() { # name, cmake args...
   local dir=build-$1; shift
   echo "=== $dir: $*"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKA_WERROR=ON -DKA_REQUIRE_MPI=ON "${cuda[@]}" "$@" >/dev/null
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKA_WERROR=ON -DKA_REQUIRE_MPI=ON -DKA_REQUIRE_FORTRAN=ON "${cuda[@]}" "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
   (cd "$dir" && ctest --output-on-failure --timeout 900)
   # The whole suite again on the host back-end (tests that need another
@@ -32,7 +32,7 @@ run() { # name, cmake args...
 build_only() { # name, cmake args...
   local dir=build-$1; shift
   echo "=== $dir (build only): $*"
-  cmake -S . -B "$dir" -DKA_WERROR=ON -DKA_REQUIRE_MPI=ON "${cuda[@]}" "$@" >/dev/null
+  cmake -S . -B "$dir" -DKA_WERROR=ON -DKA_REQUIRE_MPI=ON -DKA_REQUIRE_FORTRAN=ON "${cuda[@]}" "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
 }
 run release
