@@ -366,12 +366,22 @@ contains
     type(ka_program), intent(out) :: p
     st = c_ka_program_build_file(dev, trim(path) // c_null_char, c_null_ptr, p)
   end function
-  ! The lookup's NUL-terminated copy of name is made here: look kernels up once, before the loop.
+  ! A known kernel's lookup allocates nothing in C: the NUL-terminated copy of a
+  ! name shorter than 256 characters is made on the stack (a longer one on the heap).
   integer(c_int) function ka_kernel_get(p, name, k) result(st)
     type(ka_program), intent(in) :: p
     character(len=*), intent(in) :: name
     type(ka_kernel), intent(out) :: k
-    st = c_ka_kernel_get(p, trim(name) // c_null_char, c_null_ptr, k)
+    character(kind=c_char, len=256) :: buf
+    integer :: n
+    n = len_trim(name)
+    if (n < len(buf)) then
+      buf(1:n) = name(1:n)
+      buf(n + 1:n + 1) = c_null_char
+      st = c_ka_kernel_get(p, buf, c_null_ptr, k)
+    else
+      st = c_ka_kernel_get(p, trim(name) // c_null_char, c_null_ptr, k)
+    end if
   end function
 
   ! ka_launch over all of args (a contiguous array: no copy, nothing allocated).
