@@ -96,6 +96,7 @@ int main() {
         expect_error([&] { ka::program bad(dev, "KA_KERNEL(k, int x) { undeclared = 1; }"); }, KA_ERR_BUILD_FAILED,
                      "ka_program_build");
         expect_error([&] { saxpy.launch(q, ka::range(n), y, moved, 1.0f); }, KA_ERR_ARG_COUNT, "ka_launch");
+        expect_error([&] { saxpy.launch(q, ka::range(n), y, moved, 1.0, n); }, KA_ERR_ARG_TYPE, "ka_launch");
         expect_error([&] { ka::device none("no device has this name"); }, KA_ERR_NO_DEVICE, "ka_device_open");
 
         /* No libka allocation per launch + wait once warm. */
