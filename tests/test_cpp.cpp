@@ -39,6 +39,15 @@ static const char *src =
     "}\n"
     "KA_KERNEL(mix, KA_GLOBAL double *out, double d, long l, uint u, short s, uchar c) {\n"
     "    if (ka_global_id(0) == 0) out[0] = d + (double)l + (double)u + (double)s + (double)c;\n"
+    "}\n"
+    "KA_KERNEL(rev, KA_GLOBAL int *A, KA_LOCAL_ARG(int) l) {\n"
+    "    ka_size_t N = ka_group_linear_size(), I = ka_global_linear_id(), i = ka_local_linear_id();\n"
+    "    l[i] = (int)I;\n"
+    "    ka_barrier();\n"
+    "    if (ka_in_range()) A[I] = l[N - 1 - i];\n"
+    "}\n"
+    "KA_KERNEL(grid, KA_GLOBAL int *A, int nx) {\n"
+    "    if (ka_in_range()) A[ka_global_id(1) * nx + ka_global_id(0)] = (int)(ka_global_id(0) + 1000 * ka_global_id(1));\n"
     "}\n";
 
 /* Runs f, which must throw ka::error with status s and a what() starting with call. */
@@ -86,6 +95,18 @@ int main() {
         double got = 0;
         d.read(q, &got, 1);
         CHECK(got == 0.25 + 1000 + 7 - 3 + 200);
+
+        /* Dynamic local memory (ka::local) with a chosen work-group, and a 2-D range. */
+        ka::buffer<int> r(dev, 64);
+        prog.kernel("rev").launch(q, ka::range(64).workgroup(16), r, ka::local(16 * sizeof(int)));
+        std::vector<int> hr = r.read(q);
+        for (int i = 0; i < 64; i++) CHECK(hr[i] == (i / 16) * 16 + 15 - i % 16);
+        const int nx = 7, ny = 5;
+        ka::buffer<int> g(dev, nx * ny);
+        prog.kernel("grid").launch(q, ka::range(nx, ny), g, nx);
+        std::vector<int> hg = g.read(q);
+        for (int iy = 0; iy < ny; iy++)
+            for (int ix = 0; ix < nx; ix++) CHECK(hg[iy * nx + ix] == ix + 1000 * iy);
 
         /* Moves leave an empty owner; the moved-to one releases. */
         ka::buffer<float> moved = std::move(x);
