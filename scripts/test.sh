@@ -40,5 +40,5 @@ run asan -DKA_SANITIZE=address,undefined
 run tsan -DKA_SANITIZE=thread
 build_only gcc-release -DCMAKE_BUILD_TYPE=Release
 build_only gcc-debug -DCMAKE_BUILD_TYPE=Debug
-CC=clang-15 build_only clang-release -DCMAKE_BUILD_TYPE=Release
+CC=clang-15 CXX=clang++-15 build_only clang-release -DCMAKE_BUILD_TYPE=Release
 echo "all test configurations passed"
