@@ -13,7 +13,7 @@ static ka_status make(ka_device dev, size_t bytes, enum make_mode mode, void *ho
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->id = 0;
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!d) return ka__fail_handle(KA__T_DEVICE, ka__call);
     if (bytes == 0) return ka__fail(KA_ERR_INVALID_ARGUMENT, "size is 0");
     if ((mode == MAKE_WITH || mode == MAKE_WRAP) && !host)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s is NULL", mode == MAKE_WRAP ? "host" : "src");
@@ -89,7 +89,7 @@ ka_status ka_buffer_release(ka_buffer buf) {
     if (busy) return ka__fail(KA_ERR_IN_USE, "the buffer is mapped (ka_buffer_unmap first)");
     /* Transfers on the buffer in other threads return first. */
     if (!ka__handle_retire(buf.id))
-        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released buffer");
+        return ka__fail_handle(KA__T_BUFFER, __func__);
     ka__handle_free(b->id);
     /* KA_DEBUG: an overrun not yet reported fails the release, which still
      * releases the buffer. */
@@ -138,11 +138,11 @@ static ka_status prep(ka_queue queue, ka_buffer buf, size_t off, size_t n, ka__q
                       ka__buffer **b, pins *pn) {
     if (!*q) {
         if (!(*q = ka__pin(queue.id, KA__T_QUEUE, &pn->s[pn->n])))
-            return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released queue");
+            return ka__fail_handle(KA__T_QUEUE, ka__call);
         pn->n++;
     }
     if (!(*b = ka__pin(buf.id, KA__T_BUFFER, &pn->s[pn->n])))
-        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released buffer");
+        return ka__fail_handle(KA__T_BUFFER, ka__call);
     pn->n++;
     if ((*b)->dev != (*q)->dev) return ka__fail(KA_ERR_INVALID_ARGUMENT, "buffer and queue are on different devices");
     if (off > (*b)->bytes || n > (*b)->bytes - off)

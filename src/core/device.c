@@ -149,7 +149,7 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
 ka_status ka_device_close(ka_device dev) {
     KA__ENTRY();
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!d) return ka__fail_handle(KA__T_DEVICE, __func__);
     uint32_t live = atomic_load(&d->live);
     if (live)
         return ka__fail(KA_ERR_IN_USE,
@@ -166,7 +166,7 @@ ka_status ka_device_close(ka_device dev) {
 ka_status ka_device_get_info(ka_device dev, const ka_device_info **out) {
     KA__ENTRY();
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!d) return ka__fail_handle(KA__T_DEVICE, __func__);
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = &d->info;
     return KA_OK;
@@ -175,7 +175,7 @@ ka_status ka_device_get_info(ka_device dev, const ka_device_info **out) {
 ka_status ka_device_get_native(ka_device dev, ka_native_device *out) {
     KA__ENTRY();
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!d) return ka__fail_handle(KA__T_DEVICE, __func__);
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->device = out->context = out->inline_device = NULL;
     if (!ka__be_device_native(d, out))

@@ -205,7 +205,7 @@ ka_status ka_event_on_complete(ka_event ev, ka_event_fn fn, void *user) {
     KA__ENTRY();
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
-    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid, released or stale event");
+    if (!e) return ka__fail_handle(KA__T_EVENT, __func__);
     ka_status st = fn ? on_complete(e, fn, user) : ka__fail(KA_ERR_INVALID_ARGUMENT, "fn is NULL");
     ka__unpin(s);
     return st;
@@ -238,7 +238,7 @@ ka_status ka_event_notify(ka_event ev) {
     KA__ENTRY();
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
-    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid, released or stale event");
+    if (!e) return ka__fail_handle(KA__T_EVENT, __func__);
     ka_status st = notify(e);
     ka__unpin(s);
     return st;
@@ -271,7 +271,7 @@ ka_status ka_event_elapsed_ns(ka_event ev, uint64_t *ns) {
     *ns = 0;
     ka__slot *s;
     ka__event *e = ka__event_pin(ev, &s);
-    if (!e) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid, released or stale event");
+    if (!e) return ka__fail_handle(KA__T_EVENT, __func__);
     ka_status st = KA_OK;
     if (!e->q->profiling)
         st = ka__fail(KA_ERR_UNSUPPORTED,

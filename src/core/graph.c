@@ -274,11 +274,11 @@ ka_status ka_graph_launch(ka_queue queue, ka_graph graph, ka_event *ev) {
     if (ev) ev->id = 0;
     ka__slot *qs, *gs;
     ka__queue *q = ka__pin(queue.id, KA__T_QUEUE, &qs);
-    if (KA_UNLIKELY(!q)) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released queue");
+    if (KA_UNLIKELY(!q)) return ka__fail_handle(KA__T_QUEUE, __func__);
     ka__graph *g = ka__pin(graph.id, KA__T_GRAPH, &gs);
     if (KA_UNLIKELY(!g)) {
         ka__unpin(qs);
-        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released graph");
+        return ka__fail_handle(KA__T_GRAPH, __func__);
     }
     ka_status st;
     if (graph_enter(g, &st)) {
@@ -367,7 +367,7 @@ ka_status ka_graph_release(ka_graph graph) {
     KA__ENTRY();
     ka__graph *g = ka__resolve(graph.id, KA__T_GRAPH);
     if (!g || !ka__handle_retire(graph.id))
-        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released graph");
+        return ka__fail_handle(KA__T_GRAPH, __func__);
     ka__handle_free(g->id);
     ka__device *d = g->dev;
     ka__graph_free(g);

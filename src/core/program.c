@@ -269,7 +269,7 @@ static ka_status program_build(ka_device dev, const char *source, const ka_build
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->id = 0;
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!d) return ka__fail_handle(KA__T_DEVICE, ka__call);
     if (!source) return ka__fail(KA_ERR_INVALID_ARGUMENT, "source is NULL");
     for (uint32_t i = 0; opts && i < opts->num_defines; i++)
         if (!opts->defines || !opts->defines[i] || !*opts->defines[i])
@@ -396,7 +396,7 @@ ka_status ka_program_release(ka_program prog) {
     /* Retired first (a ka_kernel_get in another thread returns before the
      * program goes), then each kernel (launches of it return first). */
     if (!p || !ka__handle_retire(prog.id))
-        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released program");
+        return ka__fail_handle(KA__T_PROGRAM, __func__);
     ka__handle_free(p->id);
     for (uint32_t i = 0; i < p->cap; i++)
         if (p->table[i]) ka__handle_retire(p->table[i]->id);

@@ -13,7 +13,7 @@ ka_status ka_queue_create(ka_device dev, const ka_queue_config *cfg, ka_queue *o
     if (!out) return ka__fail(KA_ERR_INVALID_ARGUMENT, "out is NULL");
     out->id = 0;
     ka__device *d = ka__resolve(dev.id, KA__T_DEVICE);
-    if (!d) return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released device");
+    if (!d) return ka__fail_handle(KA__T_DEVICE, __func__);
     uint32_t cap = cfg && cfg->event_capacity ? cfg->event_capacity : 1024;
     if (cap > (1u << 20)) return ka__fail(KA_ERR_INVALID_ARGUMENT, "event_capacity %u > 2^20", cap);
     ka__queue *q = ka__calloc(1, sizeof *q);
@@ -51,7 +51,7 @@ ka_status ka_queue_release(ka_queue queue) {
     /* Retired first: calls on the queue in other threads (launches,
      * transfers, finish) return before it goes; later ones see it stale. */
     if (!q || !ka__handle_retire(queue.id))
-        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid or released queue");
+        return ka__fail_handle(KA__T_QUEUE, __func__);
     ka__handle_free(q->id);
     ka__graph_free(q->rec); /* a recording never ended is discarded */
     ka_status st = ka__be_queue_finish(q);

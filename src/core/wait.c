@@ -377,7 +377,7 @@ ka_status ka_queue_wait_event(ka_queue queue, ka_event ev) {
     ka__event *e = ka__event_pin(ev, &es);
     if (KA_UNLIKELY(!e)) {
         ka__unpin(qs);
-        return ka__fail(KA_ERR_INVALID_HANDLE, "invalid, released or stale event");
+        return ka__fail_handle(KA__T_EVENT, __func__);
     }
     ka_status st = KA_OK;
     if (KA_UNLIKELY(q->rec)) {
