@@ -7,8 +7,9 @@
 # Steps, in order, each with its own time limit and log, the next one run
 # whatever the last one gave:
 #   a  nvidia-smi; `ka info --json`; the binaries' shared libraries (ldd)
-#   b  the whole test suite (ctest) with KA_DEVICE=cuda:0, then its launch, graph, API, scan and
-#      debug tests again with KA_DEBUG=1
+#   b  the whole test suite (ctest) with KA_DEVICE=cuda:0 (the C++ and Fortran tests and examples
+#      among them, each named in the summary), then its launch, graph, API, scan and debug tests
+#      again with KA_DEBUG=1
 #   c  the kernel tests (ka_testsuite, test_kernels, test_dialect*) on PoCL, KA_DEVICE=pocl
 #   d  the same on NVIDIA's OpenCL through the OpenCL back-end: an ICD folder holding only
 #      NVIDIA's library, OCL_ICD_VENDORS pointed at it, KA_DEVICE=opencl:0
@@ -459,6 +460,15 @@ status=0
     [[ $f != 0 ]] && printf '  %-14s failed: %s\n' "" "$(ctest_names "$name" fail)"
     [[ $to != 0 ]] && printf '  %-14s timed out: %s\n' "" "$(ctest_names "$name" Timeout)"
   done
+  # The C++ header and the Fortran module on the GPU (in step b's suite): each test's result.
+  if [[ -f $LOGS/b_ctest_cuda.log ]]; then
+    printf '  bindings on %s:' "$DEV"
+    for bt in test_cpp install_check_cpp test_fortran_layout test_fortran_calls fortran_heat fortran_heat_zero_alloc; do
+      r=$(grep -E "Test +#[0-9]+: $bt " "$LOGS/b_ctest_cuda.log" | head -n1 | sed -E 's/.*(Passed|\*\*\*[A-Za-z ]+|Failed).*/\1/')
+      printf ' %s %s;' "$bt" "${r:-not run}"
+    done
+    echo
+  fi
   echo
   echo "benchmarks on $DEV (goals of the wait design):"
   L=$LOGS/bench_launch.json W=$LOGS/bench_wait.json X=$LOGS/bench_saxpy.json
