@@ -186,6 +186,12 @@ ctest_names() { # the tests of log $1 whose result matches $2 (failed: "fail", t
   sed -E 's/.*Test +#[0-9]+: ([^ ]+) .*/\1/' <<< "$lines" | tr '\n' ' '
 }
 KERNEL_TESTS='^(ka_testsuite|test_kernels|test_dialect.*)$'
+# The Fortran heat loop (the `libka` module) against the same loop in C on a device.
+fh() { # NAME CAP DEVICE SIZES STEPS
+  [[ -x $BUILD/fortran-heat-bench ]] || { say "no fortran-heat-bench in the build (no Fortran compiler there): $1 not run"; return 0; }
+  run "e_bench_$1" "$2" sh -c '"$0" --device "$3" --sizes "$4" --steps "$5" --reps 15 --json > "$1" 2> "$2"; rc=$?; cat "$1" "$2"; exit $rc' \
+    "$BUILD/fortran-heat-bench" "$LOGS/bench_$1.json" "$LOGS/bench_$1.stderr" "$3" "$4" "$5"
+}
 
 # ---- a: the machine ------------------------------------------------------------------
 if [[ $STEPS == *a* ]]; then
@@ -264,6 +270,9 @@ if [[ $STEPS == *e* ]]; then
   tl timeloop_cuda_size_t 40 --impl ka,cuda --sizes 256,1024,4096,8192 --steps 200
   tl timeloop3_cuda_size_t 40 --dims 3 --impl ka,cuda --sizes 128,256,512 --steps 200
   tl timeloop6_cuda 40 --kernels 6 --impl ka,ka_graph --sizes 64,256,1024,4096 --steps 100
+  # The Fortran heat loop against the C one on the GPU and PoCL's cores (host: step i).
+  fh fortran_heat_cuda 40 "$DEV" 16,64,256,1024,4096 500
+  fh fortran_heat_pocl 60 pocl 16,64,256,1024 200
   # The graph's goal on PoCL is against its own launches on the same host.
   run e_bench_graph_pocl 30 sh -c '"$0" graph --device pocl --json > "$1" 2> "$2"; rc=$?; cat "$2"; exit $rc' \
     "$KA_BENCH" "$LOGS/bench_graph_pocl.json" "$LOGS/bench_graph_pocl.stderr"
@@ -379,7 +388,7 @@ fi
 
 # ---- i: the host back-end on the CPU cores ---------------------------------------------
 # GPU_CHECK_HOST: what of it to run (default all): "suite" and the benchmark runs' names.
-HOST_RUNS=${GPU_CHECK_HOST:-suite timeloop_host fork_host saxpy_host barriers_host barriers_pocl launch_host compile_host timeloop_host2 fork_host2 timeloop_host1}
+HOST_RUNS=${GPU_CHECK_HOST:-suite timeloop_host fortran_heat_host fork_host saxpy_host barriers_host barriers_pocl launch_host compile_host timeloop_host2 fork_host2 timeloop_host1}
 if [[ $STEPS == *i* ]]; then
   CUR_STEP=i
   run i_cpu 10 sh -c 'nproc; grep -m1 "model name" /proc/cpuinfo; grep -m1 "^flags" /proc/cpuinfo; gcc --version | head -n1'
@@ -393,6 +402,7 @@ if [[ $STEPS == *i* ]]; then
   }
   two=(env KA_NUM_THREADS=2 OMP_NUM_THREADS=2 taskset -c 2,3)
   hb timeloop_host 120 "$KA_BENCH" timeloop --device host
+  [[ " $HOST_RUNS " == *" fortran_heat_host "* ]] && fh fortran_heat_host 40 host 16,64,256,1024 200
   hb fork_host 30 "$KA_BENCH" fork --device host
   hb saxpy_host 40 "$KA_BENCH" saxpy --device host
   hb barriers_host 60 "$KA_BENCH" barriers --device host
@@ -469,6 +479,16 @@ status=0
     done
     echo
   fi
+  echo
+  for fj in fortran_heat_cuda fortran_heat_pocl fortran_heat_host; do
+    [[ -f $LOGS/bench_$fj.json ]] || continue
+    printf '  %s: us per step C, Fortran, Fortran / C [goal <= 1.02]:' "$fj"
+    grep -oE '"n":[0-9]+,"c_us_per_step":[0-9.]+,"fortran_us_per_step":[0-9.]+,"fortran_over_c":[0-9.]+' "$LOGS/bench_$fj.json" |
+      while IFS=, read -r n c f r; do
+        printf ' %s^2 %s %s %s [%s];' "${n#*:}" "${c#*:}" "${f#*:}" "${r#*:}" "$(goal "${r#*:}" "<=" 1.02)"
+      done
+    echo
+  done
   echo
   echo "benchmarks on $DEV (goals of the wait design):"
   L=$LOGS/bench_launch.json W=$LOGS/bench_wait.json X=$LOGS/bench_saxpy.json
