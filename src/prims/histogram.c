@@ -58,7 +58,7 @@ static ka_status alloc(ka_prims_plan *p) {
 }
 
 const ka__prim_impl ka__prim_histogram = {KA_PRIM_HISTOGRAM, "histogram", ka__prims_src_histogram, kernels, setup,
-                                          alloc};
+                                          alloc, NULL};
 
 /* The bounds as the kernels take them: lo and hi in the sample type, R =
  * hi - lo (integers), the scale bins / (hi - lo) (float; double for f64;

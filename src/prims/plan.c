@@ -148,7 +148,8 @@ static ka_status plan_create(ka_device dev, const ka_prims_desc *d, ka_prims_pla
             ka__free(src, cap);
         }
     }
-    for (int i = 0; st == KA_OK && im->kernels[i]; i++) st = ka_kernel_get(p->prog, im->kernels[i], NULL, &p->k[i]);
+    const char *const *names = !p->contig && im->gpu_kernels ? im->gpu_kernels : im->kernels;
+    for (int i = 0; st == KA_OK && names[i]; i++) st = ka_kernel_get(p->prog, names[i], NULL, &p->k[i]);
     if (st == KA_OK && im->alloc) st = im->alloc(p);
     if (st != KA_OK) {
         plan_free(p);

@@ -66,6 +66,7 @@ typedef struct ka__prim_impl {
     const char *const *kernels; /* NULL-terminated, at most KA__PLAN_KERNELS */
     ka_status (*setup)(ka_prims_plan *p, const ka_prims_desc *d);
     ka_status (*alloc)(ka_prims_plan *p);
+    const char *const *gpu_kernels; /* the GPU layout's (not contig) where they differ; NULL: kernels */
 } ka__prim_impl;
 
 extern const ka__prim_impl ka__prim_reduce, ka__prim_scan, ka__prim_sort;

@@ -8,7 +8,7 @@ static const char *const kernels[] = {"kaprims_red1", "kaprims_red2", NULL};
 
 static ka_status alloc(ka_prims_plan *p) { return ka__plan_scratch(p, 0, p->max_groups * p->esize, "partials"); }
 
-const ka__prim_impl ka__prim_reduce = {KA_PRIM_REDUCE, "reduce", ka__prims_src_reduce, kernels, NULL, alloc};
+const ka__prim_impl ka__prim_reduce = {KA_PRIM_REDUCE, "reduce", ka__prims_src_reduce, kernels, NULL, alloc, NULL};
 
 ka_status ka_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in, size_t in_offset,
                     size_t n, ka_reduce_op op, ka_event *ev) {

@@ -54,7 +54,7 @@ static ka_status alloc(ka_prims_plan *p) {
     return st != KA_OK ? st : ka__plan_scratch_init(p, 1, (size_t)m * (4 + 2 * 8), NULL, "look-back status");
 }
 
-const ka__prim_impl ka__prim_scan = {KA_PRIM_SCAN, "scan", ka__prims_src_scan, kernels, setup, alloc};
+const ka__prim_impl ka__prim_scan = {KA_PRIM_SCAN, "scan", ka__prims_src_scan, kernels, setup, alloc, NULL};
 
 ka_status ka_scan(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in, size_t in_offset,
                   size_t n, int exclusive, ka_event *ev) {

@@ -7,7 +7,7 @@
 static const char *const kernels[] = {"kaprims_search", NULL};
 
 const ka__prim_impl ka__prim_searchsorted = {KA_PRIM_SEARCHSORTED, "searchsorted", ka__prims_src_search, kernels,
-                                             NULL, NULL};
+                                             NULL, NULL, NULL};
 
 ka_status ka_searchsorted(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer sorted,
                           size_t sorted_offset, size_t n_sorted, ka_buffer needles, size_t needles_offset,

@@ -13,7 +13,7 @@ static uint64_t parts(const ka_prims_plan *p) { return p->max_groups * (p->conti
 static ka_status alloc(ka_prims_plan *p) { return ka__plan_scratch(p, 0, parts(p) * p->esize, "parts"); }
 
 const ka__prim_impl ka__prim_segreduce = {KA_PRIM_SEGMENTED_REDUCE, "segmented reduce", ka__prims_src_segreduce,
-                                          kernels, NULL, alloc};
+                                          kernels, NULL, alloc, NULL};
 
 ka_status ka_segmented_reduce(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer in,
                               size_t in_offset, ka_buffer offsets, size_t offsets_offset, size_t n_segments,

@@ -12,6 +12,8 @@
 #include "src_select.h"
 
 static const char *const kernels[] = {"kaprims_sel_prep", "kaprims_sel_scan", "kaprims_sel_move", NULL};
+/* GPUs: the tile states' reset, then the one pass (no separate scan). */
+static const char *const gpu_kernels[] = {"kaprims_sel_prep", "kaprims_sel_move", NULL};
 
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     (void)d;
@@ -43,7 +45,7 @@ static ka_status alloc(ka_prims_plan *p) {
     return ka__plan_scratch(p, 0, words * 8, p->contig ? "counts" : "tile states");
 }
 
-const ka__prim_impl ka__prim_select = {KA_PRIM_SELECT, "select", ka__prims_src_select, kernels, setup, alloc};
+const ka__prim_impl ka__prim_select = {KA_PRIM_SELECT, "select", ka__prims_src_select, kernels, setup, alloc, gpu_kernels};
 
 ka_status ka_select(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_offset, ka_buffer count,
                     size_t count_offset, ka_buffer in, size_t in_offset, ka_buffer flags, size_t flags_offset, size_t n,
@@ -79,7 +81,7 @@ ka_status ka_select(ka_queue q, ka_prims_plan *plan, ka_buffer out, size_t out_o
                        ka_arg_u64(oi), ka_arg_buffer(count), ka_arg_u64(ci), ka_arg_buffer(p->b[0]), ka_arg_u64(n),
                        ka_arg_u64(tiles)};
         if ((st = ka__prims_launch(q, p->k[0], ka__cdiv(tiles + 1, p->wg), p->wg, a0, 2, NULL)) != KA_OK) return st;
-        return ka__prims_launch(q, p->k[2], tiles, p->wg, a2, 11, ev);
+        return ka__prims_launch(q, p->k[1], tiles, p->wg, a2, 11, ev);
     }
     uint64_t g0 = ka__cdiv(n, p->tile);
     if (g0 > p->max_groups) g0 = p->max_groups;

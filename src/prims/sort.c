@@ -95,7 +95,7 @@ static ka_status alloc(ka_prims_plan *p) {
     return st;
 }
 
-const ka__prim_impl ka__prim_sort = {KA_PRIM_SORT, "sort", ka__prims_src_sort, kernels, setup, alloc};
+const ka__prim_impl ka__prim_sort = {KA_PRIM_SORT, "sort", ka__prims_src_sort, kernels, setup, alloc, NULL};
 
 /* One pass's buffers: keys from ks to kd, values (or indices) from vs to vd,
  * offsets in elements. */

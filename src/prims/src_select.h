@@ -13,13 +13,13 @@ static const char ka__prims_src_select[] =
 "#define SEL_TEST(i) (fl[i] != (uchar)0)\n"
 "#define SEL_LOAD(i, x, k) do { k = fl[i] != (uchar)0; x = k ? in[i] : (T)0; } while (0)\n"
 "#endif\n"
-/* One group's inclusive scan of the W per-work-item counts (CPU layout). */
+"#if CONTIG\n"
+/* One group's inclusive scan of the W per-work-item counts. */
 "KA_KERNEL(kaprims_sel_scan, KA_GLOBAL ulong *part, ulong W) {\n"
 "    KA_LOCAL ulong buf[TILE_LOCAL];\n"
 "    KA_LOCAL ulong tot[2 * WG];\n"
 "    prims_range_scan_ul(part, part, 0, W, 0UL, 0u, buf, tot);\n"
 "}\n"
-"#if CONTIG\n"
 /* CPUs: no barriers, as an OpenMP compaction does per thread. Each
  * work-item owns a contiguous run of its group's chunk: prep counts its kept
  * elements into part[w], the scan makes them inclusive, move copies the
