@@ -25,6 +25,7 @@
 #      ka-bench timeloop, fork, saxpy, barriers (also on PoCL), launch and compile on host, and
 #      timeloop and fork again on two cores (taskset, KA_NUM_THREADS=2, OMP_NUM_THREADS=2),
 #      timeloop on one
+#   x  (not in the default steps) GPU_CHECK_EXTRA's command, before step p
 #   p  (not in the default steps) ka-bench primitives: every primitive against CUB (in the same
 #      process, where the build has libka_cub_bench.so) and OpenMP on cuda:0 (2^28 elements), then
 #      against OpenMP on the CPU's cores through PoCL and the host back-end (2^24); the table of
@@ -37,7 +38,10 @@
 # with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefghi"),
 # GPU_CHECK_DEVICE (the device of steps b, e and p, default cuda:0; another one only to try
 # the script where there is no GPU), GPU_CHECK_HOST (step i's parts, default all),
-# GPU_CHECK_PRIMS (options added to each of step p's runs, e.g. "--only sort,scan").
+# GPU_CHECK_PRIMS (options added to each of step p's runs, e.g. "--only sort,scan"),
+# GPU_CHECK_TESTS (step b's ctest regex instead of the whole suite), GPU_CHECK_ONLY (glob
+# patterns of the runs to make, e.g. "b_* p_primitives_cuda"; the others are left out, said in
+# the log), GPU_CHECK_EXTRA (step x: a command line of the caller's, run with the build's paths).
 # The primitives alone: GPU_CHECK_STEPS=ap (7 minutes at most: 150 s on the GPU, 150 s on PoCL,
 # 120 s on the host back-end).
 # Exit status: 0 when every step ran and passed, 1 otherwise (the summary says which),
@@ -72,10 +76,10 @@ say() { echo "[$(now) +$(elapsed)s] $*" | tee -a "$LOGS/gpu-check.log"; }
 # ---- time: each step gets min(its cap, what is left after the later steps' reserves) --
 # reserve: seconds kept for each step still to come (so a slow step cannot starve them);
 # 15 s more for the summary and the tarball.
-declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=150 [f]=15 [g]=60 [h]=40 [i]=120 [p]=200)
+declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=150 [f]=15 [g]=60 [h]=40 [i]=120 [x]=30 [p]=200)
 reserve_after() { # the reserves of the steps after $1 that will run
   local s=$1 sum=15 later=0 x
-  for x in a b c d e f g h i p; do
+  for x in a b c d e f g h i x p; do
     [[ $later == 1 && $STEPS == *$x* ]] && sum=$((sum + RESERVE[$x]))
     [[ $x == "$s" ]] && later=1
   done
@@ -93,8 +97,13 @@ limit() {
 # run NAME CAP CMD...: runs CMD under `timeout` with its output in NAME.log; records
 # NAME, exit status, seconds, limit. 124/137: timed out; 125: not run (out of time).
 run() {
-  local name=$1 cap=$2 lim rc t1
+  local name=$1 cap=$2 lim rc t1 pat keep=1
   shift 2
+  if [[ -n ${GPU_CHECK_ONLY:-} ]]; then
+    keep=0
+    for pat in $GPU_CHECK_ONLY; do [[ $name == $pat ]] && keep=1; done
+    (( keep )) || { say "$name: left out (GPU_CHECK_ONLY)"; return 0; }
+  fi
   lim=$(limit "$cap")
   if (( lim < 5 )); then
     say "$name: not run, out of time"
@@ -205,7 +214,7 @@ fi
 # ---- b: the whole suite on cuda:0 ----------------------------------------------------
 if [[ $STEPS == *b* ]]; then
   CUR_STEP=b
-  KA_DEVICE=$DEV ctest_run b_ctest_cuda 240 3 ""
+  KA_DEVICE=$DEV ctest_run b_ctest_cuda 240 3 "${GPU_CHECK_TESTS:-}"
   # KA_DEBUG=1 on the GPU: guard zones, full checks, and no false alarms in the launch, graph and API tests.
   KA_DEBUG=1 KA_DEVICE=$DEV ctest_run b_ctest_cuda_debug 60 2 "test_debug|test_kscan|test_graph|test_api_rules|test_launch"
 fi
@@ -413,6 +422,13 @@ if [[ $STEPS == *i* ]]; then
   hb fork_host2 30 "${two[@]}" "$KA_BENCH" fork --device host
   # One thread each: the kernel's code against the C loop's, without the pool.
   hb timeloop_host1 120 env KA_NUM_THREADS=1 OMP_NUM_THREADS=1 taskset -c 2 "$KA_BENCH" timeloop --device host
+fi
+
+# ---- x: a command of the caller's (GPU_CHECK_EXTRA), run by bash from the repository with
+# BUILD, KA_BENCH, DEV and LOGS set, after the build's paths are made; its output in x_extra.log.
+if [[ $STEPS == *x* && -n ${GPU_CHECK_EXTRA:-} ]]; then
+  CUR_STEP=x
+  run x_extra 300 env BUILD="$BUILD" KA_BENCH="$KA_BENCH" DEV="$DEV" LOGS="$LOGS" bash -c "cd '$REPO' && $GPU_CHECK_EXTRA"
 fi
 
 # ---- p: the primitives against CUB and OpenMP ------------------------------------------
