@@ -1,4 +1,4 @@
-! The Fortran module's calls beyond the heat loop's: events and waits, copies,
+! The Fortran module's calls beyond the heat loop's: events and waits (all, any), copies,
 ! a wrapped Fortran array with map and unmap, a 3-D range over a column-major
 ! array, a program from a file, a recorded graph with a changed argument, and
 ! a failing build's log through ka_last_error.
@@ -29,6 +29,7 @@ program test_fortran_calls
   type(c_ptr) :: mp
   integer(c_size_t) :: bytes, got
   integer :: i, j, l, fails, u
+  integer(c_int32_t) :: idx
   integer(c_int) :: st
   character(len=:), allocatable :: detail
 
@@ -53,6 +54,8 @@ program test_fortran_calls
   call check(ka_buffer_create_zeroed(dev, bytes, b), 'create zeroed')
   call check(ka_launch(q, add, ka_range_1d(n), args, ev(1)), 'launch ev 2')
   call check(ka_buffer_copy(q, b, 0_c_size_t, a, 0_c_size_t, bytes, ev(2)), 'copy')
+  call check(ka_wait_any(ev, KA_WAIT_FOREVER, idx), 'wait any')
+  call expect(idx == 0 .or. idx == 1, 'ka_wait_any: a 0-based index')
   call check(ka_wait_all(ev, KA_WAIT_FOREVER), 'wait all')
   call check(ka_event_release(ev(1)), 'release 1')
   call check(ka_event_release(ev(2)), 'release 2')

@@ -98,6 +98,28 @@ module libka
   end type
 
   ! struct ka_allocator: alloc(size_t size, void *user) -> void*, free(void *p, size_t size, void *user).
+  ! ---- the primitives (ka_prims.h)
+  integer(c_int), parameter, public :: KA_DTYPE_I32 = 1, KA_DTYPE_U32 = 2, KA_DTYPE_I64 = 3, KA_DTYPE_U64 = 4, &
+                                       KA_DTYPE_F32 = 5, KA_DTYPE_F64 = 6
+  integer(c_int), parameter, public :: KA_PRIM_REDUCE = 1, KA_PRIM_SCAN = 2, KA_PRIM_SORT = 3, KA_PRIM_SELECT = 4, &
+                                       KA_PRIM_HISTOGRAM = 5, KA_PRIM_SEARCHSORTED = 6, KA_PRIM_SEGMENTED_REDUCE = 7
+  integer(c_int), parameter, public :: KA_REDUCE_SUM = 0, KA_REDUCE_MIN = 1, KA_REDUCE_MAX = 2, KA_REDUCE_USER = 3
+  integer(c_int32_t), parameter, public :: KA_PRIM_SORT_VALUES = 1, KA_PRIM_SORT_VALUES8 = 2, KA_PRIM_ARGSORT = 4, &
+                                           KA_PRIM_ARGSORT64 = 8
+  ! A plan (ka_prims_plan *): made by ka_prims_plan_create, freed by ka_prims_plan_release.
+  type, bind(c), public :: ka_prims_plan
+    type(c_ptr) :: ptr = c_null_ptr
+  end type
+  ! ka_prims_desc, as C lays it out (test_fortran_layout checks it); filled by ka_prims_plan_create_desc.
+  type, bind(c) :: c_prims_desc
+    integer(c_int) :: kind = 0, dtype = 0
+    integer(c_size_t) :: max_n = 0
+    integer(c_int32_t) :: flags = 0
+    type(c_ptr) :: source = c_null_ptr, op = c_null_ptr, identity = c_null_ptr, map = c_null_ptr, &
+                   predicate = c_null_ptr
+    integer(c_int32_t) :: bins = 0
+  end type
+
   type, bind(c), public :: ka_allocator
     type(c_funptr) :: alloc = c_null_funptr
     type(c_funptr) :: free = c_null_funptr
@@ -111,11 +133,14 @@ module libka
   public :: ka_buffer_write, ka_buffer_read, ka_buffer_copy, ka_buffer_wrap, ka_buffer_map, ka_buffer_unmap
   public :: ka_program_build, ka_program_build_file, ka_program_release, ka_kernel_get
   public :: ka_launch, ka_launch_n
-  public :: ka_event_wait, ka_wait_all, ka_event_release
+  public :: ka_event_wait, ka_wait_all, ka_wait_any, ka_event_release
   public :: ka_graph_begin, ka_graph_end, ka_graph_launch, ka_graph_last_node, ka_graph_set_arg, ka_graph_release
   public :: ka_set_allocator, ka_set_wait_spin
   public :: ka_arg_buf, ka_arg_f64, ka_arg_f32, ka_arg_i32, ka_arg_i64, ka_arg_local_bytes
   public :: ka_range_1d, ka_range_2d, ka_range_3d
+  public :: ka_prims_plan_create, ka_prims_plan_create_desc, ka_prims_plan_release
+  public :: ka_reduce, ka_scan, ka_sort, ka_sort_pairs, ka_argsort, ka_select, ka_histogram, ka_searchsorted, &
+            ka_segmented_reduce
 
   ! ---- direct bindings: the C calls as they are (no wrapper on these)
   interface
@@ -219,6 +244,12 @@ module libka
       integer(c_int32_t), value :: n
       integer(c_int64_t), value :: timeout_ns
     end function
+    integer(c_int) function c_ka_wait_any(evs, n, timeout_ns, index) bind(c, name='ka_wait_any')
+      import; type(ka_event), intent(in) :: evs(*)
+      integer(c_int32_t), value :: n
+      integer(c_int64_t), value :: timeout_ns
+      integer(c_int32_t), intent(out) :: index
+    end function
     integer(c_int) function ka_event_release(ev) bind(c, name='ka_event_release')
       import; type(ka_event), value :: ev
     end function
@@ -255,6 +286,101 @@ module libka
     subroutine ka_set_wait_spin(spin_ns) bind(c, name='ka_set_wait_spin')
       import; integer(c_int64_t), value :: spin_ns
     end subroutine
+
+    ! ---- the primitives: offsets in bytes, as in C; a buffer not given is ka_buffer() (id 0)
+    integer(c_int) function ka_prims_plan_create(dev, kind, dtype, max_n, flags, plan) &
+        bind(c, name='ka_prims_plan_create')
+      import; type(ka_device), value :: dev
+      integer(c_int), value :: kind, dtype
+      integer(c_size_t), value :: max_n
+      integer(c_int32_t), value :: flags
+      type(ka_prims_plan), intent(out) :: plan
+    end function
+    integer(c_int) function c_ka_prims_plan_create_desc(dev, desc, plan) bind(c, name='ka_prims_plan_create_desc')
+      import; type(ka_device), value :: dev
+      type(c_prims_desc), intent(in) :: desc
+      type(ka_prims_plan), intent(out) :: plan
+    end function
+    integer(c_int) function ka_prims_plan_release(plan) bind(c, name='ka_prims_plan_release')
+      import; type(ka_prims_plan), value :: plan
+    end function
+    integer(c_int) function ka_reduce(q, plan, out, out_offset, in, in_offset, n, op, ev) bind(c, name='ka_reduce')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: out, in
+      integer(c_size_t), value :: out_offset, in_offset, n
+      integer(c_int), value :: op
+      type(ka_event), intent(out), optional :: ev
+    end function
+    ! exclusive: 0 inclusive, 1 exclusive
+    integer(c_int) function ka_scan(q, plan, out, out_offset, in, in_offset, n, exclusive, ev) bind(c, name='ka_scan')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: out, in
+      integer(c_size_t), value :: out_offset, in_offset, n
+      integer(c_int), value :: exclusive
+      type(ka_event), intent(out), optional :: ev
+    end function
+    integer(c_int) function ka_sort(q, plan, keys, keys_offset, values, values_offset, n, ev) bind(c, name='ka_sort')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: keys, values
+      integer(c_size_t), value :: keys_offset, values_offset, n
+      type(ka_event), intent(out), optional :: ev
+    end function
+    integer(c_int) function ka_sort_pairs(q, plan, keys, keys_offset, values, values_offset, n, ev) &
+        bind(c, name='ka_sort_pairs')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: keys, values
+      integer(c_size_t), value :: keys_offset, values_offset, n
+      type(ka_event), intent(out), optional :: ev
+    end function
+    ! perm: 0-based indices, as in C
+    integer(c_int) function ka_argsort(q, plan, perm, perm_offset, keys, keys_offset, n, ev) bind(c, name='ka_argsort')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: perm, keys
+      integer(c_size_t), value :: perm_offset, keys_offset, n
+      type(ka_event), intent(out), optional :: ev
+    end function
+    integer(c_int) function ka_select(q, plan, out, out_offset, count, count_offset, in, in_offset, flags, &
+                                      flags_offset, n, ev) bind(c, name='ka_select')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: out, count, in, flags
+      integer(c_size_t), value :: out_offset, count_offset, in_offset, flags_offset, n
+      type(ka_event), intent(out), optional :: ev
+    end function
+    integer(c_int) function ka_histogram(q, plan, counts, counts_offset, in, in_offset, n, lower, upper, ev) &
+        bind(c, name='ka_histogram')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: counts, in
+      integer(c_size_t), value :: counts_offset, in_offset, n
+      real(c_double), value :: lower, upper
+      type(ka_event), intent(out), optional :: ev
+    end function
+    ! out: 0-based indices, as in C; upper: 0 lower bound, 1 upper bound
+    integer(c_int) function ka_searchsorted(q, plan, out, out_offset, sorted, sorted_offset, n_sorted, needles, &
+                                            needles_offset, n_needles, upper, ev) bind(c, name='ka_searchsorted')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: out, sorted, needles
+      integer(c_size_t), value :: out_offset, sorted_offset, n_sorted, needles_offset, n_needles
+      integer(c_int), value :: upper
+      type(ka_event), intent(out), optional :: ev
+    end function
+    ! offsets: n_segments + 1 0-based element indices (u64)
+    integer(c_int) function ka_segmented_reduce(q, plan, out, out_offset, in, in_offset, offsets, offsets_offset, &
+                                                n_segments, op, ev) bind(c, name='ka_segmented_reduce')
+      import; type(ka_queue), value :: q
+      type(ka_prims_plan), value :: plan
+      type(ka_buffer), value :: out, in, offsets
+      integer(c_size_t), value :: out_offset, in_offset, offsets_offset, n_segments
+      integer(c_int), value :: op
+      type(ka_event), intent(out), optional :: ev
+    end function
 
     ! behind the wrappers below
     type(c_ptr) function c_ka_last_error() bind(c, name='ka_last_error')
@@ -384,6 +510,47 @@ contains
     end if
   end function
 
+  ! A plan with a user operator, predicate or bins (ka_prims_desc): the strings
+  ! are expressions in the kernel dialect (trailing blanks dropped), each absent
+  ! one NULL. Allocates the strings' NUL-terminated copies for the call only.
+  integer(c_int) function ka_prims_plan_create_desc(dev, kind, dtype, max_n, plan, flags, source, op, identity, &
+                                                    map, predicate, bins) result(st)
+    type(ka_device), intent(in) :: dev
+    integer(c_int), intent(in) :: kind, dtype
+    integer(c_size_t), intent(in) :: max_n
+    type(ka_prims_plan), intent(out) :: plan
+    integer(c_int32_t), intent(in), optional :: flags, bins
+    character(len=*), intent(in), optional :: source, op, identity, map, predicate
+    character(kind=c_char, len=:), allocatable, target :: c_source, c_op, c_identity, c_map, c_predicate
+    type(c_prims_desc) :: d
+    d%kind = kind
+    d%dtype = dtype
+    d%max_n = max_n
+    if (present(flags)) d%flags = flags
+    if (present(bins)) d%bins = bins
+    if (present(source)) then
+      c_source = trim(source) // c_null_char
+      d%source = c_loc(c_source)
+    end if
+    if (present(op)) then
+      c_op = trim(op) // c_null_char
+      d%op = c_loc(c_op)
+    end if
+    if (present(identity)) then
+      c_identity = trim(identity) // c_null_char
+      d%identity = c_loc(c_identity)
+    end if
+    if (present(map)) then
+      c_map = trim(map) // c_null_char
+      d%map = c_loc(c_map)
+    end if
+    if (present(predicate)) then
+      c_predicate = trim(predicate) // c_null_char
+      d%predicate = c_loc(c_predicate)
+    end if
+    st = c_ka_prims_plan_create_desc(dev, d, plan)
+  end function
+
   ! ka_launch over all of args (a contiguous array: no copy, nothing allocated).
   integer(c_int) function ka_launch(q, k, range, args, ev) result(st)
     type(ka_queue), intent(in) :: q
@@ -398,6 +565,13 @@ contains
     type(ka_event), intent(in), contiguous :: evs(:)
     integer(c_int64_t), intent(in) :: timeout_ns
     st = c_ka_wait_all(evs, int(size(evs), c_int32_t), timeout_ns)
+  end function
+  ! index: the 0-based position in evs of a completed event, as in C.
+  integer(c_int) function ka_wait_any(evs, timeout_ns, index) result(st)
+    type(ka_event), intent(in), contiguous :: evs(:)
+    integer(c_int64_t), intent(in) :: timeout_ns
+    integer(c_int32_t), intent(out) :: index
+    st = c_ka_wait_any(evs, int(size(evs), c_int32_t), timeout_ns, index)
   end function
 
   ! ---- launch arguments
