@@ -489,7 +489,7 @@ status=0
   # The C++ header and the Fortran module on the GPU (in step b's suite): each test's result.
   if [[ -f $LOGS/b_ctest_cuda.log ]]; then
     printf '  bindings on %s:' "$DEV"
-    for bt in test_cpp install_check_cpp test_fortran_layout test_fortran_calls fortran_heat fortran_heat_zero_alloc; do
+    for bt in test_cpp install_check_cpp test_fortran_layout test_fortran_calls test_fortran_prims fortran_heat fortran_heat_zero_alloc; do
       r=$(grep -E "Test +#[0-9]+: $bt " "$LOGS/b_ctest_cuda.log" | head -n1 | sed -E 's/.*(Passed|\*\*\*[A-Za-z ]+|Failed).*/\1/')
       printf ' %s %s;' "$bt" "${r:-not run}"
     done
