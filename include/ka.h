@@ -194,7 +194,9 @@ KA_API ka_status ka_queue_flush(ka_queue q);
  * ka_launch returns) costs nothing. One already complete and failed returns
  * the status its command failed with (what ka_event_wait on it returns, e.g.
  * KA_ERR_KERNEL_FAILED or a driver error) and enqueues nothing; one still
- * pending is waited for as it is. ev may be released right after the call. */
+ * pending is waited for as it is. ev may be released right after the call.
+ * An event of another device is KA_ERR_INVALID_ARGUMENT, complete or not: wait
+ * for it on the host (ka_event_wait, ka_wait_all). */
 KA_API ka_status ka_queue_wait_event(ka_queue q, ka_event ev);
 
 /* ---- buffers ------------------------------------------------------------ */

@@ -384,6 +384,10 @@ ka_status ka_queue_wait_event(ka_queue queue, ka_event ev) {
         st = ka__fail(KA_ERR_INVALID_ARGUMENT,
                       "the queue is recording a graph, which holds no dependency on an event "
                       "(wait before ka_graph_launch)");
+    } else if (KA_UNLIKELY(e->q->dev != q->dev)) {
+        /* Refused even when done, so the answer does not depend on timing. */
+        st = ka__fail(KA_ERR_INVALID_ARGUMENT,
+                      "the event is of another device's queue (wait for it on the host)");
     } else if (ka__event_poll(e)) {
         /* Done (an inline launch's, a no-op's, or finished): nothing to wait
          * for. A failed command's dependents would never have their input. */
@@ -391,9 +395,6 @@ ka_status ka_queue_wait_event(ka_queue queue, ka_event ev) {
         if (KA_UNLIKELY(es_st != KA_OK))
             st = ka__fail(es_st, "the event's command failed (%s); nothing was enqueued",
                           ka_status_name(es_st));
-    } else if (KA_UNLIKELY(e->q->dev != q->dev)) {
-        st = ka__fail(KA_ERR_INVALID_ARGUMENT,
-                      "the event is of another device's queue (wait for it on the host)");
     } else if (e->q != q) { /* a queue's own commands are in order already */
         st = ka__be_queue_wait(q, e->native);
     }
