@@ -25,6 +25,10 @@
 #      ka-bench timeloop, fork, saxpy, barriers (also on PoCL), launch and compile on host, and
 #      timeloop and fork again on two cores (taskset, KA_NUM_THREADS=2, OMP_NUM_THREADS=2),
 #      timeloop on one
+#   m  two GPUs (nothing, said, where there are fewer): test_two_devices on cuda:0 and cuda:1;
+#      mpi_heat with one rank per GPU checked bit for bit (1 and 2 ranks, the serial loop),
+#      strong scaling (4096^2, 8192^2) and weak scaling (4096^2 per rank) with the exchange's
+#      share of a step, and the device-pointer exchange (fails where MPI is not CUDA-aware)
 #   x  (not in the default steps) GPU_CHECK_EXTRA's command, before step p
 #   p  (not in the default steps) ka-bench primitives: every primitive against CUB (in the same
 #      process, where the build has libka_cub_bench.so) and OpenMP on cuda:0 (2^28 elements), then
@@ -35,7 +39,7 @@
 # file and the summary).
 #
 # Environment: GPU_CHECK_BUDGET (seconds for the whole run, default 500: under 9 minutes
-# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefghi"),
+# with room for start-up), GPU_CHECK_STEPS (the steps to run, default "abcdefghim"),
 # GPU_CHECK_DEVICE (the device of steps b, e and p, default cuda:0; another one only to try
 # the script where there is no GPU), GPU_CHECK_HOST (step i's parts, default all),
 # GPU_CHECK_PRIMS (options added to each of step p's runs, e.g. "--only sort,scan"),
@@ -54,7 +58,7 @@ if [[ $# -ne 2 ]]; then
 fi
 T0=$(date +%s)
 BUDGET=${GPU_CHECK_BUDGET:-500}
-STEPS=${GPU_CHECK_STEPS:-abcdefghi}
+STEPS=${GPU_CHECK_STEPS:-abcdefghim}
 DEV=${GPU_CHECK_DEVICE:-cuda:0}
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 if ! BUILD=$(cd "$1" 2>/dev/null && pwd -P); then
@@ -76,10 +80,10 @@ say() { echo "[$(now) +$(elapsed)s] $*" | tee -a "$LOGS/gpu-check.log"; }
 # ---- time: each step gets min(its cap, what is left after the later steps' reserves) --
 # reserve: seconds kept for each step still to come (so a slow step cannot starve them);
 # 15 s more for the summary and the tarball.
-declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=150 [f]=15 [g]=60 [h]=40 [i]=120 [x]=30 [p]=200)
+declare -A RESERVE=([a]=10 [b]=60 [c]=30 [d]=30 [e]=150 [f]=15 [g]=60 [h]=40 [i]=120 [m]=60 [x]=30 [p]=200)
 reserve_after() { # the reserves of the steps after $1 that will run
   local s=$1 sum=15 later=0 x
-  for x in a b c d e f g h i x p; do
+  for x in a b c d e f g h i m x p; do
     [[ $later == 1 && $STEPS == *$x* ]] && sum=$((sum + RESERVE[$x]))
     [[ $x == "$s" ]] && later=1
   done
@@ -424,6 +428,35 @@ if [[ $STEPS == *i* ]]; then
   hb timeloop_host1 120 env KA_NUM_THREADS=1 OMP_NUM_THREADS=1 taskset -c 2 "$KA_BENCH" timeloop --device host
 fi
 
+# ---- m: two GPUs: two devices in one process, mpi_heat with one rank per GPU ---------------
+# Nothing on a machine with fewer than two GPUs (said, and in the summary).
+if [[ $STEPS == *m* ]]; then
+  CUR_STEP=m
+  NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  if (( NGPU < 2 )); then
+    say "m: ${NGPU} GPU(s) here: the two-GPU runs (test_two_devices on cuda:0 and cuda:1, mpi_heat one rank per GPU) need two: not run"
+  else
+    KA_DEVICE=cuda:0 KA_DEVICE_2=cuda:1 run m_two_devices 60 "$BUILD/tests/test_two_devices"
+    if [[ -f $BUILD/gpu-mpi/env.sh && -x $BUILD/mpi_heat ]]; then
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+      # Bit for bit: 1 and 2 ranks (one per GPU) against the serial C loop (--check), and
+      # the two grids against each other.
+      run m_mpi_check 90 bash -c 'source "$0/gpu-mpi/env.sh" && unset KA_DEVICE &&
+        for n in 1 2; do mpirun --bind-to none -np $n "$0/mpi_heat" --nx 4096 --ny 4096 --steps 50 --check --out "$1/grid_$n.bin" || exit 1; done &&
+        cmp "$1/grid_1.bin" "$1/grid_2.bin" && echo "m: 1 and 2 ranks: the same bits" && rm -f "$1"/grid_?.bin' "$BUILD" "$LOGS"
+      run m_mpi_strong 150 bash -c 'source "$0/gpu-mpi/env.sh" && unset KA_DEVICE &&
+        GRIDS="4096x4096:200 8192x8192:100" REPS=5 JSON="$1" "$2/scripts/mpi_scaling.sh" "$0" 1x0 2x0' "$BUILD" "$LOGS/mpi_strong_2gpu.json" "$REPO"
+      run m_mpi_weak 120 bash -c 'source "$0/gpu-mpi/env.sh" && unset KA_DEVICE &&
+        WEAK=1 GRIDS="4096x4096:200" REPS=5 JSON="$1" "$2/scripts/mpi_scaling.sh" "$0" 1x0 2x0' "$BUILD" "$LOGS/mpi_weak_2gpu.json" "$REPO"
+      # The device-pointer exchange needs a CUDA-aware MPI; mpi_heat says whether it has one.
+      run m_mpi_device 40 bash -c 'source "$0/gpu-mpi/env.sh" && unset KA_DEVICE &&
+        mpirun --bind-to none -np 2 "$0/mpi_heat" --nx 4096 --ny 4096 --steps 100 --check --exchange device' "$BUILD"
+    else
+      say "m: no gpu-mpi/env.sh or mpi_heat in the build: the MPI runs not made"
+    fi
+  fi
+fi
+
 # ---- x: a command of the caller's (GPU_CHECK_EXTRA), run by bash from the repository with
 # BUILD, KA_BENCH, DEV and LOGS set, after the build's paths are made; its output in x_extra.log.
 if [[ $STEPS == *x* && -n ${GPU_CHECK_EXTRA:-} ]]; then
@@ -506,6 +539,17 @@ status=0
     echo
   done
   echo
+  if [[ $STEPS == *m* ]]; then
+    if [[ ${NGPU:-0} -lt 2 ]]; then
+      echo "two GPUs (step m): not run: ${NGPU:-0} GPU(s) on this machine"
+    else
+      echo "two GPUs (step m): goals: strong 8192^2 speedup >= 1.8, weak efficiency >= 0.9"
+      for f in m_two_devices m_mpi_check m_mpi_strong m_mpi_weak m_mpi_device; do
+        [[ -f $LOGS/$f.log ]] && grep -E 'two devices:|PASSED|FAILED|same bits|check:|x0 |grid:steps|scaling:|exchange|CUDA-aware' "$LOGS/$f.log" | sed "s/^/  $f: /"
+      done
+    fi
+    echo
+  fi
   echo "benchmarks on $DEV (goals of the wait design):"
   L=$LOGS/bench_launch.json W=$LOGS/bench_wait.json X=$LOGS/bench_saxpy.json
   R=$LOGS/bench_launch.results # the "results" array: one object per argument count (and path)
