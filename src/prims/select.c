@@ -25,13 +25,20 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     /* Larger tiles than a scan's, as CUB's select takes: the look-back and
      * the barriers are paid once a tile. KA_PRIMS_SELECT_K (1 to 32: a
      * work-item's kept elements are a 32-bit mask) sets the elements per
-     * work-item, for tuning. KA_PRIMS_ADVERSARY=1 (tests) adds the delays of
-     * src_common.h's LB_DELAY and, unless K is set, tiles of WG elements, so
-     * look-backs walk far. */
+     * work-item, for tuning, lowered where the tile would not fit.
+     * KA_PRIMS_ADVERSARY=1 (tests) adds the delays of src_common.h's
+     * LB_DELAY and, unless K is set, tiles of WG elements, so look-backs
+     * walk far. */
     const char *e = getenv("KA_PRIMS_SELECT_K"), *adv = getenv("KA_PRIMS_ADVERSARY");
     int adversary = adv && !strcmp(adv, "1");
     uint32_t k = adversary ? 1 : p->esize == 4 ? 16 : 12;
     if (e && atoi(e) >= 1 && atoi(e) <= 32) k = (uint32_t)atoi(e);
+    /* The tile's kept elements sit in static local memory (cmp), beside the
+     * group scan's and the look-back's words: at most the device's, and at
+     * most 48 KiB, CUDA's cap on static shared memory whatever its opt-in. */
+    uint64_t cap = p->di->local_mem_size < 49152 ? p->di->local_mem_size : 49152;
+    uint64_t fixed = 2ull * p->wg * 4 + 32 * 8 + 8;
+    while (k > 1 && (uint64_t)p->wg * k * p->esize + fixed > cap) k--;
     p->tile = p->wg * k;
     if (adversary) {
         size_t n = strlen(p->defs);
