@@ -31,7 +31,7 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
      * walk far. */
     const char *e = getenv("KA_PRIMS_SELECT_K"), *adv = getenv("KA_PRIMS_ADVERSARY");
     int adversary = adv && !strcmp(adv, "1");
-    uint32_t k = adversary ? 1 : p->esize == 4 ? 16 : 12;
+    uint32_t k = adversary ? 1 : p->esize == 4 ? 24 : 12;
     if (e && atoi(e) >= 1 && atoi(e) <= 32) k = (uint32_t)atoi(e);
     /* The tile's kept elements sit in static local memory (cmp), beside the
      * group scan's and the look-back's words: at most the device's, and at
