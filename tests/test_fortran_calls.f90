@@ -4,6 +4,7 @@
 ! a failing build's log through ka_last_error.
 program test_fortran_calls
   use libka
+  use fortran_check
   implicit none
   character(len=*), parameter :: nl = new_line('a')
   character(len=*), parameter :: src = &
@@ -28,12 +29,11 @@ program test_fortran_calls
   integer(c_int32_t) :: cube(n0, n1, n2)
   type(c_ptr) :: mp
   integer(c_size_t) :: bytes, got
-  integer :: i, j, l, fails, u
+  integer :: i, j, l, u
   integer(c_int32_t) :: idx
   integer(c_int) :: st
   character(len=:), allocatable :: detail
 
-  fails = 0
   bytes = 8_c_size_t * n
   call check(ka_device_open('', dev), 'open')
   call check(ka_queue_create(dev, q=q), 'queue')
@@ -127,21 +127,4 @@ program test_fortran_calls
   deallocate(detail) ! a main program's variables are saved: LeakSanitizer would report it
   if (fails /= 0) error stop 1
   print '(a)', 'Fortran calls: events, copies, wrap and map, 3-D ranges, graphs, files, errors: ok'
-contains
-  subroutine check(s, what)
-    integer(c_int), intent(in) :: s
-    character(len=*), intent(in) :: what
-    if (s /= KA_OK) then
-      print '(a)', what // ': ' // ka_status_name(s) // ': ' // ka_last_error()
-      error stop 1
-    end if
-  end subroutine
-  subroutine expect(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (.not. ok) then
-      print '(a)', 'failed: ' // what
-      fails = fails + 1
-    end if
-  end subroutine
 end program

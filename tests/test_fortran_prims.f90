@@ -7,6 +7,7 @@
 ! something else.
 program test_fortran_prims
   use libka
+  use fortran_check
   implicit none
   integer, parameter :: n = 1000, nseg = 10
   integer(c_size_t), parameter :: z = 0_c_size_t, nn = int(n, c_size_t)
@@ -18,11 +19,10 @@ program test_fortran_prims
   integer(c_int64_t) :: cnt(1), idx(n), offs(nseg + 1)
   real(c_double) :: d(n), dsum(1)
   integer(kind=1) :: flags(n)
-  integer :: i, j, k, fails
+  integer :: i, j, k
   integer(c_int) :: st
   character(len=:), allocatable :: detail
 
-  fails = 0
   call check(ka_device_open('', dev), 'open')
   call check(ka_queue_create(dev, q=q), 'queue')
   ! Values in 0..96, repeated and unordered (sorting is stable: checked with values).
@@ -157,21 +157,4 @@ program test_fortran_prims
   if (fails /= 0) error stop 1
   print '(a)', 'Fortran primitives: reduce, user op, scan, sort, argsort, select, histogram, searchsorted, ' // &
                'segmented reduce, a bad operator: ok'
-contains
-  subroutine check(s, what)
-    integer(c_int), intent(in) :: s
-    character(len=*), intent(in) :: what
-    if (s /= KA_OK) then
-      print '(a)', what // ': ' // ka_status_name(s) // ': ' // ka_last_error()
-      error stop 1
-    end if
-  end subroutine
-  subroutine expect(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (.not. ok) then
-      print '(a)', 'failed: ' // what
-      fails = fails + 1
-    end if
-  end subroutine
 end program
