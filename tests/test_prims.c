@@ -50,7 +50,8 @@ static void check_reduce(ka_prims_plan *p, ka_dtype t, size_t n, uint32_t seed) 
     free(h);
 }
 
-static const size_t sizes[] = {0, 1, 2, 3, 63, 64, 65, 255, 1000, 4097, 65537, 1000003};
+/* Around the GPU tiles too: 2048 (8-byte scan), 4096, 8192 (4-byte scan) elements. */
+static const size_t sizes[] = {0, 1, 2, 3, 63, 64, 65, 255, 1000, 2047, 2048, 2049, 4097, 8191, 8192, 8193, 65537, 1000003};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 
