@@ -101,11 +101,12 @@ limit() {
 # run NAME CAP CMD...: runs CMD under `timeout` with its output in NAME.log; records
 # NAME, exit status, seconds, limit. 124/137: timed out; 125: not run (out of time).
 run() {
-  local name=$1 cap=$2 lim rc t1 pat keep=1
+  local name=$1 cap=$2 lim rc t1 pat keep=1 pats
   shift 2
   if [[ -n ${GPU_CHECK_ONLY:-} ]]; then
     keep=0
-    for pat in $GPU_CHECK_ONLY; do [[ $name == $pat ]] && keep=1; done
+    read -r -a pats <<< "$GPU_CHECK_ONLY" # words, not expanded against the files here
+    for pat in "${pats[@]}"; do [[ $name == $pat ]] && keep=1; done
     (( keep )) || { say "$name: left out (GPU_CHECK_ONLY)"; return 0; }
   fi
   lim=$(limit "$cap")
@@ -453,6 +454,7 @@ if [[ $STEPS == *m* ]]; then
         mpirun --bind-to none -np 2 "$0/mpi_heat" --nx 4096 --ny 4096 --steps 100 --check --exchange device' "$BUILD"
     else
       say "m: no gpu-mpi/env.sh or mpi_heat in the build: the MPI runs not made"
+      printf '%s\t%s\t%s\t%s\n' m_mpi 126 0 0 >> "$LOGS/steps.tsv"
     fi
   fi
 fi
@@ -545,7 +547,7 @@ status=0
     else
       echo "two GPUs (step m): goals: strong 8192^2 speedup >= 1.8, weak efficiency >= 0.9"
       for f in m_two_devices m_mpi_check m_mpi_strong m_mpi_weak m_mpi_device; do
-        [[ -f $LOGS/$f.log ]] && grep -E 'two devices:|PASSED|FAILED|same bits|check:|x0 |grid:steps|scaling:|exchange|CUDA-aware' "$LOGS/$f.log" | sed "s/^/  $f: /"
+        [[ -f $LOGS/$f.log ]] && grep -E 'two devices:|skipped|PASSED|FAILED|same bits|check:|x0 |grid:steps|scaling:|exchange|CUDA-aware' "$LOGS/$f.log" | sed "s/^/  $f: /"
       done
     fi
     echo

@@ -46,7 +46,10 @@ one() { # config grid -> "us-per-step exchange-share" (the share "-" for one ran
 for g in "${grids[@]}"; do one "${configs[0]}" "$g" > /dev/null; done # warm the kernel cache
 for ((r = 0; r < reps; r++)); do
   for g in "${grids[@]}"; do
-    for c in "${configs[@]}"; do echo "$g $c $(one "$c" "$g")" >> "$tmp/all"; done
+    for c in "${configs[@]}"; do
+      res=$(one "$c" "$g") || exit 1
+      echo "$g $c $res" >> "$tmp/all"
+    done
   done
 done
 
