@@ -12,7 +12,7 @@ program test_fortran_layout
       import; type(ka_arg), intent(inout) :: out(*)
     end subroutine
   end interface
-  integer(c_int64_t) :: c(15), f(15)
+  integer(c_int64_t) :: c(26), f(26)
   type(ka_arg), target :: a
   type(ka_range), target :: r
   type(ka_queue_config), target :: qc
@@ -20,6 +20,8 @@ program test_fortran_layout
   type(ka_device) :: d
   type(ka_event) :: e
   type(ka_graph_node) :: gn
+  type(ka_prims_desc), target :: pd
+  type(ka_prims_plan) :: pp
   type(ka_arg) :: ca(6), fa(6)
   integer :: i, fails
   integer(c_int) :: st
@@ -30,7 +32,11 @@ program test_fortran_layout
   f = [c_sizeof(a), off(c_loc(a%size), c_loc(a)), off(c_loc(a%u), c_loc(a)), &
        c_sizeof(r), off(c_loc(r%size), c_loc(r)), off(c_loc(r%workgroup), c_loc(r)), off(c_loc(r%flags), c_loc(r)), &
        c_sizeof(qc), off(c_loc(qc%spin_ns), c_loc(qc)), off(c_loc(qc%inline_max_items), c_loc(qc)), &
-       off(c_loc(qc%profiling), c_loc(qc)), c_sizeof(al), c_sizeof(d), c_sizeof(e), c_sizeof(gn)]
+       off(c_loc(qc%profiling), c_loc(qc)), c_sizeof(al), c_sizeof(d), c_sizeof(e), c_sizeof(gn), &
+       c_sizeof(pd), off(c_loc(pd%max_n), c_loc(pd)), off(c_loc(pd%flags), c_loc(pd)), off(c_loc(pd%source), c_loc(pd)), &
+       off(c_loc(pd%predicate), c_loc(pd)), off(c_loc(pd%bins), c_loc(pd)), c_sizeof(pp), &
+       int(KA_DTYPE_F64, c_int64_t), int(KA_PRIM_SEGMENTED_REDUCE, c_int64_t), int(KA_REDUCE_USER, c_int64_t), &
+       int(KA_PRIM_ARGSORT64, c_int64_t)]
   do i = 1, size(c)
     if (c(i) /= f(i)) then
       print '(a,i0,a,i0,a,i0)', 'layout item ', i, ': C ', c(i), ', Fortran ', f(i)

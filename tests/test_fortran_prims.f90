@@ -1,5 +1,6 @@
 ! The Fortran module's primitives (ka_prims.h) against plain Fortran: reduce
-! (built-in and a user operator with a map), scan, sort of keys and of pairs,
+! (built-in, with its event, and user operators with maps on i32 and f64), scan,
+! sort of keys and of pairs,
 ! argsort, select by flags and by a predicate, histogram, searchsorted,
 ! segmented reduce; a plan with a bad operator gives the build's log. A plan
 ! made through ka_prims_plan_create_desc also checks the module's copy of
@@ -14,6 +15,7 @@ program test_fortran_prims
   type(ka_device) :: dev
   type(ka_queue) :: q
   type(ka_prims_plan) :: p
+  type(ka_event) :: ev
   type(ka_buffer) :: bi, bo, bv, bc, bf, bs
   integer(c_int32_t) :: x(n), y(n), v(n), ref(n), sel(n), hist(8), one(1)
   integer(c_int64_t) :: cnt(1), idx(n), offs(nseg + 1)
@@ -40,10 +42,22 @@ program test_fortran_prims
   call check(ka_reduce(q, p, bo, z, bi, z, nn, KA_REDUCE_SUM), 'reduce sum')
   call check(ka_buffer_read(q, one, bo, z, 4_c_size_t), 'read sum')
   call expect(one(1) == sum(x), 'reduce sum')
-  call check(ka_reduce(q, p, bo, z, bi, z, nn, KA_REDUCE_MAX), 'reduce max')
+  call check(ka_reduce(q, p, bo, z, bi, z, nn, KA_REDUCE_MAX, ev), 'reduce max with its event')
+  call check(ka_event_wait(ev, KA_WAIT_FOREVER), 'wait reduce')
+  call check(ka_event_release(ev), 'release reduce event')
   call check(ka_buffer_read(q, one, bo, z, 4_c_size_t), 'read max')
   call expect(one(1) == maxval(x), 'reduce max')
   call check(ka_prims_plan_release(p), 'release reduce')
+
+  ! A user operator on i32: the maximum of x + 1, by an expression.
+  call check(ka_prims_plan_create_desc(dev, KA_PRIM_REDUCE, KA_DTYPE_I32, nn, p, op='a > b ? a : b', &
+                                       identity='-2147483647 - 1', map='x + 1'), 'plan user op i32')
+  call check(ka_reduce(q, p, bo, z, bi, z, nn, KA_REDUCE_USER), 'reduce user i32')
+  call check(ka_buffer_read(q, one, bo, z, 4_c_size_t), 'read user i32')
+  call expect(one(1) == maxval(x) + 1, 'reduce with op max and map x + 1 (i32)')
+  call check(ka_prims_plan_release(p), 'release user i32')
+  call expect(.not. c_associated(p%ptr), 'a released plan is emptied')
+  call check(ka_prims_plan_release(p), 'a second release is a no-op')
 
   ! A user operator with a map: the sum of squares of doubles (exact in binary: integers).
   d = [(real(mod(i, 13), c_double), i = 1, n)]
@@ -88,6 +102,14 @@ program test_fortran_prims
   end do
   call expect(k == 0 .and. all(x(v) == y), 'sort of pairs: ordered, stable, values moved with their keys')
   call check(ka_prims_plan_release(p), 'release sort')
+
+  ! Sort of keys alone (values ka_buffer()).
+  call check(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_I32, nn, 0_c_int32_t, p), 'plan sort keys')
+  call check(ka_buffer_write(q, bo, z, x, 4 * nn), 'write keys 2')
+  call check(ka_sort(q, p, bo, z, ka_buffer(), z, nn), 'sort keys')
+  call check(ka_buffer_read(q, v, bo, z, 4 * nn), 'read sorted keys')
+  call expect(all(v == y), 'sort of keys: as the keys of the sorted pairs')
+  call check(ka_prims_plan_release(p), 'release sort keys')
 
   ! Argsort (0-based u64 indices).
   call check(ka_prims_plan_create(dev, KA_PRIM_SORT, KA_DTYPE_I32, nn, KA_PRIM_ARGSORT64, p), 'plan argsort')

@@ -155,15 +155,22 @@ static void check_scan(ka_prims_plan *p, ka_dtype t, size_t n, int excl, int in_
     free(h), free(want), free(got);
 }
 
+/* Every type in the device's layout, then in the GPU layout (its tiles'
+ * edges among the sizes) on whatever device runs the test. */
 static void scan_all_types(void **state) {
     (void)state;
-    for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
-        if (!type_ok(t)) continue;
-        ka_prims_plan *p;
-        KA_OK_OR_FAIL(ka_prims_plan_create(dev, KA_PRIM_SCAN, t, 1000003, 0, &p));
-        for (size_t i = 0; i < NSIZES; i++) check_scan(p, t, sizes[i], (int)(i & 1), i == 5, (uint32_t)(i + 100 * t));
-        check_scan(p, t, 1000003, 1, 0, 9);
-        KA_OK_OR_FAIL(ka_prims_plan_release(p));
+    for (int gpu = 0; gpu < 2; gpu++) {
+        for (ka_dtype t = KA_DTYPE_I32; t <= KA_DTYPE_F64; t++) {
+            if (!type_ok(t)) continue;
+            ka_prims_plan *p;
+            if (gpu) setenv("KA_PRIMS_LAYOUT", "gpu", 1);
+            ka_status st = ka_prims_plan_create(dev, KA_PRIM_SCAN, t, 1000003, 0, &p);
+            unsetenv("KA_PRIMS_LAYOUT");
+            KA_OK_OR_FAIL(st);
+            for (size_t i = 0; i < NSIZES; i++) check_scan(p, t, sizes[i], (int)(i & 1), i == 5, (uint32_t)(i + 100 * t));
+            check_scan(p, t, 1000003, 1, 0, 9);
+            KA_OK_OR_FAIL(ka_prims_plan_release(p));
+        }
     }
 }
 
@@ -382,8 +389,9 @@ static void scan_adversary(void **state) {
     unsetenv("KA_PRIMS_LAYOUT");
 }
 
-/* The GPU layout (256 work-items, coalesced strided loops, 8 scan elements
- * each) on whatever device runs the test: on PoCL, the code path of GPUs. */
+/* The GPU layout (256 work-items, coalesced strided loops; a scan's tile 32
+ * elements a work-item of 4 bytes, 8 of 8 bytes) on whatever device runs the
+ * test: on PoCL, the code path of GPUs. */
 static void gpu_layout(void **state) {
     (void)state;
     setenv("KA_PRIMS_LAYOUT", "gpu", 1);

@@ -98,7 +98,7 @@ static void check_select(ka_prims_plan *p, ka_dtype t, size_t n, int pred, int p
     free(h), free(want), free(got), free(fl);
 }
 
-/* Around a CPU work-group's 1024 elements and the GPU tiles (256 x 12 and x 16). */
+/* Around a CPU work-group's 1024 elements and the GPU tiles (256 x 12 and x 24; and 4096). */
 static const size_t sel_sizes[] = {0,    1,    2,    63,   64,   65,   1023, 1024, 1025,   2049,    3071,
                                    3072, 3073, 4095, 4096, 4097, 6143, 6144, 6145, 100000, 1000003};
 #define NSEL (sizeof sel_sizes / sizeof sel_sizes[0])

@@ -97,7 +97,6 @@ module libka
     integer(c_int32_t) :: profiling = 0
   end type
 
-  ! struct ka_allocator: alloc(size_t size, void *user) -> void*, free(void *p, size_t size, void *user).
   ! ---- the primitives (ka_prims.h)
   integer(c_int), parameter, public :: KA_DTYPE_I32 = 1, KA_DTYPE_U32 = 2, KA_DTYPE_I64 = 3, KA_DTYPE_U64 = 4, &
                                        KA_DTYPE_F32 = 5, KA_DTYPE_F64 = 6
@@ -110,8 +109,9 @@ module libka
   type, bind(c), public :: ka_prims_plan
     type(c_ptr) :: ptr = c_null_ptr
   end type
-  ! ka_prims_desc, as C lays it out (test_fortran_layout checks it); filled by ka_prims_plan_create_desc.
-  type, bind(c) :: c_prims_desc
+  ! struct ka_prims_desc, as C lays it out (test_fortran_layout checks it): ka_prims_plan_create_desc
+  ! fills one from Fortran strings.
+  type, bind(c), public :: ka_prims_desc
     integer(c_int) :: kind = 0, dtype = 0
     integer(c_size_t) :: max_n = 0
     integer(c_int32_t) :: flags = 0
@@ -120,6 +120,7 @@ module libka
     integer(c_int32_t) :: bins = 0
   end type
 
+  ! struct ka_allocator: alloc(size_t size, void *user) -> void*, free(void *p, size_t size, void *user).
   type, bind(c), public :: ka_allocator
     type(c_funptr) :: alloc = c_null_funptr
     type(c_funptr) :: free = c_null_funptr
@@ -298,10 +299,10 @@ module libka
     end function
     integer(c_int) function c_ka_prims_plan_create_desc(dev, desc, plan) bind(c, name='ka_prims_plan_create_desc')
       import; type(ka_device), value :: dev
-      type(c_prims_desc), intent(in) :: desc
+      type(ka_prims_desc), intent(in) :: desc
       type(ka_prims_plan), intent(out) :: plan
     end function
-    integer(c_int) function ka_prims_plan_release(plan) bind(c, name='ka_prims_plan_release')
+    integer(c_int) function c_ka_prims_plan_release(plan) bind(c, name='ka_prims_plan_release')
       import; type(ka_prims_plan), value :: plan
     end function
     integer(c_int) function ka_reduce(q, plan, out, out_offset, in, in_offset, n, op, ev) bind(c, name='ka_reduce')
@@ -510,6 +511,13 @@ contains
     end if
   end function
 
+  ! Releases the plan and empties plan (ptr NULL), so a second release is a no-op, as for NULL in C.
+  integer(c_int) function ka_prims_plan_release(plan) result(st)
+    type(ka_prims_plan), intent(inout) :: plan
+    st = c_ka_prims_plan_release(plan)
+    plan%ptr = c_null_ptr
+  end function
+
   ! A plan with a user operator, predicate or bins (ka_prims_desc): the strings
   ! are expressions in the kernel dialect (trailing blanks dropped), each absent
   ! one NULL. Allocates the strings' NUL-terminated copies for the call only.
@@ -522,7 +530,7 @@ contains
     integer(c_int32_t), intent(in), optional :: flags, bins
     character(len=*), intent(in), optional :: source, op, identity, map, predicate
     character(kind=c_char, len=:), allocatable, target :: c_source, c_op, c_identity, c_map, c_predicate
-    type(c_prims_desc) :: d
+    type(ka_prims_desc) :: d
     d%kind = kind
     d%dtype = dtype
     d%max_n = max_n
