@@ -82,8 +82,9 @@ static int open_both(void) {
     const ka_device_info *a;
     ka_device_get_info(A.dev, &a);
     const char *env = getenv("KA_DEVICE_2");
+    bool given = env && *env;
     char tries[2][32] = {"", ""};
-    if (env && *env) snprintf(tries[0], sizeof tries[0], "%s", env);
+    if (given) snprintf(tries[0], sizeof tries[0], "%s", env);
     else if (a->backend == KA_BACKEND_CUDA) {
         snprintf(tries[0], sizeof tries[0], "cuda:%d", atoi(a->selector + 5) + 1);
         snprintf(tries[1], sizeof tries[1], "host");
@@ -93,7 +94,7 @@ static int open_both(void) {
         rc = open_side(&B, tries[i]);
         if (rc == 0 && !strcmp(A.sel, B.sel)) {
             close_side(&B);
-            if (env && *env) {
+            if (given) {
                 printf("KA_DEVICE_2=%s is the first device again (%s)\n", env, A.sel);
                 return 1;
             }
@@ -104,7 +105,7 @@ static int open_both(void) {
             printf("two devices: %s and %s\n", A.sel, B.sel);
             return 0;
         }
-        if (rc == -2 || (env && *env)) {
+        if (rc == -2 || given) {
             printf("second device %s: %s\n", tries[i], g_detail);
             return 1;
         }

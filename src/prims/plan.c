@@ -58,6 +58,10 @@ ka_status ka__plan_scratch_init(ka_prims_plan *p, int i, size_t bytes, const voi
     return scratch(p, i, bytes, 1, data, what);
 }
 
+uint64_t ka__plan_static_local(const ka_prims_plan *p) {
+    return p->di->local_mem_size < 49152 ? p->di->local_mem_size : 49152;
+}
+
 /* The program's source: the layout's defines, the user's expressions as
  * macros, the primitive's own defines, the common source, the user's
  * definitions, the operators built on them, the primitive's kernels. */

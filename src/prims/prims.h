@@ -78,6 +78,10 @@ const char *ka__prim_name(ka_prim_kind k);
  * _init: made with its contents, data's bytes (data NULL: zeroed). */
 ka_status ka__plan_scratch(ka_prims_plan *p, int i, size_t bytes, const char *what);
 ka_status ka__plan_scratch_init(ka_prims_plan *p, int i, size_t bytes, const void *data, const char *what);
+/* The bytes of local memory a primitive's kernel may declare statically: the
+ * device's, at most 48 KiB (CUDA's cap on static shared memory, whatever the
+ * opt-in maximum). setup hooks fit their tiles to it. */
+uint64_t ka__plan_static_local(const ka_prims_plan *p);
 
 /* The checks of a call: each KA_OK or the failure with its detail. */
 ka_status ka__plan_check(const ka_prims_plan *p, ka_prim_kind kind);

@@ -17,8 +17,9 @@ static const char *const kernels[] = {"kaprims_scan", "kaprims_scan1", "kaprims_
  * the plan's): 32 of 4 bytes (32 loads in flight a work-item, and a quarter as
  * many tiles to look back over as with 8), 8 of 8 bytes (the tile's local
  * memory still lets 8 groups share a multiprocessor). KA_PRIMS_SCAN_K
- * (1..32) overrides, for tuning, lowered where the tile would not fit; KA_PRIMS_ADVERSARY=1 (tests) adds the delays
- * of src_scan.h and tiles of WG elements, so look-backs walk far. */
+ * (1..32) overrides, for tuning; KA_PRIMS_ADVERSARY=1 (tests) adds the delays
+ * of src_scan.h and tiles of WG elements, so look-backs walk far. Either is
+ * lowered where the tile would not fit. */
 static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     (void)d;
     uint32_t k = p->contig ? p->tile / p->wg : p->esize == 4 ? 32 : 8;
@@ -27,9 +28,9 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     if (adversary && !p->contig) k = 1;
     const char *env = getenv("KA_PRIMS_SCAN_K");
     if (!p->contig && env && atoi(env) > 0 && atoi(env) <= 32) k = (uint32_t)atoi(env);
-    /* The tile (padded: TILE_LOCAL) and the group totals sit in static local
-     * memory: at most the device's, and at most CUDA's 48 KiB cap on it. */
-    uint64_t cap = p->di->local_mem_size < 49152 ? p->di->local_mem_size : 49152;
+    /* The tile (padded: TILE_LOCAL), the group totals and the carry sit in
+     * static local memory. */
+    uint64_t cap = ka__plan_static_local(p);
     while (!p->contig && k > 1 && ((uint64_t)p->wg * k + p->wg * k / 32 + 1 + 2ull * p->wg + 1) * p->esize + 8 > cap)
         k--;
     p->tile = p->wg * k;

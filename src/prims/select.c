@@ -34,9 +34,8 @@ static ka_status setup(ka_prims_plan *p, const ka_prims_desc *d) {
     uint32_t k = adversary ? 1 : p->esize == 4 ? 24 : 12;
     if (e && atoi(e) >= 1 && atoi(e) <= 32) k = (uint32_t)atoi(e);
     /* The tile's kept elements sit in static local memory (cmp), beside the
-     * group scan's and the look-back's words: at most the device's, and at
-     * most 48 KiB, CUDA's cap on static shared memory whatever its opt-in. */
-    uint64_t cap = p->di->local_mem_size < 49152 ? p->di->local_mem_size : 49152;
+     * group scan's and the look-back's words. */
+    uint64_t cap = ka__plan_static_local(p);
     uint64_t fixed = 2ull * p->wg * 4 + 32 * 8 + 8;
     while (k > 1 && (uint64_t)p->wg * k * p->esize + fixed > cap) k--;
     p->tile = p->wg * k;
