@@ -536,28 +536,24 @@ contains
     d%max_n = max_n
     if (present(flags)) d%flags = flags
     if (present(bins)) d%bins = bins
-    if (present(source)) then
-      c_source = trim(source) // c_null_char
-      d%source = c_loc(c_source)
-    end if
-    if (present(op)) then
-      c_op = trim(op) // c_null_char
-      d%op = c_loc(c_op)
-    end if
-    if (present(identity)) then
-      c_identity = trim(identity) // c_null_char
-      d%identity = c_loc(c_identity)
-    end if
-    if (present(map)) then
-      c_map = trim(map) // c_null_char
-      d%map = c_loc(c_map)
-    end if
-    if (present(predicate)) then
-      c_predicate = trim(predicate) // c_null_char
-      d%predicate = c_loc(c_predicate)
-    end if
+    call c_string(source, c_source, d%source)
+    call c_string(op, c_op, d%op)
+    call c_string(identity, c_identity, d%identity)
+    call c_string(map, c_map, d%map)
+    call c_string(predicate, c_predicate, d%predicate)
     st = c_ka_prims_plan_create_desc(dev, d, plan)
   end function
+
+  ! s as a NUL-terminated copy in buf (trailing blanks dropped) and its address
+  ! in p; s absent: p left as it is (NULL). buf is the caller's, alive while C reads p.
+  subroutine c_string(s, buf, p)
+    character(len=*), intent(in), optional :: s
+    character(kind=c_char, len=:), allocatable, target, intent(inout) :: buf
+    type(c_ptr), intent(inout) :: p
+    if (.not. present(s)) return
+    buf = trim(s) // c_null_char
+    p = c_loc(buf)
+  end subroutine
 
   ! ka_launch over all of args (a contiguous array: no copy, nothing allocated).
   integer(c_int) function ka_launch(q, k, range, args, ev) result(st)
