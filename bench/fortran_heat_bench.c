@@ -7,13 +7,15 @@
  * A run of either loop is S launches of the heat kernel on N x N, then a
  * ka_queue_finish; each repetition runs both, in alternating order. Prints, per
  * size, the median microseconds per step of each and Fortran's over C's (the
- * goal: at most 1.02). Exit status: 0 ran, 1 a libka call failed, 2 usage. */
-#include <errno.h>
+ * goal: at most 1.02). Exit status: 0 ran, 1 a libka call failed, 2 usage
+ * (cli.h: options parsed as ka-bench's are). */
 #include <ka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "cli.h"
 
 /* bench/fortran_heat_loop.f90 */
 int fortran_heat_steps(ka_queue q, ka_kernel k, ka_buffer b1, ka_buffer b2, int nx, int ny, int steps);
@@ -57,18 +59,24 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* A positive int from arg, or 0. */
-static int positive(const char *arg, long max) {
-    char *end;
-    errno = 0;
-    long v = strtol(arg, &end, 10);
-    return errno || end == arg || *end || v < 1 || v > max ? 0 : (int)v;
-}
+static const char usage[] =
+    "usage: fortran-heat-bench [--device SEL] [--sizes N,N,...] [--steps S] [--reps R] [--json]\n"
+    "  The Fortran heat loop (the libka module) against the same loop in C, interleaved; medians.\n"
+    "  N: up to 16 sizes, 3 to 32768 each (default 64,256,1024,4096); S: 1 to 1000000 (default 200);\n"
+    "  R: 1 to 1000 (default 9).\n" CLI_DEVICES_HELP;
 
-static int usage(const char *why) {
-    fprintf(stderr, "fortran-heat-bench: %s\n"
-                    "usage: fortran-heat-bench [--device SEL] [--sizes N,N,...] [--steps S] [--reps R] [--json]\n", why);
-    return 2;
+/* Comma-separated sizes into out; their count, or -1 (reported). */
+static int parse_sizes(const cli *c, const char *arg, int *out) {
+    char buf[256], *save = NULL;
+    int n = 0;
+    if (strlen(arg) >= sizeof buf) return cli_error(c, "--sizes '%s': too long", arg), -1;
+    strcpy(buf, arg);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_SIZES) return cli_error(c, "--sizes '%s': at most %d sizes", arg, MAX_SIZES), -1;
+        if (cli_int(c, t, 3, 32768, &out[n++])) return -1;
+    }
+    if (!n) return cli_error(c, "--sizes '%s': no size", arg), -1;
+    return n;
 }
 
 #define CHECK(call)                                                                          \
@@ -81,35 +89,36 @@ static int usage(const char *why) {
     } while (0)
 
 int main(int argc, char **argv) {
-    const char *sel = "";
+    static const struct option lo[] = {{"device", required_argument, NULL, 'd'}, {"sizes", required_argument, NULL, 'z'},
+                                       {"steps", required_argument, NULL, 's'},  {"reps", required_argument, NULL, 'r'},
+                                       {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    const char *sel = NULL, *arg;
     int sizes[MAX_SIZES] = {64, 256, 1024, 4096}, nsizes = 4, steps = 200, reps = 9, json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--help")) { usage("the Fortran heat loop against the C one"); return 0; }
-        if (!v) return usage("an option without its value, or an unknown option");
-        i++;
-        if (!strcmp(a, "--device")) sel = v;
-        else if (!strcmp(a, "--steps")) { if (!(steps = positive(v, 1000000))) return usage("--steps: want 1 to 1000000"); }
-        else if (!strcmp(a, "--reps")) { if (!(reps = positive(v, MAX_REPS))) return usage("--reps: want 1 to 1000"); }
-        else if (!strcmp(a, "--sizes")) {
-            char buf[256], *save = NULL;
-            if (strlen(v) >= sizeof buf) return usage("--sizes: too long");
-            strcpy(buf, v);
-            nsizes = 0;
-            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (nsizes == MAX_SIZES) return usage("--sizes: at most 16");
-                if (!(sizes[nsizes++] = positive(t, 32768)) || sizes[nsizes - 1] < 3) return usage("--sizes: want 3 to 32768");
-            }
-            if (!nsizes) return usage("--sizes: none given");
-        } else return usage("an unknown option");
+    cli cl;
+    cli_init(&cl, "fortran-heat-bench", usage, argc, argv, "h", lo);
+    for (int r; (r = cli_next(&cl, &arg)) != CLI_END;) {
+        switch (r) {
+        case 'd': sel = arg; break;
+        case 'z':
+            if ((nsizes = parse_sizes(&cl, arg, sizes)) < 0) return KA_EXIT_USAGE;
+            break;
+        case 's':
+            if (cli_int(&cl, arg, 1, 1000000, &steps)) return KA_EXIT_USAGE;
+            break;
+        case 'r':
+            if (cli_int(&cl, arg, 1, MAX_REPS, &reps)) return KA_EXIT_USAGE;
+            break;
+        case 'j': json = 1; break;
+        default: return cli_default(&cl, r, arg);
+        }
     }
 
     ka_device dev;
     ka_queue q;
     ka_program prog;
     ka_kernel k;
-    CHECK(ka_device_open(sel, &dev));
+    if (cli_device_open(&cl, sel, &dev)) return KA_EXIT_FAIL;
     CHECK(ka_queue_create(dev, NULL, &q));
     CHECK(ka_program_build(dev, heat_src, NULL, &prog));
     CHECK(ka_kernel_get(prog, "heat", NULL, &k));
