@@ -493,8 +493,8 @@ static void host_launch_wait(ka_kernel k, uint64_t items, uint32_t wg, uint32_t 
     ka_arg args[] = {ka_arg_buffer(H.b), ka_arg_f32(v)};
     ka_event ev;
     ka_status st = ka_launch(H.q, k, &r, args, 2, &ev);
-    if (st == KA_OK && !flags && H.mem[0] != v) st = KA_ERR_DEVICE; /* a launch not asynchronous is done on return */
     if (st == KA_OK) st = ka_event_wait(ev, KA_WAIT_FOREVER);
+    if (st == KA_OK && H.mem[0] != v) st = KA_ERR_DEVICE;
     if (st == KA_OK) st = ka_event_release(ev);
     if (st != KA_OK && *bad == KA_OK) *bad = st;
 }

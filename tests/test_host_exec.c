@@ -1,7 +1,7 @@
 /* The host back-end's execution engine (src/backends/host/host_exec.h), on
- * its own: the thread pool (every part once per run, a worker's parts on
- * that worker on every run unless the caller takes them over, long runs of
- * runs, runs from several threads at once, more threads than cores) and the
+ * its own: the thread pool (every part once per run, runs started and left
+ * to the workers or joined by several threads, long runs of runs, runs from
+ * several threads at once, more threads than cores) and the
  * fibers of a work-group (barriers in
  * loops, a work-group reduction through a shared array, divergent barriers
  * refused and the set usable after, sets in pool threads). */
@@ -11,6 +11,7 @@
 
 #include <fenv.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,33 +51,97 @@ static void pool_parts_once_same_thread(void **state) {
         ka__pool *p = NULL;
         assert_int_equal(ka__pool_create(n, &p), KA_OK);
         assert_int_equal(ka__pool_size(p), n);
-        uint32_t parts = ka__pool_parts(p), per = parts / n;
+        uint32_t parts = ka__pool_parts(p);
         assert_true(parts >= n && parts <= MAX_PARTS && parts % n == 0);
         part_log l = {.nparts = parts};
-        /* Thread 0's parts are the caller's. A worker's parts run on that
-         * worker, or on the caller when the worker had not started them in
-         * time (asleep, or waiting for a core): never on another worker. */
-        pthread_t self = pthread_self(), owner[MAX_PARTS];
-        bool owned[MAX_PARTS] = {0};
+        /* Every part once per run, by the caller or a worker (a thread that
+         * has finished its own takes the others' untaken ones); with one
+         * thread, all by the caller. */
+        pthread_t self = pthread_self();
         for (int r = 1; r <= 200; r++) {
             ka__pool_run(p, log_part, &l);
             expect_runs(&l, (uint64_t)r);
-            for (uint32_t i = 0; i < parts; i++) {
-                uint32_t t = i / per;
-                if (t == 0) assert_true(pthread_equal(l.who[i], self));
-                if (t == 0 || pthread_equal(l.who[i], self)) continue;
-                if (!owned[t]) {
-                    for (uint32_t j = 1; j < n; j++) /* a worker of its own */
-                        if (owned[j]) assert_false(pthread_equal(owner[j], l.who[i]));
-                    owner[t] = l.who[i];
-                    owned[t] = true;
-                }
-                assert_true(pthread_equal(l.who[i], owner[t]));
-            }
+            if (n == 1)
+                for (uint32_t i = 0; i < parts; i++) assert_true(pthread_equal(l.who[i], self));
             if (r % 50 == 0) usleep(2000); /* let the workers fall asleep: the wake path */
         }
         ka__pool_destroy(p);
     }
+}
+
+/* A started run goes on without its starter: the workers finish it, the
+ * done hook runs once, before the run counts as finished; joins from
+ * several threads, and of a finished run, return. */
+typedef struct done_log {
+    part_log *l;
+    _Atomic uint32_t calls;
+    uint64_t runs_seen; /* part 0's count when the hook ran */
+} done_log;
+
+static void log_done(void *ctx) {
+    done_log *d = ctx;
+    d->runs_seen = d->l->runs[0];
+    atomic_fetch_add(&d->calls, 1);
+}
+
+typedef struct join_arg {
+    ka__pool *p;
+    uint32_t ticket;
+} join_arg;
+
+static void *join_main(void *arg) {
+    join_arg *j = arg;
+    ka__pool_join(j->p, j->ticket);
+    return NULL;
+}
+
+static void pool_start_join(void **state) {
+    (void)state;
+    static const uint32_t sizes[] = {2, 3, 8};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        ka__pool *p = NULL;
+        assert_int_equal(ka__pool_create(sizes[s], &p), KA_OK);
+        part_log l = {.nparts = ka__pool_parts(p)};
+        done_log d = {.l = &l};
+        uint32_t t = 0;
+        for (uint64_t r = 1; r <= 300; r++) {
+            assert_true(ka__pool_start(p, log_part, &l, log_done, &d, &t));
+            switch (r % 3) {
+            case 0: /* nobody joins: the workers finish it */
+                while (!ka__pool_finished(p, t)) sched_yield();
+                break;
+            case 1: /* the starter joins */
+                ka__pool_join(p, t);
+                break;
+            default: { /* two other threads and the starter join */
+                join_arg j = {p, t};
+                pthread_t th[2];
+                for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, join_main, &j), 0);
+                ka__pool_join(p, t);
+                for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(th[i], NULL), 0);
+            }
+            }
+            assert_true(ka__pool_finished(p, t));
+            ka__pool_join(p, t); /* a finished run: at once */
+            expect_runs(&l, r);
+            assert_int_equal(atomic_load(&d.calls), r);
+            assert_int_equal(d.runs_seen, r); /* the hook ran after every part */
+        }
+        /* A second start while a run holds the workers is refused. */
+        assert_true(ka__pool_start(p, log_part, &l, NULL, NULL, &t));
+        uint32_t t2;
+        bool second = ka__pool_start(p, log_part, &l, NULL, NULL, &t2);
+        ka__pool_join(p, t);
+        if (second) ka__pool_join(p, t2); /* the first had already finished */
+        ka__pool_destroy(p);
+    }
+    /* One thread: nothing to start. */
+    ka__pool *p = NULL;
+    assert_int_equal(ka__pool_create(1, &p), KA_OK);
+    uint32_t t;
+    part_log l = {.nparts = ka__pool_parts(p)};
+    assert_false(ka__pool_start(p, log_part, &l, NULL, NULL, &t));
+    ka__pool_destroy(p);
 }
 
 static void pool_many_runs(void **state) {
@@ -490,6 +555,7 @@ int main(int argc, char **argv) {
     alarm(600);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pool_parts_once_same_thread),
+        cmocka_unit_test(pool_start_join),
         cmocka_unit_test(pool_many_runs),
         cmocka_unit_test(pool_concurrent_runs),
         cmocka_unit_test(pool_nested_run),

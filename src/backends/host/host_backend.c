@@ -11,6 +11,9 @@ static bool h_selects(const char *sel, const ka_device_info *d) {
 
 const ka__backend ka__host_backend = {
     .version = KA__BACKEND_VERSION, .name = "host", .kind = KA_BACKEND_HOST,
+    /* An unbounded wait calls event_wait, which joins a pool launch: the
+     * waiting thread runs its share instead of sleeping on a callback. */
+    .flags = KA__BE_WAIT_SLEEPS,
     .enumerate = ka__host_enumerate, .selects = h_selects,
     .device_open = ka__host_device_open, .device_close = ka__host_device_close,
     .queue_create = ka__host_queue_create, .queue_release = ka__host_queue_release,

@@ -46,6 +46,9 @@ ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out) {
     e->cb = NULL;
     e->cb_ctx = NULL;
     e->t0 = e->t1 = 0;
+    e->pooled = false;
+    e->ticket = 0;
+    e->why[0] = 0;
     *out = e;
     return KA_OK;
 }
@@ -105,13 +108,15 @@ ka_status ka__host_event_callback(void *ev, ka__native_cb cb, void *ctx) {
 
 ka_status ka__host_event_wait(void *ev) {
     ka__hev *e = ev;
+    /* A pool launch's: help run it (the caller joins at the wait). */
+    if (e->pooled && !atomic_load_explicit(&e->state, memory_order_acquire)) ka__pool_join(e->q->pool, e->ticket);
     while (!atomic_load_explicit(&e->state, memory_order_acquire)) {
         atomic_fetch_add_explicit(&e->waiters, 1, memory_order_seq_cst);
         if (!atomic_load_explicit(&e->state, memory_order_seq_cst)) ka__futex_wait(&e->state, 0, INT64_MAX);
         atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
     }
     ka_status s = (ka_status)atomic_load_explicit(&e->status, memory_order_relaxed);
-    return s == KA_OK ? KA_OK : ka__fail(s, "host: the command failed (%s)", ka_status_name(s));
+    return s == KA_OK ? KA_OK : ka__fail(s, "%s", e->why[0] ? e->why : ka_strerror(s));
 }
 
 void ka__host_event_release(void *ev) { ka__host_ev_unref(ev); }

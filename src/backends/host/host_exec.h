@@ -8,27 +8,37 @@
 #include "objects.h"
 
 /* ---- the pool -------------------------------------------------------------
- * n threads in all: the caller of ka__pool_run is thread 0, n - 1 workers
- * are the others. Workers spin for a while after a run, then sleep on a
- * futex; a run wakes only sleeping workers. */
+ * n threads in all: n - 1 workers, and part 0 for the thread that starts or
+ * joins a run. Workers spin for a while after a run, then sleep on a futex;
+ * a run wakes only sleeping workers. */
 typedef struct ka__pool ka__pool;
 typedef void (*ka__pool_fn)(void *ctx, uint32_t part, uint32_t nparts);
+typedef void (*ka__pool_done_fn)(void *ctx);
 
 /* nthreads >= 1 (1: no worker thread, every run is inline). */
 ka_status ka__pool_create(uint32_t nthreads, ka__pool **out);
 void ka__pool_destroy(ka__pool *p); /* no run in progress */
 uint32_t ka__pool_size(const ka__pool *p);  /* threads */
 uint32_t ka__pool_parts(const ka__pool *p); /* parts of a run: a few per thread */
-/* Calls fn(ctx, i, n) once for every part i in [0, n), n =
- * ka__pool_parts(p); returns when every call has returned. Thread t's
- * parts are the t-th n / ka__pool_size(p) consecutive ones, thread 0 the
- * caller: the same parts go to the same thread on every run while the
- * workers keep up (a static partition keeps each thread's slab of data in
- * its cache). The caller takes the parts a worker has not started soon
- * after the run began (asleep, or waiting for a core), one at a time.
- * Runs from several threads at once are allowed: one of them gets the
- * workers, another runs all n parts itself, in order (correct, not
- * parallel). Never allocates. */
+/* Starts a run that calls fn(ctx, i, n) once for every part i in [0, n), n =
+ * ka__pool_parts(p), and returns at once with its ticket; the workers run it
+ * whether or not anyone joins. done(done_ctx) (may be NULL) is called by the
+ * thread that finishes the run's last part, before the run counts as
+ * finished; it must not start or join a run of p. false when another run
+ * holds the workers (or n is 1): nothing started. Thread t's parts are the
+ * t-th n / ka__pool_size(p) consecutive ones, thread 0 a joiner: the same
+ * parts go to the same thread on every run while the workers keep up (a
+ * static partition keeps each thread's slab of data in its cache). Never
+ * allocates. */
+bool ka__pool_start(ka__pool *p, ka__pool_fn fn, void *ctx, ka__pool_done_fn done, void *done_ctx, uint32_t *ticket);
+/* Runs the parts of run `ticket` that no thread has started (part 0's
+ * first, the others' soon after the start), then returns once the run is
+ * finished. Any thread, any number at once; at once for a finished run. */
+void ka__pool_join(ka__pool *p, uint32_t ticket);
+/* Whether run `ticket` is finished (a ticket never goes stale). */
+bool ka__pool_finished(ka__pool *p, uint32_t ticket);
+/* Start and join; when another run holds the workers, runs all n parts
+ * itself, in order (correct, not parallel). */
 void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx);
 
 /* ---- fibers ---------------------------------------------------------------

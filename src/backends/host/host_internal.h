@@ -26,6 +26,9 @@
 /* Fiber sets kept for reuse. */
 #define KA__HOST_FIBERSETS 64u
 
+struct ka__hqueue;
+struct ka__hdefer;
+
 typedef struct ka__hdev {
     char cc[4096];            /* the compiler's path, chosen at open */
     char target[256];         /* the cache key's target (ka__host_build_target) */
@@ -33,6 +36,12 @@ typedef struct ka__hdev {
     _Atomic uint32_t fs_lock; /* the free fiber sets */
     uint32_t nfree;
     ka__fiberset *fs_free[KA__HOST_FIBERSETS];
+    /* Releases deferred until the commands enqueued before them have run
+     * (host_defer.c), and the queues they wait for; under defer_lock. */
+    pthread_mutex_t defer_lock;
+    struct ka__hqueue *queues;
+    struct ka__hdefer *deferred;
+    _Atomic uint32_t ndeferred;
 } ka__hdev;
 
 /* Resolves the compiler ($KA_CC, else cc, gcc, clang on PATH) into out. */
@@ -69,6 +78,8 @@ typedef struct ka__hkern {
         ka__hgroups_fn groups;
         ka__hitem_fn item;
     } fn;
+    size_t size;            /* of this allocation: the name follows */
+    char name[];            /* for a command's failure after the kernel is released */
 } ka__hkern;
 
 /* The source the compiler gets (host_source.c): the scan pass's (pre NULL),
@@ -102,6 +113,9 @@ typedef struct ka__hev {
     ka__native_cb cb;
     void *cb_ctx;
     int64_t t0, t1;          /* profiling queues: the command's start and end */
+    uint32_t ticket;         /* a pool run's: a wait joins it (pooled) */
+    bool pooled;
+    char why[192];           /* the command's failure, for the wait that reports it */
     struct ka__hev *next_free;
     struct ka__hqueue *q;
 } ka__hev;
@@ -111,8 +125,9 @@ enum ka__hcmd_kind { KA__HC_LAUNCH, KA__HC_WAIT };
 typedef struct ka__hcmd {
     uint8_t kind;
     ka__hev *ev;             /* completed after the command; NULL: none */
+    uint64_t after;          /* a pool run of the queue's to join first (KA__HOST_TICKET | ticket), or 0 */
     /* launch */
-    ka__kernel *k;
+    const ka__hkern *hk;     /* not the ka__kernel: the program may be released before the command runs */
     ka__hctx ctx;
     uint64_t items;
     bool spread;             /* KA_LAUNCH_SPREAD: the pool runs it whatever its size */
@@ -123,9 +138,46 @@ typedef struct ka__hcmd {
     ka__hev *dep;
 } ka__hcmd;
 
+/* A launch's run over the pool or in one thread (host_launch.c). */
+typedef struct ka__hrun {
+    ka__hdev *hd;
+    const ka__hkern *hk;
+    const ka__hctx *c;
+    void *const *argv;
+    uint64_t rows, cols, groups, group_items;
+    _Atomic int32_t status; /* the first failure of a part */
+    char why[160];          /* its message, written by the part that set status */
+} ka__hrun;
+
+/* The queue's pool launch in flight: ka_launch starts it and returns. */
+typedef struct ka__hprun {
+    ka__hcmd cmd;            /* the arguments, copied */
+    ka__hrun r;
+    ka__hev *ev;
+    struct ka__hqueue *hq;
+} ka__hprun;
+
+/* A ticket as a queue keeps it: 0 is none. */
+#define KA__HOST_TICKET (1ull << 32)
+
 typedef struct ka__hqueue {
     ka__queue *q;
+    ka__pool *pool;                  /* the device's */
     uint32_t arec[KA__ASSERT_WORDS]; /* ka_assert's record */
+    /* The failure of a command that had no event to carry it, for the next
+     * wait on the queue (assert_take); under fail_lock. */
+    _Atomic uint32_t fail_lock;
+    ka_status fail_st;
+    char fail_why[224];
+    /* The pool launch in flight, if any (KA__HOST_TICKET | its ticket), and
+     * the lock that orders the launches that start one. */
+    _Atomic uint64_t prun_ticket;
+    _Atomic uint32_t prun_lock;
+    ka__hprun *prun;
+    /* Commands enqueued (ring or pool) and completed: a deferred release
+     * waits until `done` reaches what `subm` was. */
+    _Atomic uint64_t subm, done;
+    struct ka__hqueue *next_q;       /* the device's queues (defer_lock) */
     /* Commands given to the worker: slots [tail, head) of ring, under lock. */
     pthread_mutex_t lock;
     pthread_cond_t more, room;
@@ -151,13 +203,32 @@ ka_status ka__host_queue_flush(ka__queue *q);
 ka_status ka__host_queue_wait(ka__queue *q, void *ev);
 ka_status ka__host_assert_take(ka__queue *q, uint32_t *rec);
 /* Before a command that runs in the calling thread: the queue's earlier
- * (asynchronous) commands complete first. */
+ * (asynchronous) commands complete first; the calling thread helps run the
+ * queue's pool launch in flight. */
 void ka__host_drain(ka__hqueue *hq);
 /* A free command slot of the ring (waits for room), to fill and submit. */
 ka__hcmd *ka__host_cmd_begin(ka__hqueue *hq);
 void ka__host_cmd_submit(ka__hqueue *hq);
-/* Runs a launch command (in the worker or the caller): its status. */
-ka_status ka__host_run_launch(ka__device *d, ka__hcmd *c);
+/* Runs a launch command (in the worker or the caller), the pool's parts
+ * joined: its status, and on failure its message in why (NULL: the
+ * calling thread's detail). */
+ka_status ka__host_run_launch(ka__device *d, ka__hcmd *c, char *why, size_t cap);
+/* An asynchronous command has completed with st (why: its message):
+ * the event, else the queue's record of failures, then the count of
+ * completed commands (which may free deferred releases). */
+void ka__host_cmd_done(ka__hqueue *hq, ka__hev *e, ka_status st, const char *why);
+
+/* ---- deferred releases (host_defer.c) ---------------------------------------
+ * A buffer's memory, a program's module or a kernel released while a
+ * command enqueued before may still use it is freed once every queue of
+ * the device has completed what it had enqueued at the release, as OpenCL
+ * keeps a released object alive for its commands. */
+enum ka__hdefer_kind { KA__HD_MEMORY, KA__HD_MODULE, KA__HD_KERNEL };
+void ka__host_defer(ka__hdev *hd, enum ka__hdefer_kind kind, void *obj, size_t size);
+/* Frees the deferred releases whose commands have completed. */
+void ka__host_reclaim(ka__hdev *hd);
+void ka__host_queue_listed(ka__hdev *hd, ka__hqueue *hq, bool add);
+void ka__host_defer_fini(ka__hdev *hd); /* at device close: frees what is left */
 
 ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out);
 void ka__host_ev_complete(ka__hev *e, ka_status st);

@@ -1,24 +1,19 @@
 /* The host back-end's launch: the arguments as an array of pointers to their
- * values (on the stack, or copied into a ring slot for an asynchronous
- * launch), the launch's constants, and the kernel's entry run over a static
- * partition of the range: rows (or columns of one row) for kernels without
- * barriers or local memory, work-groups for the others, each group of a
- * kernel with barriers as fibers. A launch of fewer than
- * KA__HOST_INLINE_ITEMS padded work-items runs whole in the calling thread,
- * unless KA_LAUNCH_SPREAD asks for the pool.
- * Nothing here allocates once the device runs. */
+ * values (on the stack, or copied into the queue's slot or a ring slot for a
+ * launch that returns before it has run), the launch's constants, and the
+ * kernel's entry run over a static partition of the range: rows (or columns
+ * of one row) for kernels without barriers or local memory, work-groups for
+ * the others, each group of a kernel with barriers as fibers. A launch of
+ * fewer than KA__HOST_INLINE_ITEMS padded work-items runs whole in the
+ * calling thread, unless KA_LAUNCH_SPREAD asks for the pool; a larger one
+ * starts a run of the pool and returns, and the next command of the queue
+ * (or a wait) joins it. Nothing here allocates once the device runs. */
 #include "host_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
-typedef struct run {
-    ka__hdev *hd;
-    const ka__hkern *hk;
-    const ka__hctx *c;
-    void *const *argv;
-    uint64_t rows, cols, groups, group_items;
-    _Atomic int32_t status; /* the first failure of a part */
-} run;
+typedef ka__hrun run;
 
 typedef struct item_ctx {
     const run *r;
@@ -32,9 +27,13 @@ static void item(void *ctx, uint32_t i) {
     ic->r->hk->fn.item(c, ic->r->argv, ic->b[0] + l0, ic->b[1] + rest % c->lsize[1], ic->b[2] + rest / c->lsize[1]);
 }
 
+/* The run's first failure: st and this thread's detail, which the part
+ * that failed just recorded (the message travels to the thread that
+ * reports it). */
 static void fail(run *r, ka_status st) {
     int32_t ok = KA_OK;
-    atomic_compare_exchange_strong(&r->status, &ok, (int32_t)st);
+    if (atomic_compare_exchange_strong(&r->status, &ok, (int32_t)st))
+        snprintf(r->why, sizeof r->why, "kernel '%s': %s", r->hk->name, ka__detail_message());
 }
 
 static void part(void *ctx, uint32_t p, uint32_t n) {
@@ -75,18 +74,37 @@ static void part(void *ctx, uint32_t p, uint32_t n) {
     ka__host_fs_give(r->hd, fs);
 }
 
-ka_status ka__host_run_launch(ka__device *d, ka__hcmd *cmd) {
-    ka__hdev *hd = d->native;
+static void run_init(run *r, ka__hdev *hd, const ka__hcmd *cmd) {
     const ka__hctx *c = &cmd->ctx;
-    run r = {hd, cmd->k->bk, c, cmd->argv, c->gsize[1] * c->gsize[2], c->gsize[0],
-             c->ngroups[0] * c->ngroups[1] * c->ngroups[2], c->lsize[0] * c->lsize[1] * c->lsize[2], KA_OK};
-    if ((cmd->items < KA__HOST_INLINE_ITEMS && !(cmd->spread && r.groups > 1)) || ka__pool_size(hd->pool) == 1)
-        part(&r, 0, 1);
+    r->hd = hd;
+    r->hk = cmd->hk;
+    r->c = c;
+    r->argv = cmd->argv;
+    r->rows = c->gsize[1] * c->gsize[2];
+    r->cols = c->gsize[0];
+    r->groups = c->ngroups[0] * c->ngroups[1] * c->ngroups[2];
+    r->group_items = c->lsize[0] * c->lsize[1] * c->lsize[2];
+    atomic_store_explicit(&r->status, KA_OK, memory_order_relaxed);
+    r->why[0] = 0;
+}
+
+/* Whether a launch runs whole in one thread: few work-items (unless
+ * KA_LAUNCH_SPREAD asks for the pool and there are several groups), or a
+ * pool of one. */
+static bool one_thread(const ka__hdev *hd, uint64_t items, bool spread, uint64_t groups) {
+    return (items < KA__HOST_INLINE_ITEMS && !(spread && groups > 1)) || ka__pool_size(hd->pool) == 1;
+}
+
+ka_status ka__host_run_launch(ka__device *d, ka__hcmd *cmd, char *why, size_t cap) {
+    ka__hdev *hd = d->native;
+    run r;
+    run_init(&r, hd, cmd);
+    if (one_thread(hd, cmd->items, cmd->spread, r.groups)) part(&r, 0, 1);
     else ka__pool_run(hd->pool, part, &r);
     ka_status st = (ka_status)atomic_load(&r.status);
-    if (st == KA_ERR_KERNEL_FAILED)
-        return ka__fail(st, "kernel '%s': the work-items of a group did not all reach the same barriers",
-                        cmd->k->name);
+    if (st == KA_OK) return KA_OK;
+    if (why) snprintf(why, cap, "%s", r.why);
+    else ka__fail(st, "%s", r.why);
     return st;
 }
 
@@ -105,7 +123,7 @@ static ka_status prepare(ka__queue *q, ka__kernel *k, const ka__launch *l, const
     x->nd[3] = l->nd[3];
     x->arec = hq->arec;
     x->akid = k->id;
-    c->k = k;
+    c->hk = k->bk;
     c->items = l->items;
     c->spread = (l->flags & KA_LAUNCH_SPREAD) != 0;
     uint64_t local = 0;
@@ -147,6 +165,55 @@ static ka_status prepare(ka__queue *q, ka__kernel *k, const ka__launch *l, const
     return KA_OK;
 }
 
+/* The queue's pool launch has finished (in the thread that ran its last
+ * part; ka__pool_start's done hook). */
+static void prun_done(void *ctx) {
+    ka__hprun *pr = ctx;
+    ka_status st = (ka_status)atomic_load_explicit(&pr->r.status, memory_order_relaxed);
+    if (pr->ev) pr->ev->t1 = ka__now_ns();
+    ka__host_cmd_done(pr->hq, pr->ev, st, pr->r.why);
+}
+
+/* A launch over the pool that returns before it has run: its arguments
+ * copied into the queue's slot, the pool's run started. The launch's
+ * thread, or whoever waits, joins the run later (ka__host_drain, the
+ * event's wait); the workers finish it if nobody does. */
+static ka_status launch_pool(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                             void **ev) {
+    ka__hqueue *hq = q->native;
+    ka__hdev *hd = q->dev->native;
+    ka__hprun *pr = hq->prun;
+    ka__hev *e = NULL;
+    ka__spin_lock(&hq->prun_lock);
+    ka__host_drain(hq); /* in order; and the slot is free once the last run is done */
+    ka_status st = prepare(q, k, l, args, nargs, &pr->cmd, true);
+    if (st == KA_OK && ev) st = ka__host_ev_new(hq, &e);
+    if (st != KA_OK) {
+        ka__spin_unlock(&hq->prun_lock);
+        return st;
+    }
+    run_init(&pr->r, hd, &pr->cmd);
+    pr->ev = e;
+    if (e) {
+        e->pooled = true;
+        e->t0 = q->profiling ? ka__now_ns() : 0;
+    }
+    atomic_fetch_add_explicit(&hq->subm, 1, memory_order_acq_rel);
+    uint32_t t;
+    if (ka__pool_start(hd->pool, part, &pr->r, prun_done, pr, &t)) {
+        if (e) e->ticket = t;
+        atomic_store_explicit(&hq->prun_ticket, KA__HOST_TICKET | t, memory_order_release);
+    } else { /* another queue's run holds the workers: this one runs here */
+        if (e) e->pooled = false;
+        uint32_t n = ka__pool_parts(hd->pool);
+        for (uint32_t i = 0; i < n; i++) part(&pr->r, i, n);
+        prun_done(pr);
+    }
+    ka__spin_unlock(&hq->prun_lock);
+    if (ev) *ev = e;
+    return KA_OK;
+}
+
 ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev) {
     ka__hqueue *hq = q->native;
     for (uint32_t i = 0; i < nargs; i++)
@@ -178,11 +245,14 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
         if (ev) *ev = e;
         return KA_OK;
     }
+    uint64_t groups = l->global[0] / l->local[0] * (l->global[1] / l->local[1]) * (l->global[2] / l->local[2]);
+    if (!one_thread(q->dev->native, l->items, (l->flags & KA_LAUNCH_SPREAD) != 0, groups))
+        return launch_pool(q, k, l, args, nargs, ev);
     ka__hcmd c;
     ka_status st = prepare(q, k, l, args, nargs, &c, false);
     if (st != KA_OK) return st;
     ka__host_drain(hq);
     int64_t t0 = q->profiling ? ka__now_ns() : 0;
-    st = ka__host_run_launch(q->dev, &c);
+    st = ka__host_run_launch(q->dev, &c, NULL, 0);
     return ka__host_done_event(q, t0, st, ev);
 }

@@ -23,7 +23,8 @@ ka_status ka__host_buffer_create(ka__buffer *b) {
 void ka__host_buffer_release(ka__buffer *b) {
     if (b->host) return; /* the caller's memory */
     unsigned char *p = b->native;
-    ka__free(p - p[-1], b->bytes + b->guard + ALIGN);
+    /* A command enqueued before may still use it. */
+    ka__host_defer(b->dev->native, KA__HD_MEMORY, p - p[-1], b->bytes + b->guard + ALIGN);
 }
 
 /* KA_DEBUG's guard zone: the bytes after the buffer's. */

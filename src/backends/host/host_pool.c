@@ -1,31 +1,41 @@
 /* The host back-end's persistent thread pool (host_exec.h).
  *
- * A run is one cache line of state: the caller writes (fn, ctx), resets the
- * count of slices done and bumps the generation; workers watch the
+ * A run is one cache line of state: the starter writes (fn, ctx, done), resets
+ * the count of slices done and bumps the generation; workers watch the
  * generation. A worker that finds no new run spins for a bounded time (pause
  * instructions, the clock read every few dozen), then sleeps on the
  * generation's futex; a run makes the wake system call only when a worker
  * counts itself asleep.
  *
- * Each thread's part of a run is POOL_SLICES consecutive slices. A worker
- * takes its slices in order from a counter of its own; the caller runs its
- * own slices, then, once POOL_START_NS have passed since the bump, takes
- * the slices still untaken from the same counters, one at a time. A worker
- * that is asleep or waits for a core (an oversubscribed machine, an OpenMP
- * team beside us) so costs the run at most a slice's time beyond its share,
- * never a wake-up's or a time slice's; one that wakes late still runs the
- * rest of its part. While the workers keep up, each thread runs the same
- * slices every run, so it sees the same slab of data.
+ * Each of the n parts of a run (part 0 the starter's, part t worker t's) is
+ * POOL_SLICES consecutive slices, taken in order from a counter of the part's
+ * own. A worker runs its own slices, then takes the slices still untaken of
+ * part 0 and of the other parts, one at a time; so does a thread that joins
+ * the run (ka__pool_join): part 0's first, the others' once POOL_START_NS have
+ * passed since the start. A run started by a launch that returned so goes on
+ * without its starter, and one whose starter comes back soon (the next launch
+ * of a time loop, a wait) runs as before: each thread on the same slices, so
+ * the same slab of data, every run. A worker that is asleep or waits for a
+ * core (an oversubscribed machine, an OpenMP team beside us) costs the run at
+ * most a slice's time beyond its share, never a wake-up or a time slice, and
+ * one that wakes late still runs the rest of its part.
  *
- * The slices done are counted (one add per thread and run); the caller
- * spins a bounded time for the count, then sleeps on it, and the last add
- * wakes it only when it says it sleeps.
+ * The slices done are counted (one add per thread and run); the add that
+ * counts the last slice completes the run: it calls the run's done hook,
+ * stores the run's generation in `completed` and lets the next run start.
+ * Joiners spin a bounded time on `completed`, then sleep on it, and the
+ * completion wakes them only when one says it sleeps. Runs are sequential
+ * (one holds the workers at a time), so a run whose generation is no longer
+ * the current one is complete: a ticket never goes stale, however many runs
+ * pass.
  *
- * Memory order: the generation's bump releases the caller's writes (the
+ * Memory order: the generation's bump releases the starter's writes (the
  * kernel's arguments, fn, ctx) to the workers that acquire it; each add to
- * the done count releases its thread's writes to the caller. The sleep/wake
- * handshakes are store-then-load on two words from both sides (sequentially
- * consistent), so one side always sees the other. */
+ * the done count releases its thread's writes to the completing thread,
+ * whose store of `completed` (and of `busy`) releases them to joiners and to
+ * the next starter. The sleep/wake handshakes are store-then-load on two
+ * words from both sides (sequentially consistent), so one side always sees
+ * the other. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "host_exec.h"
 
@@ -59,17 +69,23 @@ typedef struct pool_worker {
 } pool_worker;
 
 struct ka__pool {
-    /* The run, written by the caller, read by every worker. */
+    /* The run, written by the starter, read by every worker. */
     alignas(64) _Atomic uint32_t gen; /* futex word of the workers */
     ka__pool_fn fn;
     void *ctx;
+    ka__pool_done_fn done_fn;
+    void *done_ctx;
+    _Atomic int64_t start_ns; /* when the run was started */
     _Atomic bool stop; /* set with the last bump: workers exit; read by workers that took no part in a run */
-    /* Completion, written by the workers, read by the caller. */
-    alignas(64) _Atomic uint32_t done;    /* workers' slices done in this run (futex word of the caller) */
-    _Atomic uint32_t caller_asleep;       /* the caller sleeps on done: the last part wakes it */
+    /* Part 0's slices: the starter's, taken first by any joiner. */
+    alignas(64) _Atomic uint64_t next0;
+    /* Completion, written by the threads that run slices. */
+    alignas(64) _Atomic uint32_t done;      /* slices done in this run */
+    _Atomic uint32_t completed;             /* the last complete run's generation (futex word of joiners) */
+    _Atomic uint32_t joiners_asleep;        /* joiners sleeping on completed: the completion wakes them */
     /* Rarely written. */
     alignas(64) _Atomic uint32_t sleepers; /* workers asleep on gen (or about to be) */
-    _Atomic uint32_t busy;                 /* a run holds the workers */
+    _Atomic uint32_t busy;                 /* a run holds the workers, from its start to its completion */
     uint32_t n;
     uint32_t started; /* worker threads created (n - 1 once made) */
     pool_worker *workers; /* n - 1, cache-line aligned */
@@ -88,29 +104,50 @@ static uint32_t spin_while(_Atomic uint32_t *word, uint32_t val, int64_t until) 
     }
 }
 
-/* Takes the next untaken slice of worker w's part for run g: its index in
- * the part (0 to POOL_SLICES - 1), or -1 when none is left. A worker that
- * read g, then lost its core while later runs went by, finds a newer run
- * in the counter and takes nothing under g's name. */
-static int take(pool_worker *w, uint32_t g) {
-    uint64_t v = atomic_load_explicit(&w->next, memory_order_relaxed);
+/* The counter of part t's slices. */
+static _Atomic uint64_t *counter(ka__pool *p, uint32_t t) { return t ? &p->workers[t - 1].next : &p->next0; }
+
+/* Takes the next untaken slice of a part for run g: its index in the part
+ * (0 to POOL_SLICES - 1), or -1 when none is left. A thread that read g,
+ * then lost its core while later runs went by, finds a newer run in the
+ * counter and takes nothing under g's name. */
+static int take(_Atomic uint64_t *next, uint32_t g) {
+    uint64_t v = atomic_load_explicit(next, memory_order_relaxed);
     for (;;) {
         uint32_t vg = (uint32_t)(v >> 32), k = (uint32_t)v;
         if (vg != g && (int32_t)(vg - g) > 0) return -1; /* a newer run */
         if (vg != g) k = 0;                               /* an earlier run: g's first slice */
         if (k >= POOL_SLICES) return -1;
-        if (atomic_compare_exchange_weak(&w->next, &v, (uint64_t)g << 32 | (k + 1))) return (int)k;
+        if (atomic_compare_exchange_weak(next, &v, (uint64_t)g << 32 | (k + 1))) return (int)k;
     }
 }
 
-/* The slices of a run that the workers own: what the done count reaches. */
-static uint32_t workers_slices(const ka__pool *p) { return (p->n - 1) * POOL_SLICES; }
+/* Runs part t's untaken slices of run g; how many it ran. Run g cannot
+ * complete while this thread holds a slice it has not counted, so fn and
+ * ctx are g's throughout. */
+static uint32_t run_part(ka__pool *p, uint32_t t, uint32_t g) {
+    uint32_t d = 0, parts = p->n * POOL_SLICES;
+    for (int k; (k = take(counter(p, t), g)) >= 0; d++) p->fn(p->ctx, t * POOL_SLICES + (uint32_t)k, parts);
+    return d;
+}
 
-/* Adds d slices to the run's done count; wakes the caller if the run is
- * complete and the caller sleeps (seq_cst: it sets caller_asleep, then
- * re-reads done). */
-static void add_done(ka__pool *p, uint32_t d) {
-    if (atomic_fetch_add(&p->done, d) + d == workers_slices(p) && atomic_load(&p->caller_asleep)) ka__futex_wake_all(&p->done);
+/* Whether run g is over: it is not the current run, or it completed. */
+static bool complete(ka__pool *p, uint32_t g) {
+    return atomic_load_explicit(&p->gen, memory_order_acquire) != g ||
+           atomic_load_explicit(&p->completed, memory_order_acquire) == g;
+}
+
+/* Adds d slices to run g's done count; the add that counts the last slice
+ * completes the run: the done hook, then `completed` and `busy` (after
+ * which another run may start and reuse fn, ctx and the counters), then a
+ * wake of sleeping joiners (seq_cst: a joiner counts itself asleep, then
+ * re-reads completed). */
+static void add_done(ka__pool *p, uint32_t d, uint32_t g) {
+    if (!d || atomic_fetch_add(&p->done, d) + d != p->n * POOL_SLICES) return;
+    if (p->done_fn) p->done_fn(p->done_ctx);
+    atomic_store(&p->completed, g);
+    atomic_store_explicit(&p->busy, 0, memory_order_release);
+    if (atomic_load(&p->joiners_asleep)) ka__futex_wake_all(&p->completed);
 }
 
 static void *worker_main(void *arg) {
@@ -128,11 +165,13 @@ static void *worker_main(void *arg) {
         }
         seen = g;
         if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL; /* ordered by the gen acquire */
-        /* Run g cannot end before a slice taken under g is counted, so fn
-         * and ctx are g's while this thread holds one. */
-        uint32_t d = 0;
-        for (int k; (k = take(w, g)) >= 0; d++) p->fn(p->ctx, w->part * POOL_SLICES + (uint32_t)k, p->n * POOL_SLICES);
-        if (d) add_done(p, d);
+        /* Its own part, then what is left of part 0 and of the others. */
+        uint32_t d = run_part(p, w->part, g);
+        for (uint32_t i = 0; i < p->n; i++) {
+            uint32_t t = (w->part + 1 + i) % p->n;
+            if (t != w->part) d += run_part(p, t, g);
+        }
+        add_done(p, d, g);
     }
 }
 
@@ -214,45 +253,53 @@ uint32_t ka__pool_size(const ka__pool *p) { return p->n; }
 
 uint32_t ka__pool_parts(const ka__pool *p) { return p->n * POOL_SLICES; }
 
-void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
-    uint32_t n = p->n, parts = n * POOL_SLICES;
-    /* One run at a time holds the workers; another (a second thread, or a
-     * part that runs the pool again) does every part itself, in order. */
-    if (n == 1 || atomic_exchange_explicit(&p->busy, 1, memory_order_acquire)) {
-        for (uint32_t i = 0; i < parts; i++) fn(ctx, i, parts);
-        return;
-    }
+bool ka__pool_start(ka__pool *p, ka__pool_fn fn, void *ctx, ka__pool_done_fn done, void *done_ctx, uint32_t *ticket) {
+    if (p->n == 1 || atomic_exchange_explicit(&p->busy, 1, memory_order_acquire)) return false;
     p->fn = fn;
     p->ctx = ctx;
+    p->done_fn = done;
+    p->done_ctx = done_ctx;
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->start_ns, ka__now_ns(), memory_order_relaxed);
     uint32_t g = atomic_fetch_add(&p->gen, 1) + 1; /* seq_cst: publishes the run, then reads sleepers */
     if (atomic_load(&p->sleepers)) ka__futex_wake_all(&p->gen);
-    int64_t start = ka__now_ns();
+    *ticket = g;
+    return true;
+}
 
-    for (uint32_t i = 0; i < POOL_SLICES; i++) fn(ctx, i, parts);
+bool ka__pool_finished(ka__pool *p, uint32_t ticket) { return complete(p, ticket); }
 
-    /* The slices of workers that have not taken them: one at a time, after
-     * POOL_START_NS (a spinning worker has started by then). */
-    uint32_t want = workers_slices(p), d = 0;
-    while (ka__now_ns() - start < POOL_START_NS && atomic_load_explicit(&p->done, memory_order_relaxed) != want)
-        ka__cpu_relax();
-    for (uint32_t w = 0; w < n - 1; w++)
-        for (int k; (k = take(&p->workers[w], g)) >= 0; d++) fn(ctx, (w + 1) * POOL_SLICES + (uint32_t)k, parts);
-    /* The workers' slices: spin, then sleep until the last add wakes us. */
-    if (d) atomic_fetch_add(&p->done, d);
-    d = atomic_load_explicit(&p->done, memory_order_acquire);
-    if (d != want) {
-        int64_t until = ka__now_ns() + POOL_SPIN_NS;
-        while (d != want) {
-            uint32_t before = d;
-            d = spin_while(&p->done, before, until);
-            if (d != before) continue; /* progress: spin on, until `until` */
-            atomic_store(&p->caller_asleep, 1); /* seq_cst: then re-read done */
-            d = atomic_load(&p->done);
-            if (d != want) ka__futex_wait(&p->done, d, INT64_MAX);
-            atomic_store_explicit(&p->caller_asleep, 0, memory_order_relaxed);
-            d = atomic_load_explicit(&p->done, memory_order_acquire);
+void ka__pool_join(ka__pool *p, uint32_t g) {
+    if (complete(p, g)) return;
+    /* Part 0's slices, then, after POOL_START_NS (a spinning worker has
+     * started its own by then), the slices no worker has taken. */
+    uint32_t d = run_part(p, 0, g);
+    int64_t start = atomic_load_explicit(&p->start_ns, memory_order_relaxed);
+    while (ka__now_ns() - start < POOL_START_NS && !complete(p, g)) ka__cpu_relax();
+    for (uint32_t t = 1; t < p->n; t++) d += run_part(p, t, g);
+    add_done(p, d, g);
+    /* Until the last slice is counted: spin, then sleep until the completion wakes us. */
+    int64_t until = ka__now_ns() + POOL_SPIN_NS;
+    while (!complete(p, g)) {
+        uint32_t c = atomic_load_explicit(&p->completed, memory_order_relaxed);
+        if (ka__now_ns() < until) {
+            spin_while(&p->completed, c, until);
+            continue;
         }
+        atomic_fetch_add(&p->joiners_asleep, 1); /* seq_cst: then re-read, seq_cst too */
+        if (atomic_load(&p->gen) == g && atomic_load(&p->completed) != g) ka__futex_wait(&p->completed, c, INT64_MAX);
+        atomic_fetch_sub_explicit(&p->joiners_asleep, 1, memory_order_relaxed);
     }
-    atomic_store_explicit(&p->busy, 0, memory_order_release);
+}
+
+void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
+    uint32_t g;
+    if (ka__pool_start(p, fn, ctx, NULL, NULL, &g)) {
+        ka__pool_join(p, g);
+        return;
+    }
+    /* One run at a time holds the workers; another (a second thread, or a
+     * part that runs the pool again) does every part itself, in order. */
+    uint32_t parts = p->n * POOL_SLICES;
+    for (uint32_t i = 0; i < parts; i++) fn(ctx, i, parts);
 }

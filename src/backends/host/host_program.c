@@ -46,9 +46,8 @@ ka_status ka__host_load_hook(ka__build *b, void *binary, size_t size, void **mod
 void ka__host_module_release(ka__program *p, void *module, uint32_t target) {
     (void)p;
     (void)target;
-    ka__hprog *hp = module;
-    dlclose(hp->dl);
-    ka__free(hp, sizeof *hp);
+    /* A command enqueued before may still run its kernels. */
+    ka__host_defer(p->dev->native, KA__HD_MODULE, module, sizeof(ka__hprog));
 }
 
 static void *sym(ka__hprog *hp, const char *prefix, const char *name) {
@@ -72,10 +71,11 @@ ka_status ka__host_kernel_create(ka__kernel *k) {
         return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "no kernel '%s' in the program (no KA_KERNEL or "
                         "KA_KERNEL_NOARGS of that name in the source the compiler saw)", k->name);
     uint32_t n = *nargs;
-    ka__hkern *hk = ka__calloc(1, sizeof *hk);
+    size_t hsize = sizeof(ka__hkern) + strlen(k->name) + 1;
+    ka__hkern *hk = ka__calloc(1, hsize);
     ka__argsig *sig = ka__calloc(n ? n : 1, sizeof *sig);
     if (!hk || !sig) {
-        if (hk) ka__free(hk, sizeof *hk);
+        if (hk) ka__free(hk, hsize);
         if (sig) ka__free(sig, sizeof *sig * (n ? n : 1));
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -86,6 +86,8 @@ ka_status ka__host_kernel_create(ka__kernel *k) {
         hk->has_local_arg |= kinds[i] == KA__SIG_LOCAL;
     }
     hk->path = path;
+    hk->size = hsize;
+    memcpy(hk->name, k->name, hsize - sizeof(ka__hkern));
     /* dlsym's object pointer to the function pointer it is (POSIX). */
     memcpy(&hk->fn, &fn, sizeof fn);
     k->native = hk;
@@ -99,5 +101,6 @@ ka_status ka__host_kernel_create(ka__kernel *k) {
 }
 
 void ka__host_kernel_release(ka__kernel *k) {
-    if (k->bk) ka__free(k->bk, sizeof(ka__hkern));
+    ka__hkern *hk = k->bk;
+    if (hk) ka__host_defer(k->prog->dev->native, KA__HD_KERNEL, hk, hk->size);
 }

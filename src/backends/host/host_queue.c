@@ -1,12 +1,39 @@
-/* Queues of the host back-end. In order, as PoCL's: a command normally runs
- * in the calling thread and is complete on return. An asynchronous launch
- * (KA_LAUNCH_ASYNC) goes to the queue's worker thread through a fixed ring;
- * a wait on another queue's event (queue_wait) too, so the commands after it
- * wait for it. A command run in the calling thread first waits until the
- * worker has finished the queue's earlier ones (ka__host_drain). */
+/* Queues of the host back-end. In order. A launch over the pool starts the
+ * pool's run and returns (host_launch.c); a small launch, a transfer, a fill
+ * and a map run in the calling thread and are complete on return. An
+ * asynchronous launch (KA_LAUNCH_ASYNC) goes to the queue's worker thread
+ * through a fixed ring; a wait on another queue's event (queue_wait) too, so
+ * the commands after it wait for it. A command run in the calling thread
+ * first joins the queue's pool run and waits until the worker has finished
+ * the queue's earlier commands (ka__host_drain); a ring command joins the
+ * pool run enqueued before it. */
 #include "host_internal.h"
 
+#include <stdio.h>
 #include <string.h>
+
+/* A failure with no event to carry it: kept for the next wait on the queue
+ * (the first one, until a wait takes it). */
+static void record_failure(ka__hqueue *hq, ka_status st, const char *why) {
+    ka__spin_lock(&hq->fail_lock);
+    if (hq->fail_st == KA_OK) {
+        hq->fail_st = st;
+        snprintf(hq->fail_why, sizeof hq->fail_why, "%s", why && *why ? why : ka_strerror(st));
+    }
+    ka__spin_unlock(&hq->fail_lock);
+    ka__queue_mark_asserts(hq->q); /* the waits then ask (assert_take) */
+}
+
+void ka__host_cmd_done(ka__hqueue *hq, ka__hev *e, ka_status st, const char *why) {
+    if (e) {
+        if (st != KA_OK) snprintf(e->why, sizeof e->why, "%s", why && *why ? why : ka_strerror(st));
+        ka__host_ev_complete(e, st);
+    } else if (st != KA_OK) {
+        record_failure(hq, st, why);
+    }
+    atomic_fetch_add_explicit(&hq->done, 1, memory_order_acq_rel);
+    ka__host_reclaim(hq->q->dev->native);
+}
 
 static void *worker(void *arg) {
     ka__hqueue *hq = arg;
@@ -17,6 +44,8 @@ static void *worker(void *arg) {
         ka__hcmd *c = &hq->ring[hq->tail % KA__HOST_RING];
         pthread_mutex_unlock(&hq->lock);
         ka_status st = KA_OK;
+        char why[160] = "";
+        if (c->after) ka__pool_join(hq->pool, (uint32_t)c->after); /* the pool launch enqueued before */
         if (c->ev) c->ev->t0 = ka__now_ns();
         if (c->kind == KA__HC_WAIT) {
             /* Another queue's failure is its own: the order holds either way. */
@@ -25,12 +54,10 @@ static void *worker(void *arg) {
                 ka__host_ev_unref(c->dep);
             }
         } else {
-            st = ka__host_run_launch(hq->q->dev, c);
+            st = ka__host_run_launch(hq->q->dev, c, why, sizeof why);
         }
-        if (c->ev) {
-            c->ev->t1 = ka__now_ns();
-            ka__host_ev_complete(c->ev, st);
-        }
+        if (c->ev) c->ev->t1 = ka__now_ns();
+        ka__host_cmd_done(hq, c->ev, st, why);
         pthread_mutex_lock(&hq->lock);
         hq->tail++;
         pthread_cond_signal(&hq->room);
@@ -55,6 +82,12 @@ ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
         goto fail_ring;
     }
     hq->q = q;
+    hq->pool = ((ka__hdev *)q->dev->native)->pool;
+    if (!(hq->prun = ka__calloc(1, sizeof *hq->prun))) {
+        st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for the queue's launch slot");
+        goto fail_prun;
+    }
+    hq->prun->hq = hq;
     if ((st = ka__host_events_init(hq)) != KA_OK) goto fail_events;
     pthread_mutex_init(&hq->lock, NULL);
     pthread_cond_init(&hq->more, NULL);
@@ -65,6 +98,7 @@ ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
         goto fail_thread;
     }
     q->native = hq;
+    ka__host_queue_listed(q->dev->native, hq, true);
     return KA_OK;
 fail_thread:
     pthread_cond_destroy(&hq->room);
@@ -72,6 +106,8 @@ fail_thread:
     pthread_mutex_destroy(&hq->lock);
     ka__host_events_fini(hq);
 fail_events:
+    ka__free(hq->prun, sizeof *hq->prun);
+fail_prun:
     ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
 fail_ring:
     ka__free(hq, sizeof *hq);
@@ -80,12 +116,15 @@ fail_ring:
 
 void ka__host_queue_release(ka__queue *q) {
     ka__hqueue *hq = q->native;
+    ka__host_drain(hq);
     pthread_mutex_lock(&hq->lock);
     hq->stop = true;
     pthread_cond_signal(&hq->more);
     pthread_mutex_unlock(&hq->lock);
     pthread_join(hq->worker, NULL);
+    ka__host_queue_listed(q->dev->native, hq, false);
     ka__host_events_fini(hq);
+    ka__free(hq->prun, sizeof *hq->prun);
     pthread_cond_destroy(&hq->room);
     pthread_cond_destroy(&hq->more);
     pthread_mutex_destroy(&hq->lock);
@@ -94,6 +133,8 @@ void ka__host_queue_release(ka__queue *q) {
 }
 
 void ka__host_drain(ka__hqueue *hq) {
+    uint64_t t = atomic_load_explicit(&hq->prun_ticket, memory_order_acquire);
+    if (t) ka__pool_join(hq->pool, (uint32_t)t);
     for (;;) {
         uint32_t seq = atomic_load_explicit(&hq->drained, memory_order_acquire);
         if (!atomic_load_explicit(&hq->pending, memory_order_acquire)) return;
@@ -116,6 +157,8 @@ ka__hcmd *ka__host_cmd_begin(ka__hqueue *hq) {
     while (hq->head - hq->tail == KA__HOST_RING) pthread_cond_wait(&hq->room, &hq->lock);
     ka__hcmd *c = &hq->ring[hq->head % KA__HOST_RING];
     atomic_fetch_add_explicit(&hq->pending, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&hq->subm, 1, memory_order_acq_rel);
+    c->after = atomic_load_explicit(&hq->prun_ticket, memory_order_acquire);
     return c; /* the lock stays held until submit */
 }
 
@@ -138,8 +181,17 @@ ka_status ka__host_queue_wait(ka__queue *q, void *ev) {
     return KA_OK;
 }
 
+/* ka_assert's record, and before it a failure of a command that had no
+ * event (reported once, by the first wait after it). */
 ka_status ka__host_assert_take(ka__queue *q, uint32_t *rec) {
     ka__hqueue *hq = q->native;
+    ka__spin_lock(&hq->fail_lock);
+    ka_status st = hq->fail_st;
+    char why[sizeof hq->fail_why];
+    if (st != KA_OK) memcpy(why, hq->fail_why, sizeof why);
+    hq->fail_st = KA_OK;
+    ka__spin_unlock(&hq->fail_lock);
+    if (st != KA_OK) return ka__fail(st, "%s", why);
     for (int i = 0; i < KA__ASSERT_WORDS; i++) rec[i] = __atomic_load_n(&hq->arec[i], __ATOMIC_ACQUIRE);
     if (rec[0]) memset(hq->arec, 0, sizeof hq->arec);
     return KA_OK;
