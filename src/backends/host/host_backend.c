@@ -33,5 +33,6 @@ const ka__backend ka__host_backend = {
     .launch = ka__host_launch,
     .event_query = ka__host_event_query, .event_callback = ka__host_event_callback,
     .event_wait = ka__host_event_wait, .event_release = ka__host_event_release,
+    .event_error = ka__host_event_error,
     .assert_take = ka__host_assert_take, .event_elapsed = ka__host_event_elapsed,
 };

@@ -121,6 +121,11 @@ ka_status ka__host_event_wait(void *ev) {
 
 void ka__host_event_release(void *ev) { ka__host_ev_unref(ev); }
 
+const char *ka__host_event_error(void *ev) {
+    const ka__hev *e = ev;
+    return atomic_load_explicit(&e->state, memory_order_acquire) && e->why[0] ? e->why : NULL;
+}
+
 ka_status ka__host_event_elapsed(void *ev, uint64_t *ns) {
     ka__hev *e = ev;
     int64_t d = e->t1 - e->t0;

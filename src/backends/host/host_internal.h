@@ -244,6 +244,7 @@ ka_status ka__host_event_elapsed(void *ev, uint64_t *ns);
  * from t0 to now. */
 ka_status ka__host_done_event(ka__queue *q, int64_t t0, ka_status st, void **ev);
 void ka__host_event_release(void *ev);
+const char *ka__host_event_error(void *ev); /* a failed command's message */
 
 /* ---- launch and memory (host_launch.c, host_memory.c) ----------------------- */
 ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev);
