@@ -1,8 +1,11 @@
 /* Status table, per-thread error detail, logger. */
 #include "ka_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char *ka_strerror(ka_status s) {
     switch (s) {
@@ -45,17 +48,67 @@ void ka_set_logger(ka_log_fn fn, void *user) {
     log_fn = fn;
 }
 
+/* With no logger, the levels printed to stderr: up to KA_LOG_WARN unless
+ * $KA_LOG says otherwise ("off", "error", "warn", "info", "debug"); -1: none.
+ * Read at each message (they are rare), so a program may change it. */
+static int stderr_level(void) {
+    const char *v = getenv("KA_LOG");
+    if (!v || !*v || !strcasecmp(v, "warn") || !strcasecmp(v, "warning")) return KA_LOG_WARN;
+    if (!strcasecmp(v, "off") || !strcmp(v, "0") || !strcasecmp(v, "none")) return -1;
+    if (!strcasecmp(v, "error")) return KA_LOG_ERROR;
+    if (!strcasecmp(v, "info")) return KA_LOG_INFO;
+    if (!strcasecmp(v, "debug") || !strcasecmp(v, "all")) return KA_LOG_DEBUG;
+    static _Atomic int told;
+    if (!atomic_exchange(&told, 1))
+        fprintf(stderr, "libka: KA_LOG='%.32s' is none of off, error, warn, info, debug: warnings and errors are "
+                "printed\n", v);
+    return KA_LOG_WARN;
+}
+
+/* Whether msg is new to this process: the hashes of the messages printed,
+ * in a fixed table (no allocation, no lock). Once it is full, nothing is
+ * new, and that is said once. */
+#define SEEN_SLOTS 512
+static bool first_time(const char *msg) {
+    static _Atomic uint64_t seen[SEEN_SLOTS];
+    static _Atomic int full_told;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *c = (const unsigned char *)msg; *c; c++) h = (h ^ *c) * 0x100000001b3ull;
+    h |= 1; /* 0 marks a free slot */
+    for (uint32_t i = 0; i < SEEN_SLOTS; i++) {
+        _Atomic uint64_t *slot = &seen[(h + i) % SEEN_SLOTS];
+        uint64_t cur = atomic_load_explicit(slot, memory_order_relaxed);
+        if (cur == h) return false;
+        if (!cur) {
+            if (atomic_compare_exchange_strong(slot, &cur, h)) return true;
+            if (cur == h) return false;
+        }
+    }
+    if (!atomic_exchange(&full_told, 1))
+        fprintf(stderr, "libka: %d distinct warnings printed; further ones are not (set a logger with ka_set_logger "
+                "to receive every message)\n", SEEN_SLOTS);
+    return false;
+}
+
 void ka__log(ka_log_level lvl, const char *fmt, ...) {
     ka_log_fn fn = log_fn;
-    /* No logger: silent, but for warnings and errors under KA_DEBUG (debug.c). */
-    if (!fn && (lvl > KA_LOG_WARN || !ka__debug_printing())) return;
+    /* No logger: warnings and errors to stderr, each distinct one once per
+     * process (every one while KA_DEBUG is on: debug.c); $KA_LOG changes
+     * the levels printed (off: none). A logger receives everything, stderr
+     * nothing. */
+    bool debug = false;
+    if (!fn) {
+        int lim = stderr_level();
+        debug = lim >= 0 && lvl <= KA_LOG_WARN && ka__debug_printing();
+        if (!debug && (int)lvl > lim) return;
+    }
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (fn) fn(lvl, msg, log_user);
-    else fprintf(stderr, "libka: %s\n", msg);
+    else if (debug || lvl > KA_LOG_WARN || first_time(msg)) fprintf(stderr, "libka: %s\n", msg);
 }
 
 /* "<call>: " into detail; its length. */

@@ -115,10 +115,12 @@ static inline void ka__unpin(ka__slot *s) { atomic_fetch_sub_explicit(&s->pins, 
  * call: devices read it once, at open (ka__device.debug). */
 int ka__debug_enabled(void);
 /* A warning for the user: ka__log at KA_LOG_WARN, which with no logger set
- * and KA_DEBUG on prints it to stderr as "libka: ...". Never on a hot path. */
+ * prints it to stderr as "libka: ..." (once per message; every time under
+ * KA_DEBUG). Never on a hot path. */
 void ka__warn(const char *fmt, ...) KA_PRINTF(1, 2);
-/* Whether ka__log prints warnings and errors when no logger is set: KA_DEBUG
- * is on in the environment, or for a device open. */
+/* Whether ka__log prints every warning and error, not only the first of
+ * each, when no logger is set: KA_DEBUG is on in the environment, or for a
+ * device open. */
 bool ka__debug_printing(void);
 /* The largest guard zone (the device's scratch is this size). */
 #define KA__GUARD_MAX ((size_t)1 << 20)

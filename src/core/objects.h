@@ -44,8 +44,10 @@ ka_status ka__fail_status(void);
 const char *ka__detail_message(void);
 /* Appends text (e.g. a build log) to the current detail, truncating. */
 void ka__append_detail(const char *text);
-/* To the logger; with none, silent, but for KA_LOG_WARN and KA_LOG_ERROR
- * under KA_DEBUG: stderr, "libka: " first (debug.c). */
+/* To the logger; with none, KA_LOG_WARN and KA_LOG_ERROR go to stderr,
+ * "libka: " first, each distinct message once per process (every one under
+ * KA_DEBUG), $KA_LOG choosing the levels (error.c). Warn of what gives a
+ * wrong answer or ignores a request; the rest is KA_LOG_INFO. */
 void ka__log(ka_log_level lvl, const char *fmt, ...) KA_PRINTF(2, 3);
 /* Case-insensitive substring test (device selectors); false for an empty needle. */
 bool ka__icontains(const char *hay, const char *needle);

@@ -285,8 +285,13 @@ static bool open_file(void) {
     uint32_t cap = 4096;
     const char *b = getenv("KA_TRACE_BUFFER");
     if (b && *b) {
-        long v = strtol(b, NULL, 10);
-        cap = v < 16 ? 16 : v > (1 << 24) ? 1u << 24 : (uint32_t)v;
+        char *end;
+        errno = 0;
+        long v = strtol(b, &end, 10);
+        if (*end || errno || end == b || v < 16 || v > (1 << 24))
+            ka__log(KA_LOG_WARN, "KA_TRACE_BUFFER='%.32s' is not a number of records from 16 to %d: %s", b, 1 << 24,
+                    *end || errno || end == b ? "ignored" : "clamped");
+        if (!*end && !errno && end != b) cap = v < 16 ? 16 : v > (1 << 24) ? 1u << 24 : (uint32_t)v;
     }
     if (!expand_path(path)) {
         ka__log(KA_LOG_ERROR, "KA_TRACE: the file name %.64s... (%zu bytes, at most %d once %%p is expanded): %s; "

@@ -44,14 +44,19 @@
 #define KA__PROBE_SPAN_NS (1u << 26)
 
 /* A non-negative decimal from the environment, else dflt (a sign, other
- * characters or an overflow also give dflt). */
+ * characters or an overflow also give dflt, with a warning: the setting is
+ * ignored). */
 static uint64_t env_u64(const char *name, uint64_t dflt) {
     const char *e = getenv(name);
-    if (!e || *e < '0' || *e > '9') return dflt;
+    if (!e || !*e) return dflt;
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(e, &end, 10);
-    return *end || errno ? dflt : (uint64_t)v;
+    unsigned long long v = *e >= '0' && *e <= '9' ? strtoull(e, &end, 10) : 0;
+    if (*e < '0' || *e > '9' || *end || errno) {
+        ka__log(KA_LOG_WARN, "%s='%.32s' is not a non-negative decimal number: ignored", name, e);
+        return dflt;
+    }
+    return (uint64_t)v;
 }
 
 /* The limit the user gave (the queue's config, else $KA_INLINE_MAX_ITEMS),
