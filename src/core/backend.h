@@ -45,8 +45,9 @@ enum {
     /* Not enumerated (ka_device_count does not see it); opened by its bare
      * name as the selector (the null back-end: "null"). */
     KA__BE_UNLISTED = 1u << 0,
-    /* event_wait sleeps in the driver (a blocking-sync event), so a long
-     * wait goes there rather than through a completion callback. */
+    /* event_wait sleeps in the driver (a blocking-sync event), or does the
+     * command's work itself (the host back-end joins its pool run), so an
+     * unbounded wait goes there rather than through a completion callback. */
     KA__BE_WAIT_SLEEPS = 1u << 1,
 };
 
@@ -251,7 +252,10 @@ struct ka__backend {
     const char *(*event_error)(void *ev);
     /* May be NULL (ka_assert's record is then never read). After a wait on
      * q: copies q's assertion record into rec (KA__ASSERT_WORDS words; rec[0]
-     * == 0: no failure) and clears it. */
+     * == 0: no failure) and clears it. May instead return (and clear) the
+     * failure of a command that had no event to carry it, with its detail
+     * set; the back-end sets KA__QH_ASSERTS (ka__queue_mark_asserts) so the
+     * waits ask. */
     ka_status (*assert_take)(ka__queue *q, uint32_t *rec);
     /* May be NULL (then KA_ERR_UNSUPPORTED). The device time of a complete
      * command of a profiling queue (q->profiling), start to end, in ns. */

@@ -15,6 +15,7 @@
 #include "host_internal.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <time.h>
 
 typedef struct ka__hdefer {
@@ -41,6 +42,9 @@ static void free_now(uint8_t kind, void *obj, size_t size) {
         ka__free(hp, sizeof *hp);
         break;
     }
+    case KA__HD_MAPPING:
+        munmap(obj, size);
+        break;
     default:
         ka__free(obj, size);
         break;

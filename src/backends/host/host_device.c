@@ -180,7 +180,10 @@ ka_status ka__host_device_open(ka__device *d, uint32_t index) {
         fill_info(&d->info, threads);
         st = ka__pool_create(threads, &hd->pool);
     }
-    if (st == KA_OK) pthread_mutex_init(&hd->defer_lock, NULL);
+    if (st == KA_OK) {
+        pthread_mutex_init(&hd->defer_lock, NULL);
+        pthread_mutex_init(&hd->guard_lock, NULL);
+    }
     if (st != KA_OK) {
         ka__free(hd, sizeof *hd);
         return st;
@@ -192,7 +195,9 @@ ka_status ka__host_device_open(ka__device *d, uint32_t index) {
 void ka__host_device_close(ka__device *d) {
     ka__hdev *hd = d->native;
     ka__host_defer_fini(hd);
+    ka__host_guard_fini(hd);
     pthread_mutex_destroy(&hd->defer_lock);
+    pthread_mutex_destroy(&hd->guard_lock);
     while (hd->nfree) ka__fiberset_destroy(hd->fs_free[--hd->nfree]);
     ka__pool_destroy(hd->pool);
     ka__free(hd, sizeof *hd);

@@ -58,5 +58,13 @@ void ka__fiberset_destroy(ka__fiberset *fs);
 ka_status ka__fiberset_run(ka__fiberset *fs, uint32_t n, ka__item_fn item, void *ctx);
 /* Called by a kernel's ka_barrier() in fiber mode; in the thread running a set. */
 void ka__fiber_barrier(void);
+/* KA_DEBUG's fault handler is about to jump from the work-item running now
+ * back to the thread's own stack, below the set's run: tells the
+ * sanitizers (async-signal context; nothing to do off a fiber). */
+void ka__fiber_escape(void);
+/* After such a jump: the set left as after a divergence (its items
+ * abandoned, never resumed), ready for another run; the thread no longer
+ * runs it. */
+void ka__fiberset_abandon(ka__fiberset *fs);
 
 #endif

@@ -285,6 +285,7 @@ struct ka__fiberset {
     size_t stack_bytes, slot_bytes, map_bytes, page;
     char *map;
 #ifdef FIBER_ASAN
+    bool escaped;     /* a fault handler left an item for the thread's stack */
     bool from_thread; /* the switch under way leaves the thread's stack */
     const void *thread_bottom;
     size_t thread_size;
@@ -482,6 +483,33 @@ ka_status ka__fiberset_run(ka__fiberset *fs, uint32_t n, ka__item_fn item, void 
     if (!setjmp(fs->unwind)) run_items(fs);
     running = fs->outer;
     return fs->failed ? KA_ERR_KERNEL_FAILED : KA_OK;
+}
+
+void ka__fiber_escape(void) {
+    ka__fiberset *fs = running;
+    if (!fs || fs->mode != MODE_FIBERS || fs->cur == 0) return; /* on the thread's stack */
+#ifdef FIBER_ASAN
+    fs->from_thread = false;
+    __sanitizer_start_switch_fiber(NULL, fs->thread_bottom, fs->thread_size);
+    fs->escaped = true;
+#endif
+#ifdef FIBER_TSAN
+    __tsan_switch_to_fiber(fs->f[0].tsan, 0);
+#endif
+}
+
+void ka__fiberset_abandon(ka__fiberset *fs) {
+#ifdef FIBER_ASAN
+    if (fs->escaped) {
+        __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+        fs->escaped = false;
+    }
+#endif
+#if defined(FIBER_ASAN) || defined(FIBER_TSAN)
+    for (uint32_t i = 1; i < fs->n; i++) fs->f[i].stale = true;
+#endif
+    fs->failed = true;
+    running = fs->outer;
 }
 
 /* ---- making and unmaking ------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "host_exec.h"
 
+#include <setjmp.h>
 #include <stddef.h>
 
 /* A launch of fewer padded work-items runs whole in the calling thread: the
@@ -28,6 +29,7 @@
 
 struct ka__hqueue;
 struct ka__hdefer;
+struct ka__hguard;
 
 typedef struct ka__hdev {
     char cc[4096];            /* the compiler's path, chosen at open */
@@ -42,6 +44,11 @@ typedef struct ka__hdev {
     struct ka__hqueue *queues;
     struct ka__hdefer *deferred;
     _Atomic uint32_t ndeferred;
+    /* KA_DEBUG: the guarded buffers (host_guard.c), under guard_lock; once
+     * one exists, kernels run with a recovery point for their faults. */
+    pthread_mutex_t guard_lock;
+    struct ka__hguard *guards;
+    _Atomic bool guarded;
 } ka__hdev;
 
 /* Resolves the compiler ($KA_CC, else cc, gcc, clang on PATH) into out. */
@@ -141,6 +148,7 @@ typedef struct ka__hcmd {
 /* A launch's run over the pool or in one thread (host_launch.c). */
 typedef struct ka__hrun {
     ka__hdev *hd;
+    struct ka__hqueue *hq;
     const ka__hkern *hk;
     const ka__hctx *c;
     void *const *argv;
@@ -212,18 +220,21 @@ void ka__host_cmd_submit(ka__hqueue *hq);
 /* Runs a launch command (in the worker or the caller), the pool's parts
  * joined: its status, and on failure its message in why (NULL: the
  * calling thread's detail). */
-ka_status ka__host_run_launch(ka__device *d, ka__hcmd *c, char *why, size_t cap);
+ka_status ka__host_run_launch(struct ka__hqueue *hq, ka__hcmd *c, char *why, size_t cap);
 /* An asynchronous command has completed with st (why: its message):
  * the event, else the queue's record of failures, then the count of
  * completed commands (which may free deferred releases). */
 void ka__host_cmd_done(ka__hqueue *hq, ka__hev *e, ka_status st, const char *why);
+/* A failure for the queue's next wait to return (once): a command's that
+ * had no event, or a fault KA_DEBUG caught. Any thread. */
+void ka__host_record_failure(ka__hqueue *hq, ka_status st, const char *why);
 
 /* ---- deferred releases (host_defer.c) ---------------------------------------
  * A buffer's memory, a program's module or a kernel released while a
  * command enqueued before may still use it is freed once every queue of
  * the device has completed what it had enqueued at the release, as OpenCL
  * keeps a released object alive for its commands. */
-enum ka__hdefer_kind { KA__HD_MEMORY, KA__HD_MODULE, KA__HD_KERNEL };
+enum ka__hdefer_kind { KA__HD_MEMORY, KA__HD_MODULE, KA__HD_KERNEL, KA__HD_MAPPING };
 void ka__host_defer(ka__hdev *hd, enum ka__hdefer_kind kind, void *obj, size_t size);
 /* Frees the deferred releases whose commands have completed. */
 void ka__host_reclaim(ka__hdev *hd);
@@ -245,6 +256,30 @@ ka_status ka__host_event_elapsed(void *ev, uint64_t *ns);
 ka_status ka__host_done_event(ka__queue *q, int64_t t0, ka_status st, void **ev);
 void ka__host_event_release(void *ev);
 const char *ka__host_event_error(void *ev); /* a failed command's message */
+
+/* ---- KA_DEBUG's guarded buffers and faults (host_guard.c) -------------------- */
+/* A kernel's fault caught by the handler: where the thread jumps back to. */
+typedef struct ka__hfault {
+    sigjmp_buf jb;
+    void *addr; /* the address accessed */
+    int sig;    /* SIGSEGV or SIGBUS */
+    int write;  /* 1 a write, 0 a read, -1 not known */
+} ka__hfault;
+/* The buffer (b->guard > 0: a debug device's) in a mapping of its own whose
+ * end touches inaccessible pages; b->guard becomes the padding to 64 bytes. */
+ka_status ka__host_guard_alloc(ka__buffer *b);
+/* Frees (deferred) a guarded buffer's mapping; false if b is not one. */
+bool ka__host_guard_free(ka__buffer *b);
+void ka__host_guard_fini(ka__hdev *hd);
+/* This thread's recovery point while it runs a kernel's part: the previous
+ * one, to give back to disarm. */
+ka__hfault *ka__host_fault_arm(ka__hfault *f);
+void ka__host_fault_disarm(ka__hfault *outer);
+/* Before a launch on a device with guarded buffers: the fault handler is
+ * ours again if the application replaced it since. */
+void ka__host_fault_ready(void);
+/* What kernel's caught fault touched: the buffer and the offset, or no buffer. */
+void ka__host_fault_message(ka__hdev *hd, const ka__hfault *f, const char *kernel, char *out, size_t cap);
 
 /* ---- launch and memory (host_launch.c, host_memory.c) ----------------------- */
 ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev);

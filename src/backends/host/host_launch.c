@@ -36,8 +36,9 @@ static void fail(run *r, ka_status st) {
         snprintf(r->why, sizeof r->why, "kernel '%s': %s", r->hk->name, ka__detail_message());
 }
 
-static void part(void *ctx, uint32_t p, uint32_t n) {
-    run *r = ctx;
+/* Part p of n of the run; a group of a kernel with barriers takes a fiber
+ * set, which *fsp (when not NULL) holds while it runs. */
+static void body(run *r, uint32_t p, uint32_t n, ka__fiberset *volatile *fsp) {
     const ka__hctx *c = r->c;
     if (r->hk->path == KA__HP_ROWS) {
         if (r->rows >= n) {
@@ -60,6 +61,7 @@ static void part(void *ctx, uint32_t p, uint32_t n) {
         fail(r, st);
         return;
     }
+    if (fsp) *fsp = fs;
     item_ctx ic = {r, {0, 0, 0}};
     for (uint64_t q = q0; q < q1; q++) {
         ic.b[0] = q % c->ngroups[0] * c->lsize[0];
@@ -71,12 +73,44 @@ static void part(void *ctx, uint32_t p, uint32_t n) {
             break;
         }
     }
+    if (fsp) *fsp = NULL;
     ka__host_fs_give(r->hd, fs);
 }
 
-static void run_init(run *r, ka__hdev *hd, const ka__hcmd *cmd) {
+/* KA_DEBUG with guarded buffers: the part with a recovery point, so a fault
+ * (an access past a buffer's end) fails the run instead of the process. */
+static __attribute__((noinline)) void guarded(run *r, uint32_t p, uint32_t n) {
+    ka__hfault f;
+    ka__fiberset *volatile fs = NULL;
+    ka__hfault *outer = ka__host_fault_arm(&f);
+    if (!sigsetjmp(f.jb, 0)) {
+        body(r, p, n, &fs);
+        ka__host_fault_disarm(outer);
+        return;
+    }
+    ka__host_fault_disarm(outer);
+    if (fs) {
+        ka__fiberset_abandon(fs);
+        ka__host_fs_give(r->hd, fs);
+    }
+    /* As an overrun found in a guard zone: for the queue's next wait, once;
+     * the command itself completes. */
+    char what[320];
+    ka__host_fault_message(r->hd, &f, r->hk->name, what, sizeof what);
+    ka__log(KA_LOG_ERROR, "%s", what);
+    ka__host_record_failure(r->hq, KA_ERR_OUT_OF_BOUNDS, what);
+}
+
+static void part(void *ctx, uint32_t p, uint32_t n) {
+    run *r = ctx;
+    if (KA_UNLIKELY(atomic_load_explicit(&r->hd->guarded, memory_order_relaxed))) guarded(r, p, n);
+    else body(r, p, n, NULL);
+}
+
+static void run_init(run *r, ka__hqueue *hq, const ka__hcmd *cmd) {
     const ka__hctx *c = &cmd->ctx;
-    r->hd = hd;
+    r->hd = hq->q->dev->native;
+    r->hq = hq;
     r->hk = cmd->hk;
     r->c = c;
     r->argv = cmd->argv;
@@ -95,10 +129,10 @@ static bool one_thread(const ka__hdev *hd, uint64_t items, bool spread, uint64_t
     return (items < KA__HOST_INLINE_ITEMS && !(spread && groups > 1)) || ka__pool_size(hd->pool) == 1;
 }
 
-ka_status ka__host_run_launch(ka__device *d, ka__hcmd *cmd, char *why, size_t cap) {
-    ka__hdev *hd = d->native;
+ka_status ka__host_run_launch(ka__hqueue *hq, ka__hcmd *cmd, char *why, size_t cap) {
+    ka__hdev *hd = hq->q->dev->native;
     run r;
-    run_init(&r, hd, cmd);
+    run_init(&r, hq, cmd);
     if (one_thread(hd, cmd->items, cmd->spread, r.groups)) part(&r, 0, 1);
     else ka__pool_run(hd->pool, part, &r);
     ka_status st = (ka_status)atomic_load(&r.status);
@@ -192,7 +226,7 @@ static ka_status launch_pool(ka__queue *q, ka__kernel *k, const ka__launch *l, c
         ka__spin_unlock(&hq->prun_lock);
         return st;
     }
-    run_init(&pr->r, hd, &pr->cmd);
+    run_init(&pr->r, hq, &pr->cmd);
     pr->ev = e;
     if (e) {
         e->pooled = true;
@@ -221,6 +255,10 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
             return ka__fail(KA_ERR_ARG_TYPE, "kernel '%s' argument %u: unknown argument kind %u", k->name, i,
                             args[i].kind);
     if (k->prog->asserts) ka__queue_mark_asserts(q);
+    if (KA_UNLIKELY(atomic_load_explicit(&((ka__hdev *)q->dev->native)->guarded, memory_order_relaxed))) {
+        ka__host_fault_ready();
+        ka__queue_mark_asserts(q); /* the waits ask for the faults caught */
+    }
     if ((l->flags & KA_LAUNCH_ASYNC) || l->items > hq->sync_max_items) {
         ka__hev *e = NULL;
         ka_status st = ev ? ka__host_ev_new(hq, &e) : KA_OK;
@@ -253,6 +291,6 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
     if (st != KA_OK) return st;
     ka__host_drain(hq);
     int64_t t0 = q->profiling ? ka__now_ns() : 0;
-    st = ka__host_run_launch(q->dev, &c, NULL, 0);
+    st = ka__host_run_launch(hq, &c, NULL, 0);
     return ka__host_done_event(q, t0, st, ev);
 }

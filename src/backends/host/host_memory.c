@@ -9,6 +9,7 @@
 #define ALIGN 64u
 
 ka_status ka__host_buffer_create(ka__buffer *b) {
+    if (b->guard) return ka__host_guard_alloc(b); /* KA_DEBUG: inaccessible pages past the end */
     if (b->bytes > SIZE_MAX - ALIGN - b->guard)
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "%zu bytes is too large", b->bytes);
     unsigned char *raw = ka__alloc(b->bytes + b->guard + ALIGN);
@@ -22,6 +23,7 @@ ka_status ka__host_buffer_create(ka__buffer *b) {
 
 void ka__host_buffer_release(ka__buffer *b) {
     if (b->host) return; /* the caller's memory */
+    if (ka__host_guard_free(b)) return;
     unsigned char *p = b->native;
     /* A command enqueued before may still use it. */
     ka__host_defer(b->dev->native, KA__HD_MEMORY, p - p[-1], b->bytes + b->guard + ALIGN);

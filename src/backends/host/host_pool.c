@@ -216,9 +216,15 @@ ka_status ka__pool_create(uint32_t nthreads, ka__pool **out) {
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "host pool: out of memory");
     }
     /* Workers block every signal: the application's handlers run in its own
-     * threads, never in the middle of a kernel's part. */
+     * threads, never in the middle of a kernel's part. But a fault's: a
+     * blocked SIGSEGV would end the process where KA_DEBUG's handler turns
+     * a kernel's into an error. */
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int err = 0;
     for (uint32_t i = 0; i < nthreads - 1; i++) {

@@ -14,7 +14,7 @@
 
 /* A failure with no event to carry it: kept for the next wait on the queue
  * (the first one, until a wait takes it). */
-static void record_failure(ka__hqueue *hq, ka_status st, const char *why) {
+void ka__host_record_failure(ka__hqueue *hq, ka_status st, const char *why) {
     ka__spin_lock(&hq->fail_lock);
     if (hq->fail_st == KA_OK) {
         hq->fail_st = st;
@@ -29,7 +29,7 @@ void ka__host_cmd_done(ka__hqueue *hq, ka__hev *e, ka_status st, const char *why
         if (st != KA_OK) snprintf(e->why, sizeof e->why, "%s", why && *why ? why : ka_strerror(st));
         ka__host_ev_complete(e, st);
     } else if (st != KA_OK) {
-        record_failure(hq, st, why);
+        ka__host_record_failure(hq, st, why);
     }
     atomic_fetch_add_explicit(&hq->done, 1, memory_order_acq_rel);
     ka__host_reclaim(hq->q->dev->native);
@@ -54,7 +54,7 @@ static void *worker(void *arg) {
                 ka__host_ev_unref(c->dep);
             }
         } else {
-            st = ka__host_run_launch(hq->q->dev, c, why, sizeof why);
+            st = ka__host_run_launch(hq, c, why, sizeof why);
         }
         if (c->ev) c->ev->t1 = ka__now_ns();
         ka__host_cmd_done(hq, c->ev, st, why);
