@@ -122,6 +122,14 @@ static void launch_returns_before_run(void **state) {
 static void release_under(uint32_t flags, const char *what) {
     held h;
     held_open(&h);
+    if (info(h.dev)->backend == KA_BACKEND_CUDA) {
+        /* cuMemFree and cuModuleUnload wait for the device's work: a
+         * release under a kernel that waits for the caller would wait for
+         * ever. That back-end defers by blocking (docs/API.md). */
+        release_flag(&h);
+        held_close(&h, false);
+        skip();
+    }
     bool runs = info(h.dev)->backend != KA_BACKEND_NULL;
     ka_event ev;
     KA_OK_OR_FAIL(held_launch(&h, flags, &ev));
@@ -157,6 +165,11 @@ static void many_releases_under_launch(void **state) {
     (void)state;
     held h;
     held_open(&h);
+    if (info(h.dev)->backend == KA_BACKEND_CUDA) { /* as release_under */
+        release_flag(&h);
+        held_close(&h, false);
+        skip();
+    }
     ka_buffer extra[8];
     for (int i = 0; i < 8; i++) KA_OK_OR_FAIL(ka_buffer_create(h.dev, 4096u << i, &extra[i]));
     ka_event ev;

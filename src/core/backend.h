@@ -141,7 +141,9 @@ struct ka__backend {
 
     /* ---- buffers: ranges and devices checked by the core ------------------ */
     /* b->bytes > 0; sets b->native to b->bytes + b->guard bytes (the guard:
-     * KA_DEBUG's zone past the end, 0 unless buffer_guard is set). */
+     * KA_DEBUG's zone past the end, 0 unless buffer_guard is set). May lower
+     * b->guard (to 0 too) where it protects the memory past the zone by other
+     * means (the host back-end's inaccessible pages). */
     ka_status (*buffer_create)(ka__buffer *b);
     void (*buffer_release)(ka__buffer *b);
     /* May be NULL: no guard zones (b->guard stays 0). Blocking copy between

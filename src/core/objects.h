@@ -199,7 +199,8 @@ struct ka__buffer {
     uint32_t be_flags;         /* [s] the back-end's own (CUDA: it registered host) */
     /* [r] KA_DEBUG: the back-end allocates guard more bytes after `bytes`, a
      * known pattern (debug.c); 0 without KA_DEBUG, for a wrapped buffer, or
-     * on a back-end without a buffer_guard hook. */
+     * on a back-end without a buffer_guard hook. [s] buffer_create may lower
+     * it (backend.h). */
     size_t guard;
     struct ka__bdbg {          /* [c] KA_DEBUG's record, under the device's dbg_lock */
         ka__buffer *next, *prev;   /* the device's guarded buffers */
