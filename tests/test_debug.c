@@ -104,10 +104,22 @@ static void expect_overrun(const char *call, ka_buffer b, uint32_t n, const char
  * padding to 64 bytes: on the inaccessible page after the buffer, where the
  * kernel faults (the bytes after a buffer of n uint, when n * 4 is a
  * multiple of 64). */
+/* ThreadSanitizer builds keep plain guard zones (docs/API.md). */
+#if defined(__SANITIZE_THREAD__)
+#define GUARD_PAGES 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GUARD_PAGES 0
+#endif
+#endif
+#ifndef GUARD_PAGES
+#define GUARD_PAGES 1
+#endif
+
 static bool host_faults(dev *v, uint32_t n) {
     const ka_device_info *info;
     KA_OK_OR_FAIL(ka_device_get_info(v->d, &info));
-    return info->backend == KA_BACKEND_HOST && (size_t)n * 4 % 64 == 0;
+    return GUARD_PAGES && info->backend == KA_BACKEND_HOST && (size_t)n * 4 % 64 == 0;
 }
 
 static void expect_fault(const char *call, ka_buffer b, uint32_t n, const char *kernel, size_t byte) {
@@ -247,6 +259,10 @@ static void reads_case(dev *v, ka_program p, const char *kernel, uint32_t n, uin
 
 static void test_reads_host(void **state) {
     (void)state;
+    if (!GUARD_PAGES) {
+        printf("a ThreadSanitizer build: KA_DEBUG keeps guard zones only, reads are not caught\n");
+        skip();
+    }
     ka_set_logger(logger, NULL);
     dev v;
     if (!dev_open(&v, "host", "1")) return;

@@ -258,6 +258,18 @@ void ka__host_event_release(void *ev);
 const char *ka__host_event_error(void *ev); /* a failed command's message */
 
 /* ---- KA_DEBUG's guarded buffers and faults (host_guard.c) -------------------- */
+/* ThreadSanitizer's signal handling does not survive a jump out of a
+ * handler: its builds keep the plain guard zones (writes only). */
+#if defined(__SANITIZE_THREAD__)
+#define KA__HOST_GUARD_PAGES 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KA__HOST_GUARD_PAGES 0
+#endif
+#endif
+#ifndef KA__HOST_GUARD_PAGES
+#define KA__HOST_GUARD_PAGES 1
+#endif
 /* A kernel's fault caught by the handler: where the thread jumps back to. */
 typedef struct ka__hfault {
     sigjmp_buf jb;

@@ -9,7 +9,7 @@
 #define ALIGN 64u
 
 ka_status ka__host_buffer_create(ka__buffer *b) {
-    if (b->guard) return ka__host_guard_alloc(b); /* KA_DEBUG: inaccessible pages past the end */
+    if (b->guard && KA__HOST_GUARD_PAGES) return ka__host_guard_alloc(b); /* KA_DEBUG: inaccessible pages past the end */
     if (b->bytes > SIZE_MAX - ALIGN - b->guard)
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "%zu bytes is too large", b->bytes);
     unsigned char *raw = ka__alloc(b->bytes + b->guard + ALIGN);
