@@ -2,7 +2,9 @@
 #include "kdecl.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
+#include <xxhash.h>
 
 const char *ka__src_skip(const char *s) {
     if (s[0] == '/' && s[1] == '*') {
@@ -157,6 +159,12 @@ const char *ka__src_find_word(const char *s, const char *w, size_t n) {
 }
 
 bool ka__src_has_word(const char *s, const char *w) { return ka__src_find_word(s, w, strlen(w)) != NULL; }
+
+void ka__kernel_alias(const char *name, size_t n, char *out) {
+    XXH128_hash_t h = XXH3_128bits(name, n);
+    snprintf(out, KA__ALIAS_LEN + 1, "%s%016llx%016llx", KA__ALIAS_PREFIX, (unsigned long long)h.high64,
+             (unsigned long long)h.low64);
+}
 
 uint32_t ka__kdecl_traits(const ka__kparam *p) {
     const char *b = p->type, *e = p->type_end;

@@ -494,12 +494,21 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     k->var = v;
     k->hash = h;
     k->key = *key;
-    size_t nl = strlen(name) + sizeof KA__KERNEL_PREFIX;
+    /* The symbol the driver is asked for: ka_k_<name>, or ka_k_<alias> where
+     * the back-end's rewrite gave a long name its alias (backend.h). */
+    char alias[KA__ALIAS_LEN + 1];
+    size_t len = strlen(name);
+    const char *sym = name;
+    if (len > KA__NAME_DIRECT_MAX && (p->dev->ops->flags & KA__BE_SHORT_SYMBOLS)) {
+        ka__kernel_alias(name, len, alias);
+        sym = alias;
+    }
+    size_t nl = strlen(sym) + sizeof KA__KERNEL_PREFIX;
     if (!(k->name = ka__strdup(name)) || !(k->native_name = ka__alloc(nl))) {
         kernel_free(k);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    snprintf(k->native_name, nl, "%s%s", KA__KERNEL_PREFIX, name);
+    snprintf(k->native_name, nl, "%s%s", KA__KERNEL_PREFIX, sym);
     if ((st = ka__be_kernel_create(k)) != KA_OK) {
         kernel_free(k);
         return st;
