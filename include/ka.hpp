@@ -40,6 +40,20 @@ inline void check(ka_status s, const char *call) {
     if (s != KA_OK) raise(s, call);
 }
 
+/* A count of elements of `size` bytes that has no byte count: refused before
+ * the C call (ka_last_error() is left as it was). */
+[[noreturn]] __attribute__((noinline, cold)) inline void too_many(const char *call, const char *what, size_t n,
+                                                                   size_t size) {
+    throw error(KA_ERR_INVALID_ARGUMENT, std::string(call) + ": " + what + " of " + std::to_string(n) +
+                                             " elements of " + std::to_string(size) +
+                                             " bytes is over SIZE_MAX bytes");
+}
+/* n elements of T in bytes, checked. */
+template <class T> inline size_t bytes_of(size_t n, const char *call, const char *what) {
+    if (n > SIZE_MAX / sizeof(T)) too_many(call, what, n, sizeof(T));
+    return n * sizeof(T);
+}
+
 /* A move-only owner of a C handle, released (errors ignored) on destruction. */
 template <class H, ka_status (*Release)(H)>
 class owner {
@@ -124,7 +138,9 @@ public:
     void wait(const event &ev) const { detail::check(ka_queue_wait_event(h_, ev.get()), "ka_queue_wait_event"); }
 };
 
-/* A device buffer of count() elements of T (trivially copyable). */
+/* A device buffer of size() elements of T (trivially copyable). Element
+ * counts and offsets whose byte count would pass SIZE_MAX throw
+ * KA_ERR_INVALID_ARGUMENT before any C call. */
 template <class T>
 class buffer : public detail::owner<ka_buffer, ka_buffer_release> {
     static_assert(std::is_trivially_copyable<T>::value, "ka::buffer<T> needs a trivially copyable T");
@@ -132,23 +148,30 @@ class buffer : public detail::owner<ka_buffer, ka_buffer_release> {
 public:
     buffer() noexcept = default;
     buffer(const device &d, size_t count) : n_(count) {
-        detail::check(ka_buffer_create(d.get(), count * sizeof(T), &h_), "ka_buffer_create");
+        detail::check(ka_buffer_create(d.get(), detail::bytes_of<T>(count, "ka_buffer_create", "a buffer"), &h_),
+                      "ka_buffer_create");
     }
     /* Created holding from[0..count). */
     buffer(const device &d, const T *from, size_t count) : n_(count) {
-        detail::check(ka_buffer_create_with(d.get(), count * sizeof(T), from, &h_), "ka_buffer_create_with");
+        detail::check(ka_buffer_create_with(d.get(), detail::bytes_of<T>(count, "ka_buffer_create_with", "a buffer"),
+                                            from, &h_),
+                      "ka_buffer_create_with");
     }
     buffer(const device &d, const std::vector<T> &from) : buffer(d, from.data(), from.size()) {}
     buffer(buffer &&) noexcept = default;
     buffer &operator=(buffer &&) noexcept = default;
     size_t size() const noexcept { return n_; }
-    size_t bytes() const noexcept { return n_ * sizeof(T); }
+    size_t bytes() const noexcept { return n_ * sizeof(T); } /* fits: checked when made */
     /* Blocking copies of n elements at element offset off. */
     void write(const queue &q, const T *from, size_t n, size_t off = 0) const {
-        detail::check(ka_buffer_write(q.get(), h_, off * sizeof(T), from, n * sizeof(T)), "ka_buffer_write");
+        size_t o = detail::bytes_of<T>(off, "ka_buffer_write", "an offset"),
+               b = detail::bytes_of<T>(n, "ka_buffer_write", "a write");
+        detail::check(ka_buffer_write(q.get(), h_, o, from, b), "ka_buffer_write");
     }
     void read(const queue &q, T *into, size_t n, size_t off = 0) const {
-        detail::check(ka_buffer_read(q.get(), into, h_, off * sizeof(T), n * sizeof(T)), "ka_buffer_read");
+        size_t o = detail::bytes_of<T>(off, "ka_buffer_read", "an offset"),
+               b = detail::bytes_of<T>(n, "ka_buffer_read", "a read");
+        detail::check(ka_buffer_read(q.get(), into, h_, o, b), "ka_buffer_read");
     }
     void write(const queue &q, const std::vector<T> &from) const { write(q, from.data(), from.size()); }
     /* The whole buffer into a new vector (allocates it). */
@@ -157,9 +180,12 @@ public:
         read(q, v.data(), n_);
         return v;
     }
-    /* Every element set to value. */
+    /* Every element set to value, enqueued on q (in order with q's other
+     * commands; q.finish() waits for it). */
     void fill(const queue &q, const T &value) const {
-        detail::check(ka_buffer_fill(q.get(), h_, 0, &value, sizeof(T), bytes()), "ka_buffer_fill");
+        static_assert(sizeof(T) <= 128 && (sizeof(T) & (sizeof(T) - 1)) == 0,
+                      "ka::buffer<T>::fill needs a T of 1, 2, 4, ..., 128 bytes (ka_buffer_fill's patterns)");
+        detail::check(ka_buffer_fill(q.get(), h_, 0, &value, sizeof(T), bytes(), nullptr), "ka_buffer_fill");
     }
 
 private:

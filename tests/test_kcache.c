@@ -931,6 +931,96 @@ static void test_unwritable_dir(void **state) {
     assert_int_equal(ci.entries + ci.locks + ci.temps, 0);
 }
 
+/* Writes text to path (replacing it). */
+static void put_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) fail_msg("fopen %s: %s", path, strerror(errno));
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Builds src (with o), or the file at path, runs `inc` and returns what it
+ * wrote; the build must not have loaded from the cache. */
+static int build_run_inc(const char *src, const ka_build_options *o, const char *path) {
+    ka_program p;
+    if (path) KA_OK_OR_FAIL(ka_program_build_file(g_dev, path, o, &p));
+    else KA_OK_OR_FAIL(ka_program_build(g_dev, src, o, &p));
+    uint32_t hits = 99;
+    KA_OK_OR_FAIL(ka_program_cache_hits(p, &hits));
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "inc", NULL, &k));
+    ka_buffer b;
+    KA_OK_OR_FAIL(ka_buffer_create(g_dev, sizeof(int), &b));
+    ka_arg a[] = {ka_arg_buffer(b)};
+    KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {1}}, a, 1, NULL));
+    int v = -1;
+    KA_OK_OR_FAIL(ka_buffer_read(g_q, &v, b, 0, sizeof v));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_OK_OR_FAIL(ka_program_release(p));
+    if (hits) fail_msg("%s: loaded from the kernel cache (it wrote %d)", path ? path : src, v);
+    return v;
+}
+
+/* A source that reads another file is never cached, however its directive is
+ * spelled: each spelling is built, its header changed and built again, and
+ * the second kernel must see the new header (a cached binary would not).
+ * __has_include: the header's existence alone changes the program. Then
+ * ka_program_build_file, whose own directory is searched only when the scan
+ * finds a directive. */
+static void test_include_spellings(void **state) {
+    (void)state;
+    const char *dir = use_dir("includes");
+    char hdir[512], hdr[600], has[600], file[600], side[600];
+    snprintf(hdir, sizeof hdir, "%s/headers", g_root);
+    assert_int_equal(mkdir(hdir, 0700), 0);
+    snprintf(hdr, sizeof hdr, "%s/inc.h", hdir);
+    snprintf(has, sizeof has, "%s/maybe.h", hdir);
+    const char *dirs[] = {hdir};
+    const ka_build_options o = {.include_dirs = dirs, .num_include_dirs = 1};
+    static const char body[] = "KA_KERNEL(inc, KA_GLOBAL int *out) { if (ka_in_range()) out[0] = INC_VAL; }\n";
+    /* Trigraphs are read by clang's OpenCL C (PoCL), not by gcc's gnu11 (host) or NVRTC. */
+    bool trigraphs = g_info->backend == KA_BACKEND_OPENCL && strstr(g_info->platform, "Portable Computing Language");
+    static const char *const spellings[] = {
+        "#include \"inc.h\"\n", "#/**/include \"inc.h\"\n", "/**/#include \"inc.h\"\n", "%:include \"inc.h\"\n",
+        "#\\\ninclude \"inc.h\"\n", "\f#include \"inc.h\"\n", "\v#include \"inc.h\"\n", "#import \"inc.h\"\n",
+        "/* a comment\n over lines */ #include \"inc.h\"\n", "?\?=include \"inc.h\"\n",
+    };
+    char src[512];
+    for (int i = 0; i < (int)(sizeof spellings / sizeof spellings[0]); i++) {
+        if (spellings[i][0] == '?' && !trigraphs) continue;
+        snprintf(src, sizeof src, "%s%s", spellings[i], body);
+        for (int round = 0; round < 2; round++) {
+            char def[64];
+            snprintf(def, sizeof def, "#define INC_VAL %d\n", 10 * i + round);
+            put_file(hdr, def);
+            int got = build_run_inc(src, &o, NULL);
+            if (got != 10 * i + round) fail_msg("spelling %d (\"%s\"): %d, expected %d: a stale kernel", i, spellings[i], got, 10 * i + round);
+        }
+    }
+    static const char has_src[] = "#if __has_include(\"maybe.h\")\n#define INC_VAL 1\n#else\n#define INC_VAL 0\n#endif\n";
+    snprintf(src, sizeof src, "%s%s", has_src, body);
+    unlink(has);
+    assert_int_equal(build_run_inc(src, &o, NULL), 0);
+    put_file(has, "\n");
+    assert_int_equal(build_run_inc(src, &o, NULL), 1);
+    /* The file's own directory is searched for a directive spelled unusually too. */
+    snprintf(file, sizeof file, "%s/main.cl", hdir);
+    snprintf(side, sizeof side, "%s/side.h", hdir);
+    put_file(file, "%:include \"side.h\"\nKA_KERNEL(inc, KA_GLOBAL int *out) { if (ka_in_range()) out[0] = SIDE; }\n");
+    for (int v = 5; v < 7; v++) {
+        char def[64];
+        snprintf(def, sizeof def, "#define SIDE %d\n", v);
+        put_file(side, def);
+        assert_int_equal(build_run_inc(NULL, NULL, file), v);
+    }
+    assert_int_equal(list_dir(dir).entries, 0);
+    unlink(hdr);
+    unlink(has);
+    unlink(file);
+    unlink(side);
+    rmdir(hdir);
+}
+
 static void test_api_errors(void **state) {
     (void)state;
     uint32_t hits;
@@ -1005,6 +1095,7 @@ int main(void) {
             cmocka_unit_test_teardown(test_readonly_dir, readonly_teardown),
             cmocka_unit_test(test_unwritable_dir),
             cmocka_unit_test(test_api_errors),
+            cmocka_unit_test(test_include_spellings),
         };
         rc = cmocka_run_group_tests_name("kcache", tests, NULL, NULL);
         ka_queue_release(g_q);

@@ -2,8 +2,9 @@
  * linked against libka's objects: each parameter's traits (what OpenCL's
  * size probes and the signatures rest on), the signature a back-end whose
  * driver reports only sizes (CUDA) takes from the declaration, scalar type
- * classes, KA_WORKGROUP, the return-before-barrier finding and parameter
- * counts (the null back-end's). */
+ * classes, KA_WORKGROUP, the return-before-barrier finding, parameter
+ * counts (the null back-end's) and the include scan that keeps a source
+ * reading other files out of the kernel cache. */
 #include "test_util.h"
 
 #include "kdecl.h"
@@ -136,6 +137,66 @@ static void return_before_barrier(void **state) {
     assert_false(ka__kdecl_body("{ unclosed", &b, &e));
 }
 
+/* Every spelling of a directive that reads another file, each checked against
+ * gcc -std=gnu11, clang-15 (gnu11 and OpenCL C 1.2) and g++ -std=c++17 with
+ * -E when written (the noted compilers include the header); and what none of
+ * them reads as one. */
+static void has_include(void **state) {
+    (void)state;
+    static const char *const yes[] = {
+        "#include \"a.h\"\n",
+        "  # include <a.h>\n",
+        "int x;\n\n#include \"a.h\"\n",             /* after an empty line */
+        "#/**/include \"a.h\"\n",
+        "/**/#include \"a.h\"\n",
+        "/* one\n two */ #include \"a.h\"\n",       /* the comment is one blank */
+        "%:include \"a.h\"\n",                      /* digraph */
+        "#\\\ninclude \"a.h\"\n",                   /* line splices */
+        "#inc\\\nlude \"a.h\"\n",
+        "#\\\r\ninclude \"a.h\"\n",
+        "# \\ \ninclude \"a.h\"\n",                  /* gcc and clang: blanks before the newline */
+        "\f#include \"a.h\"\n",
+        "\v#include \"a.h\"\n",
+        "int x;\r#include \"a.h\"\n",               /* a lone CR ends a line */
+        "#import \"a.h\"\n",
+        "#include_next <a.h>\n",
+        "#embed \"a.bin\"\n",                       /* C23 */
+        "?\?=include \"a.h\"\n",                     /* trigraphs: clang's OpenCL C */
+        "#?\?/\ninclude \"a.h\"\n",
+        "const char *s = \"/*\";\n#include \"a.h\"\n/* */\n",
+        "const char *s = \"\\\"\";\n#include \"a.h\"\n",
+        "char c = '\"';\n#include \"a.h\"\n",
+        "const char *s = R\"x(a \" /* b)x\";\n#include \"a.h\"\n", /* raw string: gcc, C++ */
+        "int x = 1'0'; /*\n#include \"a.h\"\n*/\n",                /* digit separators: C++ */
+        "#if __has_include(\"a.h\")\n#endif\n",
+        "#if defined __has_include_next && __has_include_next(<a.h>)\n#endif\n",
+        "#if __has_embed(\"a.bin\")\n#endif\n",
+        "\xef\xbb\xbf#include \"a.h\"\n",
+    };
+    static const char *const no[] = {
+        "const char *s = \"#include \\\"a.h\\\"\";\n",
+        "const char *s = \"__has_include\";\n",
+        "// #include \"a.h\"\n",
+        "/* #include \"a.h\" */\n",
+        "// note \\\n#include \"a.h\"\n",          /* the splice continues the comment */
+        "int include = 1, import = 2, my_include_path = 3, has_include = 4;\n",
+        "int x; #include \"a.h\"\n",
+        "\"a\" #include \"a.h\"\n",
+        "##include \"a.h\"\n",
+        "#pragma include \"a.h\"\n",
+        "#define include 1\n",
+        "#define S(x) #include\n",
+        "char c = '\\''; // #include \"a.h\"\n",
+        "/* unterminated #include \"a.h\"\n",
+        "KA_KERNEL(k, KA_GLOBAL int *p) { p[0] = 1; }\n",
+        "",
+    };
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!ka__src_has_include(yes[i])) fail_msg("missed: \"%s\"", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (ka__src_has_include(no[i])) fail_msg("false finding: \"%s\"", no[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(traits),
@@ -144,6 +205,7 @@ int main(void) {
         cmocka_unit_test(classes),
         cmocka_unit_test(workgroup),
         cmocka_unit_test(return_before_barrier),
+        cmocka_unit_test(has_include),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

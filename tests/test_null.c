@@ -124,6 +124,27 @@ static void test_null_programs_and_launch(void **state) {
     KA_EXPECT(KA_ERR_INVALID_HANDLE, ka_kernel_get_info(k, &ki));
 }
 
+/* A kernel name of 1000 characters is found (its parameters counted) and launched. */
+static void test_null_long_name(void **state) {
+    (void)state;
+    char name[1001], src[1200];
+    memset(name, 'n', 1000);
+    name[1000] = 0;
+    snprintf(src, sizeof src, "KA_KERNEL(%s, KA_GLOBAL int *a, int v) { }\n", name);
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(n_dev, src, NULL, &p));
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(p, name, NULL, &k));
+    ka_kernel_info ki;
+    KA_OK_OR_FAIL(ka_kernel_get_info(k, &ki));
+    assert_int_equal(ki.num_args, 2);
+    ka_buffer b = make_buffer(n_dev, 64);
+    ka_arg a[] = {ka_arg_buffer(b), ka_arg_i32(1)};
+    KA_OK_OR_FAIL(ka_launch(n_q, k, &(ka_range){.dims = 1, .size = {4}}, a, 2, NULL));
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_OK_OR_FAIL(ka_program_release(p));
+}
+
 static void test_null_events(void **state) {
     (void)state;
     ka_queue q;
@@ -224,6 +245,7 @@ int main(void) {
         cmocka_unit_test(test_null_device_info),
         cmocka_unit_test(test_null_buffers),
         cmocka_unit_test(test_null_programs_and_launch),
+        cmocka_unit_test(test_null_long_name),
         cmocka_unit_test(test_null_events),
         cmocka_unit_test(test_null_gpu_workgroups),
     };

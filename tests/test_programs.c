@@ -1,8 +1,16 @@
 /* Programs and kernel lookup on the default device: build options and
  * defines, build failures and their log, kernels not found, the kernel and
- * variant caches, bad static configurations, and a release's stale kernels. */
+ * variant caches, bad static configurations, a release's stale kernels, and
+ * long kernel names (in a process of their own: PoCL 3.1 aborted on them). */
+#define _GNU_SOURCE
 #define KA_TEST_FIXTURE
 #include "test_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void test_program_build_with_options_and_defines(void **state) {
     (void)state;
@@ -203,7 +211,174 @@ static void test_program_release_invalidates_kernels(void **state) {
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_kernel_get_info(get_kernel("noargs"), NULL));
 }
 
-int main(void) {
+/* ---- long kernel names ------------------------------------------------------ */
+
+/* Lengths of the names tried: the alias's edge (OpenCL compiles names over
+ * 128 characters under an alias), PoCL 3.1's abort (a symbol over 252
+ * characters: "ka_k_" + 248), and far past it. */
+static const int name_lens[] = {128, 129, 250, 300, 1000};
+
+/* A name of n characters starting with c (distinct per length and letter). */
+static char *name_of(int n, char c) {
+    char *s = malloc((size_t)n + 1);
+    if (!s) abort();
+    int k = snprintf(s, (size_t)n + 1, "%c%d_", c, n);
+    for (int i = k; i < n; i++) s[i] = (char)('a' + i % 26);
+    s[n] = 0;
+    return s;
+}
+
+#define CHILD_CHECK(c, ...)                                                                            \
+    do {                                                                                               \
+        if (!(c)) {                                                                                    \
+            fprintf(stderr, "long names: " __VA_ARGS__);                                               \
+            fprintf(stderr, " (%s: %s)\n", #c, ka_last_error());                                       \
+            return 1;                                                                                  \
+        }                                                                                              \
+    } while (0)
+
+/* Launches kernel name of p over 4 items with args and returns out[0]; -1 on failure. */
+static int child_run(ka_queue q, ka_program p, const char *name, ka_buffer out, const ka_arg *extra, uint32_t nextra) {
+    ka_kernel k;
+    if (ka_kernel_get(p, name, NULL, &k) != KA_OK) return -1;
+    ka_arg a[3] = {ka_arg_buffer(out)};
+    for (uint32_t i = 0; i < nextra; i++) a[1 + i] = extra[i];
+    int v = -1;
+    if (ka_launch(q, k, &(ka_range){.dims = 1, .size = {4}}, a, 1 + nextra, NULL) != KA_OK ||
+        ka_buffer_read(q, &v, out, 0, sizeof v) != KA_OK)
+        return -1;
+    return v;
+}
+
+/* The child (test_programs --long-names off|DIR): one program with a kernel
+ * of each length, a KA_KERNEL_NOARGS one, one with a struct parameter (PoCL's
+ * size probe) and one a macro makes, built twice with the cache off or in
+ * DIR (the second build loads it), each kernel found and run. 0 when all is
+ * right; a message and 1 otherwise; a driver that aborts shows as a signal. */
+static int long_names_child(const char *cache) {
+    if (!strcmp(cache, "off")) {
+        setenv("KA_CACHE", "0", 1);
+    } else {
+        setenv("KA_CACHE_DIR", cache, 1);
+        unsetenv("KA_CACHE");
+    }
+    enum { N = sizeof name_lens / sizeof name_lens[0] };
+    char *names[N], *noargs = name_of(300, 'q'), *probe = name_of(260, 'p'), *made = name_of(200, 'm');
+    size_t cap = 4096;
+    for (int i = 0; i < N; i++) cap += 2 * (size_t)name_lens[i] + 128;
+    char *src = malloc(cap);
+    if (!src) return 1;
+    int n = snprintf(src, cap, "typedef struct { int a, b; } pair_t;\n"
+                               "#define MAKE(name) KA_KERNEL(name, KA_GLOBAL int *out) { if (ka_in_range()) out[0] = 7; }\n"
+                               "MAKE(%s)\n"
+                               "KA_KERNEL_NOARGS(%s) { }\n"
+                               "KA_KERNEL(\n%s\n, KA_GLOBAL int *out, pair_t p) { if (ka_in_range()) out[0] = p.a * p.b; }\n",
+                     made, noargs, probe);
+    for (int i = 0; i < N; i++) {
+        names[i] = name_of(name_lens[i], 'k');
+        n += snprintf(src + n, cap - (size_t)n, "KA_KERNEL(%s, KA_GLOBAL int *out) { if (ka_in_range()) out[0] = %d; }\n",
+                      names[i], name_lens[i]);
+    }
+    ka_device d;
+    ka_queue q;
+    const ka_device_info *info;
+    CHILD_CHECK(ka_device_open(NULL, &d) == KA_OK && ka_device_get_info(d, &info) == KA_OK, "no device");
+    CHILD_CHECK(ka_queue_create(d, NULL, &q) == KA_OK, "no queue");
+    ka_buffer out;
+    CHILD_CHECK(ka_buffer_create(d, 4 * sizeof(int), &out) == KA_OK, "no buffer");
+    for (int round = 0; round < 2; round++) {
+        ka_program p;
+        CHILD_CHECK(ka_program_build(d, src, NULL, &p) == KA_OK, "build %d", round);
+        uint32_t hits = 0;
+        CHILD_CHECK(ka_program_cache_hits(p, &hits) == KA_OK, "hits");
+        bool want_hit = round == 1 && strcmp(cache, "off") && info->backend != KA_BACKEND_NULL;
+        CHILD_CHECK(hits == (want_hit ? 1u : 0u), "build %d: %u cache hits", round, hits);
+        for (int i = 0; i < N; i++) {
+            int v = child_run(q, p, names[i], out, NULL, 0);
+            CHILD_CHECK(v == name_lens[i], "the kernel of a %d-character name gave %d", name_lens[i], v);
+        }
+        ka_kernel k;
+        CHILD_CHECK(ka_kernel_get(p, noargs, NULL, &k) == KA_OK, "KA_KERNEL_NOARGS of 300 characters");
+        CHILD_CHECK(ka_launch(q, k, &(ka_range){.dims = 1, .size = {1}}, NULL, 0, NULL) == KA_OK, "its launch");
+        {
+            struct { int a, b; } pr = {6, 7};
+            ka_arg good = ka_arg_bytes(&pr, sizeof pr), bad = ka_arg_bytes(&pr, 4);
+            int v = child_run(q, p, probe, out, &good, 1);
+            CHILD_CHECK(v == 42, "the struct kernel gave %d", v);
+            ka_kernel pk;
+            CHILD_CHECK(ka_kernel_get(p, probe, NULL, &pk) == KA_OK, "the struct kernel");
+            ka_arg a[] = {ka_arg_buffer(out), bad};
+            CHILD_CHECK(ka_launch(q, pk, &(ka_range){.dims = 1, .size = {4}}, a, 2, NULL) == KA_ERR_ARG_TYPE,
+                        "4 bytes for an 8-byte struct were not refused");
+        }
+        /* A macro's name is compiled as written: found on the host back-end
+         * (it reads the preprocessor's output), not under OpenCL's alias. */
+        ka_status st = ka_kernel_get(p, made, NULL, &k);
+        if (info->backend == KA_BACKEND_OPENCL) {
+            CHILD_CHECK(st == KA_ERR_KERNEL_NOT_FOUND && strstr(ka_last_error(), "spells the name out"),
+                        "a 200-character name a macro makes: %s", ka_status_name(st));
+        } else {
+            int v = child_run(q, p, made, out, NULL, 0);
+            CHILD_CHECK(v == 7, "the kernel a macro names gave %d", v);
+        }
+        CHILD_CHECK(ka_program_release(p) == KA_OK, "release");
+    }
+    /* Lines stay the user's: an error after a declaration whose long name
+     * stands on a line of its own is reported on its own line (4). */
+    snprintf(src, cap, "KA_KERNEL(\n%s,\n KA_GLOBAL int *out) {\n  undeclared_name = 1; }\n", names[N - 1]);
+    ka_program bad;
+    CHILD_CHECK(ka_program_build(d, src, NULL, &bad) == KA_ERR_BUILD_FAILED, "a failing build");
+    CHILD_CHECK(strstr(ka_last_error(), ":4:") || strstr(ka_last_error(), "(4)"), "the error's line");
+    ka_buffer_release(out);
+    ka_queue_release(q);
+    ka_device_close(d);
+    for (int i = 0; i < N; i++) free(names[i]);
+    free(noargs);
+    free(probe);
+    free(made);
+    free(src);
+    return 0;
+}
+
+/* Runs the child in a process of its own; fails on a signal or a failure. */
+static void run_names_child(const char *cache) {
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/proc/self/exe", "test_programs", "--long-names", cache, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) assert_int_equal(errno, EINTR);
+    if (WIFSIGNALED(status))
+        fail_msg("long kernel names (cache %s): the process died of signal %d (%s)", cache, WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("long kernel names (cache %s): exit status %d", cache, WEXITSTATUS(status));
+}
+
+/* Kernel names of 128 to 1000 characters build, are found and run, with the
+ * cache off and on (PoCL 3.1 aborted the process past 247: libka gives
+ * OpenCL an alias of the name; the host back-end's lookup had a 256-byte
+ * buffer). */
+static void test_long_kernel_names(void **state) {
+    (void)state;
+    run_names_child("off");
+    char dir[] = "/tmp/ka_names_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    run_names_child(dir);
+    DIR *dd = opendir(dir);
+    for (struct dirent *e; dd && (e = readdir(dd));) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] != '.') unlink(path);
+    }
+    if (dd) closedir(dd);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_program_build_with_options_and_defines),
         cmocka_unit_test(test_program_build_bad_defines),
@@ -214,7 +389,9 @@ int main(void) {
         cmocka_unit_test(test_kernel_get_static_config_builds_variant),
         cmocka_unit_test(test_kernel_get_bad_configs),
         cmocka_unit_test(test_program_release_invalidates_kernels),
+        cmocka_unit_test(test_long_kernel_names),
     };
+    if (argc == 3 && !strcmp(argv[1], "--long-names")) return long_names_child(argv[2]);
     /* The group needs a device that runs kernels. */
     int dev = default_device_runs_kernels();
     if (dev <= 0) return dev < 0 ? 1 : 77;

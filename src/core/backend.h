@@ -49,6 +49,11 @@ enum {
      * command's work itself (the host back-end joins its pool run), so an
      * unbounded wait goes there rather than through a completion callback. */
     KA__BE_WAIT_SLEEPS = 1u << 1,
+    /* Kernels whose name is over KA__NAME_DIRECT_MAX characters are looked
+     * up by their alias (objects.h): source_rewrite compiles them so. PoCL
+     * 3.1 names a file after a kernel's symbol and aborts the process when
+     * that name is over 255 bytes. */
+    KA__BE_SHORT_SYMBOLS = 1u << 2,
 };
 
 /* A launch as the back-end sees it: validated and padded; the calling

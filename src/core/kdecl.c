@@ -2,7 +2,9 @@
 #include "kdecl.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
+#include <xxhash.h>
 
 const char *ka__src_skip(const char *s) {
     if (s[0] == '/' && s[1] == '*') {
@@ -158,6 +160,12 @@ const char *ka__src_find_word(const char *s, const char *w, size_t n) {
 
 bool ka__src_has_word(const char *s, const char *w) { return ka__src_find_word(s, w, strlen(w)) != NULL; }
 
+void ka__kernel_alias(const char *name, size_t n, char *out) {
+    XXH128_hash_t h = XXH3_128bits(name, n);
+    snprintf(out, KA__ALIAS_LEN + 1, "%s%016llx%016llx", KA__ALIAS_PREFIX, (unsigned long long)h.high64,
+             (unsigned long long)h.low64);
+}
+
 uint32_t ka__kdecl_traits(const ka__kparam *p) {
     const char *b = p->type, *e = p->type_end;
     size_t n = (size_t)(e - b);
@@ -281,4 +289,168 @@ const char *ka__kdecl_return_before_barrier(const char *b, const char *e) {
         }
     }
     return NULL;
+}
+
+/* ---- include-like directives (ka__src_has_include) ----------------------- */
+
+/* Where the compilers libka hands a source to read translation phases 1 to 3
+ * differently, in ways that can put a directive inside or outside a comment
+ * or literal: the scan runs once per combination, and any run that finds one
+ * counts. */
+enum {
+    INC_TRIGRAPHS = 1,  /* ??= is #, ??/ a backslash: clang's OpenCL C and ISO C (PoCL); not gnu11 */
+    INC_RAW = 2,        /* R"d(...)d" raw strings: gcc's gnu11, C++ (NVRTC); not clang's C */
+    INC_SEPARATORS = 4, /* 1'000 is one number: C++14 (NVRTC), C23 */
+    INC_SPACED = 8,     /* a backslash, blanks, a newline: a splice in gcc and clang, not in ISO C */
+};
+
+static bool inc_ident(char c) { return ka__ident_char(c) || c == '$' || (unsigned char)c >= 0x80; }
+
+/* The character at *p after phases 1 and 2: a trigraph replaced (mode m), a
+ * CR LF or a lone CR read as '\n', line splices removed. *p moves past it;
+ * 0 at the end (*p stays). */
+static char inc_get(const char **p, unsigned m) {
+    static const char tri_from[] = "=/'()!<>-", tri_to[] = "#\\^[]|{}~";
+    const char *s = *p, *t;
+    for (;;) {
+        char c = *s;
+        size_t n = 1;
+        if ((m & INC_TRIGRAPHS) && c == '?' && s[1] == '?' && s[2] && (t = strchr(tri_from, s[2])))
+            c = tri_to[t - tri_from], n = 3;
+        else if (c == '\r')
+            c = '\n', n = s[1] == '\n' ? 2 : 1;
+        if (c == '\\') {
+            const char *q = s + n;
+            while ((m & INC_SPACED) && (*q == ' ' || *q == '\t' || *q == '\f' || *q == '\v')) q++;
+            if (*q == '\n' || *q == '\r') {
+                s = q + (q[0] == '\r' && q[1] == '\n' ? 2 : 1);
+                continue;
+            }
+        }
+        *p = s + (c ? n : 0);
+        return c;
+    }
+}
+
+static char inc_peek(const char *p, unsigned m) { return inc_get(&p, m); }
+
+/* Past the rest of a string or character literal closed by q (an
+ * unterminated one ends at its line). */
+static void inc_literal(const char **s, char q, unsigned m) {
+    for (char c; (c = inc_peek(*s, m)) && c != '\n';) {
+        inc_get(s, m);
+        if (c == q) return;
+        if (c == '\\' && inc_peek(*s, m) != '\n') inc_get(s, m);
+    }
+}
+
+/* Past the rest of a raw string whose R" ends at *s (phases 1 and 2 do not
+ * apply inside): false when it is not one (the caller reads an ordinary
+ * string) or never ends (*s at the end). */
+static bool inc_raw(const char **s) {
+    const char *d = *s, *e = d;
+    while (e - d <= 16 && *e && *e != '(' && !strchr(" ()\\\t\v\f\r\n\"", *e)) e++;
+    if (*e != '(') return false;
+    size_t dl = (size_t)(e - d);
+    for (const char *t = e + 1; *t; t++)
+        if (*t == ')' && !strncmp(t + 1, d, dl) && t[1 + dl] == '"') {
+            *s = t + dl + 2;
+            return true;
+        }
+    *s = e + strlen(e);
+    return true;
+}
+
+/* One identifier or pp-number that starts with c (the rest read from *s): its
+ * first characters into w (cap bytes), its length returned. */
+static size_t inc_word(const char **s, char c, unsigned m, char *w, size_t cap) {
+    bool num = (c >= '0' && c <= '9') || c == '.';
+    size_t n = 0;
+    for (char prev = 0;; prev = c) {
+        if (n < cap) w[n] = c;
+        n++;
+        const char *t = *s;
+        c = inc_get(&t, m);
+        bool more = inc_ident(c) || (num && (c == '.' || ((c == '+' || c == '-') && prev && strchr("eEpP", prev)))) ||
+                    (num && c == '\'' && (m & INC_SEPARATORS) && inc_ident(inc_peek(t, m)));
+        if (!more) return n;
+        *s = t;
+    }
+}
+
+static bool inc_is(const char *w, size_t n, const char *word) { return n == strlen(word) && !memcmp(w, word, n); }
+
+/* Whether src, read in mode m, has a line whose first token is # or %:
+ * followed by include, include_next, import or embed, or an identifier that
+ * starts with __has_include or __has_embed, outside comments and literals. */
+static bool inc_scan(const char *s, unsigned m) {
+    bool bol = true, hash = false; /* no token yet on this line; its first was # */
+    if (!strncmp(s, "\xef\xbb\xbf", 3)) s += 3; /* a UTF-8 byte order mark */
+    for (char c; (c = inc_get(&s, m));) {
+        char nx = inc_peek(s, m);
+        if (c == '\n') {
+            bol = true, hash = false;
+        } else if (c == ' ' || c == '\t' || c == '\f' || c == '\v') {
+            /* a blank keeps the line's state */
+        } else if (c == '/' && nx == '*') { /* a comment is a blank, over lines too */
+            inc_get(&s, m);
+            for (char a = 0, b;; a = b) {
+                if (!(b = inc_get(&s, m))) return false;
+                if (a == '*' && b == '/') break;
+            }
+        } else if (c == '/' && nx == '/') {
+            while ((c = inc_peek(s, m)) && c != '\n') inc_get(&s, m);
+        } else if (c == '#' || (c == '%' && nx == ':')) {
+            if (c == '%') inc_get(&s, m);
+            const char *t = s;
+            char a = inc_get(&t, m), b = inc_peek(t, m);
+            hash = bol && a != '#' && !(a == '%' && b == ':'); /* ## and %:%: are another token */
+            bol = false;
+        } else if (c == '"' || c == '\'') {
+            inc_literal(&s, c, m);
+            bol = hash = false;
+        } else if (inc_ident(c) || (c == '.' && nx >= '0' && nx <= '9')) {
+            char w[16];
+            size_t n = inc_word(&s, c, m, w, sizeof w);
+            if ((hash && (inc_is(w, n, "include") || inc_is(w, n, "include_next") || inc_is(w, n, "import") ||
+                          inc_is(w, n, "embed"))) ||
+                (n >= 13 && !memcmp(w, "__has_include", 13)) || (n >= 11 && !memcmp(w, "__has_embed", 11)))
+                return true;
+            if ((m & INC_RAW) && inc_peek(s, m) == '"' &&
+                (inc_is(w, n, "R") || inc_is(w, n, "LR") || inc_is(w, n, "uR") || inc_is(w, n, "UR") || inc_is(w, n, "u8R"))) {
+                inc_get(&s, m);
+                if (!inc_raw(&s)) inc_literal(&s, '"', m);
+            }
+            bol = hash = false;
+        } else {
+            bol = hash = false;
+        }
+    }
+    return false;
+}
+
+/* Whether a line splice may stand in src: a backslash or ??/ before a
+ * newline (blanks between). Without one, a directive's words are spelled
+ * whole. */
+static bool inc_may_splice(const char *s) {
+    for (const char *b = s; (b = strpbrk(b, "\\?")) != NULL;) {
+        const char *q = *b == '\\' ? b + 1 : !strncmp(b, "?\?/", 3) ? b + 3 : NULL;
+        b++;
+        if (!q) continue;
+        while (*q == ' ' || *q == '\t' || *q == '\f' || *q == '\v') q++;
+        if (*q == '\n' || *q == '\r') return true;
+    }
+    return false;
+}
+
+bool ka__src_has_include(const char *src) {
+    if (!inc_may_splice(src) && !strstr(src, "include") && !strstr(src, "import") && !strstr(src, "embed"))
+        return false;
+    /* Only the modes whose construct occurs in src can read it differently. */
+    unsigned rel = (strstr(src, "??") ? INC_TRIGRAPHS : 0u) | (strchr(src, '\'') ? INC_SEPARATORS : 0u) |
+                   (strstr(src, "R\"") || strstr(src, "R\\") ? INC_RAW : 0u) | (strchr(src, '\\') ? INC_SPACED : 0u);
+    for (unsigned m = 0;; m = (m - rel) & rel) { /* every subset of rel */
+        if (inc_scan(src, m)) return true;
+        if (m == rel) return false;
+    }
 }

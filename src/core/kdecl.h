@@ -45,8 +45,19 @@ bool ka__kdecl_find(const char *src, const char *kname, ka__kparam *par, uint32_
 bool ka__kdecl_count(const char *src, const char *kname, uint32_t *n);
 /* A type spelled only with scalar type words (int, unsigned long, ka_f32...). */
 bool ka__kdecl_scalar_type(const char *b, const char *e);
+/* The alias of kernel name [name, name + n) (objects.h) into out, which holds
+ * KA__ALIAS_LEN + 1 bytes; NUL-terminated. */
+void ka__kernel_alias(const char *name, size_t n, char *out);
 /* Whether src uses the word w outside comments and literals (ka_assert). */
 bool ka__src_has_word(const char *src, const char *w);
+/* Whether src may read another file: a directive #include, #include_next,
+ * #import or #embed (# also spelled %: or ??=), or __has_include or
+ * __has_embed. Translation phases 1 to 3 as a C preprocessor applies them
+ * (line splices, comments as blanks, string and character literals, raw
+ * strings), once for each dialect the compilers speak (trigraphs or not, raw
+ * strings or not...): a directive any of them sees counts. A directive in an
+ * `#if 0` block counts too: a false finding only turns the kernel cache off. */
+bool ka__src_has_include(const char *src);
 /* Whether [b, e) contains the word w. */
 bool ka__kdecl_has(const char *b, const char *e, const char *w);
 

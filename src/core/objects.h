@@ -109,6 +109,14 @@ struct ka__device {
 /* What the dialect headers paste before a KA_KERNEL's name (ka_k_##name): a
  * kernel may be named like a built-in of OpenCL C, CUDA or C (step, min). */
 #define KA__KERNEL_PREFIX "ka_k_"
+/* A longer kernel name is compiled, on a back-end that asks for short
+ * symbols (KA__BE_SHORT_SYMBOLS: OpenCL, whose drivers name files after
+ * kernels), under its alias (ka__kernel_alias, kdecl.h): KA__ALIAS_PREFIX and
+ * 32 hex digits of the name's hash, so ka_k_ka__h<hex>. A name starting
+ * with ka__ is libka's, so no user's kernel shares it. */
+#define KA__NAME_DIRECT_MAX 128
+#define KA__ALIAS_PREFIX "ka__h"
+#define KA__ALIAS_LEN (sizeof KA__ALIAS_PREFIX - 1 + 32)
 
 /* Argument signature entry, read once per kernel. */
 enum ka__sig { KA__SIG_UNKNOWN = 0, KA__SIG_BUFFER, KA__SIG_SCALAR, KA__SIG_LOCAL };
@@ -149,7 +157,7 @@ struct ka__kernel {
     ka__program *prog;         /* [r] */
     ka__variant *var;          /* [r] */
     char *name;                /* [r] the user's: errors, traces */
-    char *native_name;         /* [r] the compiled entry's (KA__KERNEL_PREFIX name): driver lookups */
+    char *native_name;         /* [r] the compiled entry's (KA__KERNEL_PREFIX name, or alias): driver lookups */
     uint64_t hash;             /* [c] */
     ka__config_key key;        /* [c] */
     void *native;              /* [s] kernel_create: cl_kernel / CUfunction */

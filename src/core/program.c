@@ -45,21 +45,6 @@ static char *compose_options(const ka_build_options *o, bool asserts, const char
     return s;
 }
 
-/* A preprocessor #include line anywhere in the source. Never steps past a
- * line's '\n' or the final NUL: the next strchr would skip a line (an
- * #include after an empty line) or read past the string. */
-static bool has_include(const char *s) {
-    for (const char *l = s; l; l = strchr(l, '\n')) {
-        if (*l == '\n') l++;
-        while (*l == ' ' || *l == '\t') l++;
-        if (*l != '#') continue;
-        l++;
-        while (*l == ' ' || *l == '\t') l++;
-        if (!strncmp(l, "include", 7)) return true;
-    }
-    return false;
-}
-
 /* The program's name as a #line file name: '"' and '\\' escaped, control
  * characters as '?'. */
 static char *line_name(const char *name) {
@@ -286,7 +271,7 @@ static ka_status program_build(ka_device dev, const char *source, const ka_build
     p->dev = d;
     ka_status st = KA_ERR_OUT_OF_MEMORY;
     p->asserts = ka__src_has_word(source, "ka_assert");
-    p->includes = has_include(source);
+    p->includes = ka__src_has_include(source);
     if (!(p->source = ka__strdup(source)) || !(p->options = compose_options(opts, p->asserts, extra_dir)) ||
         !(p->name = line_name(opts ? opts->name : NULL))) {
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
@@ -364,7 +349,7 @@ ka_status ka_program_build_file(ka_device dev, const char *path, const ka_build_
     text[got] = 0;
     /* The directory is an -I option only where an #include may need it: a
      * file without one builds from a directory of any name. */
-    bool inc = has_include(text);
+    bool inc = ka__src_has_include(text);
     if (inc && bad_path(dir)) {
         st = ka__fail(KA_ERR_INVALID_ARGUMENT, "the directory of '%s' has a blank or a quote (an #include "
                       "cannot be searched there)", path);
@@ -509,12 +494,21 @@ static ka_status kernel_make(ka__program *p, const char *name, const ka__config_
     k->var = v;
     k->hash = h;
     k->key = *key;
-    size_t nl = strlen(name) + sizeof KA__KERNEL_PREFIX;
+    /* The symbol the driver is asked for: ka_k_<name>, or ka_k_<alias> where
+     * the back-end's rewrite gave a long name its alias (backend.h). */
+    char alias[KA__ALIAS_LEN + 1];
+    size_t len = strlen(name);
+    const char *sym = name;
+    if (len > KA__NAME_DIRECT_MAX && (p->dev->ops->flags & KA__BE_SHORT_SYMBOLS)) {
+        ka__kernel_alias(name, len, alias);
+        sym = alias;
+    }
+    size_t nl = strlen(sym) + sizeof KA__KERNEL_PREFIX;
     if (!(k->name = ka__strdup(name)) || !(k->native_name = ka__alloc(nl))) {
         kernel_free(k);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    snprintf(k->native_name, nl, "%s%s", KA__KERNEL_PREFIX, name);
+    snprintf(k->native_name, nl, "%s%s", KA__KERNEL_PREFIX, sym);
     if ((st = ka__be_kernel_create(k)) != KA_OK) {
         kernel_free(k);
         return st;

@@ -21,9 +21,9 @@ static const char *ptx_next_entry(const char **s, size_t *len) {
     return ent;
 }
 
-/* Parameter sizes of `.entry name(...)` in PTX; -1 if not found. */
-static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int cap) {
-    size_t nl = strlen(name), len;
+/* Parameter sizes of `.entry name(...)` in PTX (name: nl bytes); -1 if not found. */
+static int ptx_params(const char *ptx, const char *name, size_t nl, uint32_t *sizes, int cap) {
+    size_t len;
     const char *s = ptx, *ent;
     while ((ent = ptx_next_entry(&s, &len)) != NULL && (len != nl || strncmp(ent, name, nl))) {}
     if (!ent) return -1;
@@ -47,70 +47,83 @@ static int ptx_params(const char *ptx, const char *name, uint32_t *sizes, int ca
     return n;
 }
 
-/* The start of KA_KERNEL's instantiation for `dims` dimensions' mangled
- * name, _Z<length>ka_k_<name>ILi<dims>EE (the parameter types follow): the
- * length makes it unique. 0, or -1 when it does not fit. */
-static int entry_prefix(const char *native_name, int dims, char *out, size_t cap) {
-    int n = snprintf(out, cap, "_Z%zu%sILi%dEE", strlen(native_name), native_name, dims);
-    return n > 0 && (size_t)n < cap ? 0 : -1;
-}
+/* The starts of KA_KERNEL's instantiations' mangled names for 1, 2 and 3
+ * dimensions, _Z<length>ka_k_<name>ILi<dims>EE (the parameter types follow:
+ * the length makes each unique), and the entry points found for them. A
+ * kernel's name has no length limit: the starts are allocated. */
+typedef struct entries {
+    char *pre[3];
+    size_t cap;         /* bytes of each pre[] */
+    CUfunction fn[3];
+    const char *ptx1;   /* the 1-D entry's name in the PTX (not terminated), ptx1_len bytes */
+    size_t ptx1_len;
+} entries;
 
-/* name (NUL-terminated) as the entry point fn[dim] when it starts with pre[dim];
- * mangled (cap bytes) gets the 1-D one's name. */
-static CUresult take_entry(const ka__cu_module *m, char pre[3][300], const char *name, CUfunction fn[3], char *mangled,
-                           size_t cap) {
+/* name (n bytes, not terminated) as the entry point of the dimensions whose
+ * start it has, taken by its name through cuModuleGetFunction: the listed
+ * handles may be unloaded (lazy module loading). */
+static ka_status take_entry(const ka__cu_module *m, entries *e, const char *name, size_t n, bool in_ptx) {
     for (int dim = 0; dim < 3; dim++) {
-        if (strncmp(name, pre[dim], strlen(pre[dim]))) continue;
-        CUresult r = ka__cu.cuModuleGetFunction(&fn[dim], m->mod, name);
-        if (r != CUDA_SUCCESS) return r;
-        if (dim == 0) snprintf(mangled, cap, "%s", name);
+        size_t pl = strlen(e->pre[dim]);
+        if (n < pl || memcmp(name, e->pre[dim], pl)) continue;
+        char *z = ka__alloc(n + 1);
+        if (!z) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+        memcpy(z, name, n);
+        z[n] = 0;
+        CUresult r = ka__cu.cuModuleGetFunction(&e->fn[dim], m->mod, z);
+        ka__free(z, n + 1);
+        if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
+        if (dim == 0 && in_ptx) {
+            e->ptx1 = name;
+            e->ptx1_len = n;
+        }
+        return KA_OK;
     }
-    return CUDA_SUCCESS;
+    return KA_OK;
 }
 
 /* The entry points of KA_KERNEL's instantiations for 1, 2 and 3 dimensions:
  * from the PTX where the module keeps it (an older driver), else from the
- * driver's list of the module's functions (CUDA 12.4). Found: every fn set;
- * mangled (cap bytes) the first one's name. Each is taken by its name
- * through cuModuleGetFunction: the listed handles may be unloaded (lazy
- * module loading). */
-static ka_status find_entries(const ka__cu_module *m, const char *native_name, CUfunction fn[3], char *mangled, size_t cap) {
-    char pre[3][300];
-    for (int dim = 0; dim < 3; dim++)
-        if (entry_prefix(native_name, dim + 1, pre[dim], sizeof pre[dim])) return KA_ERR_KERNEL_NOT_FOUND;
-    fn[0] = fn[1] = fn[2] = NULL;
-    mangled[0] = 0;
-    CUresult r = CUDA_SUCCESS;
+ * driver's list of the module's functions (CUDA 12.4). KA_ERR_KERNEL_NOT_FOUND
+ * (no detail) when one is missing. */
+static ka_status find_entries(const ka__cu_module *m, entries *e) {
+    ka_status st = KA_OK;
     if (m->ptx) {
         size_t len;
-        for (const char *s = m->ptx, *ent; r == CUDA_SUCCESS && (ent = ptx_next_entry(&s, &len)) != NULL;) {
-            char name[512];
-            if (len >= cap || len >= sizeof name) continue; /* its signature could not be read back by name */
-            memcpy(name, ent, len);
-            name[len] = 0;
-            r = take_entry(m, pre, name, fn, mangled, cap);
-        }
+        for (const char *s = m->ptx, *ent; st == KA_OK && (ent = ptx_next_entry(&s, &len)) != NULL;)
+            st = take_entry(m, e, ent, len, true);
     } else if (ka__cu.cuModuleGetFunctionCount && ka__cu.cuModuleEnumerateFunctions && ka__cu.cuFuncGetName) {
         unsigned count = 0;
-        if ((r = ka__cu.cuModuleGetFunctionCount(&count, m->mod)) != CUDA_SUCCESS)
-            return ka__cu_fail(r, "cuModuleGetFunctionCount");
+        CUresult r = ka__cu.cuModuleGetFunctionCount(&count, m->mod);
+        if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunctionCount");
         CUfunction *all = ka__calloc(count ? count : 1, sizeof *all);
         if (!all) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
-        const char *call = "cuModuleEnumerateFunctions";
-        if ((r = ka__cu.cuModuleEnumerateFunctions(all, count, m->mod)) == CUDA_SUCCESS) {
-            call = "cuModuleGetFunction";
-            for (unsigned i = 0; i < count && r == CUDA_SUCCESS; i++) {
-                const char *name = NULL;
-                if (ka__cu.cuFuncGetName(&name, all[i]) == CUDA_SUCCESS && name)
-                    r = take_entry(m, pre, name, fn, mangled, cap);
-            }
+        if ((r = ka__cu.cuModuleEnumerateFunctions(all, count, m->mod)) != CUDA_SUCCESS)
+            st = ka__cu_fail(r, "cuModuleEnumerateFunctions");
+        for (unsigned i = 0; i < count && st == KA_OK && r == CUDA_SUCCESS; i++) {
+            const char *name = NULL;
+            if (ka__cu.cuFuncGetName(&name, all[i]) == CUDA_SUCCESS && name) st = take_entry(m, e, name, strlen(name), false);
         }
         ka__free(all, sizeof *all * (count ? count : 1));
-        if (r != CUDA_SUCCESS) return ka__cu_fail(r, call);
     }
-    if (r != CUDA_SUCCESS) return ka__cu_fail(r, "cuModuleGetFunction");
-    return fn[0] && fn[1] && fn[2] ? KA_OK : KA_ERR_KERNEL_NOT_FOUND;
+    if (st != KA_OK) return st;
+    return e->fn[0] && e->fn[1] && e->fn[2] ? KA_OK : KA_ERR_KERNEL_NOT_FOUND;
 }
+
+/* e's starts for native_name; false when out of memory. */
+static bool entries_init(entries *e, const char *native_name) {
+    memset(e, 0, sizeof *e);
+    e->cap = strlen(native_name) + 32; /* "_Z", the length's digits, "ILi1EE", NUL */
+    char *b = ka__alloc(3 * e->cap);
+    if (!b) return false;
+    for (int dim = 0; dim < 3; dim++) {
+        e->pre[dim] = b + (size_t)dim * e->cap;
+        snprintf(e->pre[dim], e->cap, "_Z%zu%sILi%dEE", strlen(native_name), native_name, dim + 1);
+    }
+    return true;
+}
+
+static void entries_free(entries *e) { ka__free(e->pre[0], 3 * e->cap); }
 
 ka_status ka__cuda_kernel_create(ka__kernel *k) {
     ka__cu_module *m = k->var->native;
@@ -118,9 +131,13 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
     ka_status st = ka__cuda_bind(nd);
     if (st != KA_OK) return st;
     CUfunction fn[3], f;
-    char mangled[512];
     CUresult r;
-    if ((st = find_entries(m, k->native_name, fn, mangled, sizeof mangled)) != KA_OK) {
+    entries e;
+    if (!entries_init(&e, k->native_name)) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    st = find_entries(m, &e);
+    entries_free(&e);
+    memcpy(fn, e.fn, sizeof fn);
+    if (st != KA_OK) {
         if (st != KA_ERR_KERNEL_NOT_FOUND) return st;
         /* A bare __kernel / __global__ of that name: not a libka kernel (no hidden range). */
         if (ka__cu.cuModuleGetFunction(&f, m->mod, k->name) == CUDA_SUCCESS)
@@ -149,7 +166,7 @@ ka_status ka__cuda_kernel_create(ka__kernel *k) {
             sizes[n] = (uint32_t)sz;
         }
     } else {
-        n = m->ptx ? ptx_params(m->ptx, mangled, sizes, KA_MAX_ARGS + 2 + hidden) : -1;
+        n = m->ptx && e.ptx1 ? ptx_params(m->ptx, e.ptx1, e.ptx1_len, sizes, KA_MAX_ARGS + 2 + hidden) : -1;
         if (n < 0)
             return ka__fail(KA_ERR_UNSUPPORTED, "kernel '%s': the driver lacks cuFuncGetParamInfo (CUDA 12.4) and the PTX "
                             "signature could not be read", k->name);

@@ -50,23 +50,27 @@ void ka__host_module_release(ka__program *p, void *module, uint32_t target) {
     ka__host_defer(p->dev->native, KA__HD_MODULE, module, sizeof(ka__hprog));
 }
 
-static void *sym(ka__hprog *hp, const char *prefix, const char *name) {
-    char buf[256];
-    int n = snprintf(buf, sizeof buf, "%s%s", prefix, name);
-    if (n < 0 || (size_t)n >= sizeof buf) return NULL;
+/* The object's symbol prefix + the kernel's name; buf holds the name and
+ * the longest prefix (a name has no length limit). */
+static void *sym(ka__hprog *hp, char *buf, const char *prefix, const char *name) {
+    strcat(strcpy(buf, prefix), name);
     return dlsym(hp->dl, buf);
 }
 
 ka_status ka__host_kernel_create(ka__kernel *k) {
     ka__hprog *hp = k->var->native;
-    const unsigned *nargs = sym(hp, "ka__nargs_", k->name), *sizes = sym(hp, "ka__argsz_", k->name);
-    const unsigned char *kinds = sym(hp, "ka__argkind_", k->name);
-    const char *names = sym(hp, "ka__argnames_", k->name);
-    const unsigned long *local = sym(hp, "ka__localsz_", k->name);
+    size_t cap = strlen(k->name) + sizeof "ka__argnames_";
+    char *b = ka__alloc(cap);
+    if (!b) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    const unsigned *nargs = sym(hp, b, "ka__nargs_", k->name), *sizes = sym(hp, b, "ka__argsz_", k->name);
+    const unsigned char *kinds = sym(hp, b, "ka__argkind_", k->name);
+    const char *names = sym(hp, b, "ka__argnames_", k->name);
+    const unsigned long *local = sym(hp, b, "ka__localsz_", k->name);
     static const char *const prefix[] = {"ka__rows_", "ka__groups_", "ka__item_"};
     void *fn = NULL;
     uint8_t path = 0;
-    while (path < 3 && !(fn = sym(hp, prefix[path], k->name))) path++;
+    while (path < 3 && !(fn = sym(hp, b, prefix[path], k->name))) path++;
+    ka__free(b, cap);
     if (!nargs || !sizes || !kinds || !names || !local || !fn)
         return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "no kernel '%s' in the program (no KA_KERNEL or "
                         "KA_KERNEL_NOARGS of that name in the source the compiler saw)", k->name);

@@ -6,6 +6,7 @@ const ka__backend ka__opencl_backend = {
     .version = KA__BACKEND_VERSION,
     .name = "opencl",
     .kind = KA_BACKEND_OPENCL,
+    .flags = KA__BE_SHORT_SYMBOLS, /* PoCL names files after kernels */
     .enumerate = ka__cl_enumerate,
     .selects = ka__cl_selects,
     .preferred = ka__cl_preferred,

@@ -27,8 +27,9 @@ static uint32_t type_size(const char *t) {
 
 /* A by-value parameter's size from its probe (cl_program.c), 0 if none. */
 static uint32_t probed_size(ka__kernel *k, uint32_t i) {
-    char name[160];
-    if (snprintf(name, sizeof name, "ka__sizeof_%s_%u", k->name, i) >= (int)sizeof name) return 0;
+    char name[KA__NAME_DIRECT_MAX + 32]; /* the probe is named after the kernel's symbol (cl_program.c) */
+    if (snprintf(name, sizeof name, "ka__sizeof_%s_%u", k->native_name + strlen(KA__KERNEL_PREFIX), i) >= (int)sizeof name)
+        return 0;
     cl_int err;
     cl_kernel pk = clCreateKernel(k->var->native, name, &err);
     if (err != CL_SUCCESS) return 0;
@@ -64,6 +65,12 @@ ka_status ka__cl_kernel_create(ka__kernel *k) {
             return ka__fail(KA_ERR_INVALID_ARGUMENT, "kernel '%s' is not declared with KA_KERNEL(...)",
                             k->name);
         }
+        if (strlen(k->name) > KA__NAME_DIRECT_MAX)
+            return ka__fail(KA_ERR_KERNEL_NOT_FOUND,
+                            "no kernel '%.64s...' (%zu characters) in the program: a name over %d characters is "
+                            "compiled as %s, which libka gives a KA_KERNEL(name, ...) or KA_KERNEL_NOARGS(name) "
+                            "that spells the name out whole (not one a macro makes)",
+                            k->name, strlen(k->name), KA__NAME_DIRECT_MAX, k->native_name);
         return ka__fail(KA_ERR_KERNEL_NOT_FOUND, "no kernel '%s' in the program (clCreateKernel(\"%s\"): %s)",
                         k->name, k->native_name, ka__cl_error_name(err));
     }

@@ -57,6 +57,37 @@ static void emit(char *out, size_t *len, const char *p, size_t n) {
     *len += n;
 }
 
+static bool blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Whether [b, e), blanks around it, is one identifier over
+ * KA__NAME_DIRECT_MAX characters: then its alias into alias and the newlines
+ * of [b, e) into *lines, which the rewrite keeps. A name spelled otherwise
+ * (a splice or a comment in or around it, a macro) is left as it is. */
+static bool long_name(const char *b, const char *e, char *alias, int *lines) {
+    *lines = 0;
+    for (const char *t = b; t < e; t++) *lines += *t == '\n';
+    while (b < e && blank(*b)) b++;
+    while (e > b && blank(e[-1])) e--;
+    if ((size_t)(e - b) <= KA__NAME_DIRECT_MAX || (*b >= '0' && *b <= '9')) return false;
+    for (const char *t = b; t < e; t++)
+        if (!ka__ident_char(*t)) return false;
+    ka__kernel_alias(b, (size_t)(e - b), alias);
+    return true;
+}
+
+/* The declaration's name [b, e) as the prelude's macro gets it: itself, or
+ * its alias and its newlines (long_name). */
+static void emit_name(char *out, size_t *len, const char *b, const char *e) {
+    char alias[KA__ALIAS_LEN + 1];
+    int lines;
+    if (!long_name(b, e, alias, &lines)) {
+        emit(out, len, b, (size_t)(e - b));
+        return;
+    }
+    emit(out, len, alias, KA__ALIAS_LEN);
+    while (lines-- > 0) emit(out, len, "\n", 1);
+}
+
 /* The size of a by-value parameter whose type OpenCL names but does not
  * size (a struct, a typedef of one): for each, a kernel that never runs,
  * whose required work-group width is sizeof(the type), appended after the
@@ -81,7 +112,7 @@ static size_t size_probes(const char *src, char *out) {
             emit(out, &len, pre, sizeof pre - 1);
             emit(out, &len, tb, (size_t)(te - tb));
             emit(out, &len, mid, sizeof mid - 1);
-            emit(out, &len, name, nl);
+            emit_name(out, &len, name, name + nl); /* the kernel's symbol without ka_k_ */
             emit(out, &len, tail, (size_t)tl);
         }
     }
@@ -93,9 +124,11 @@ static size_t size_probes(const char *src, char *out) {
  * of the source becomes `KA__KERNEL_OPEN(X),`, and the prelude's
  * KA__KERNEL_OPEN(X) opens the parameter list with the hidden range
  * (include/ka_kernel_cl.h). X is everything before the first comma outside
- * parentheses. Comments and literals are copied as they are; no newline is
- * added or removed, so build log lines stay the user's. Written into out when
- * out is not NULL (no terminating NUL); returns the length. */
+ * parentheses. A name over KA__NAME_DIRECT_MAX characters, there and in
+ * KA_KERNEL_NOARGS(X), becomes its alias (objects.h): PoCL names files after
+ * the compiled symbol. Comments and literals are copied as they are; no
+ * newline is added or removed, so build log lines stay the user's. Written
+ * into out when out is not NULL (no terminating NUL); returns the length. */
 static size_t rewrite_kernels(const char *s, char *out, bool asserts) {
     static const char to[] = "KA__KERNEL_OPEN", hidden[] = " KA__ASSERT_PARAMS";
     size_t len = 0;
@@ -106,25 +139,36 @@ static size_t rewrite_kernels(const char *s, char *out, bool asserts) {
             /* a comment or a literal, copied as it is */
         } else if (ka__ident_char(*s)) {
             while (ka__ident_char(*s) || *s == '.') s++; /* a word or a number */
-            const char *p = s, *comma = NULL;
-            if (s - b == 9 && !memcmp(b, "KA_KERNEL", 9)) {
+            const char *p = s, *paren = NULL, *end = NULL;
+            bool kernel = s - b == 9 && !memcmp(b, "KA_KERNEL", 9);
+            bool noargs = s - b == 16 && !memcmp(b, "KA_KERNEL_NOARGS", 16);
+            if (kernel || noargs) {
                 while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || (p[0] == '\\' && p[1] == '\n')) p++;
-                if (*p == '(')
+                if (*(paren = p) == '(')
                     for (int depth = 0; *++p && *p != ';' && *p != '{';) {
                         if (*p == '(') depth++;
-                        else if (*p == ')' && depth-- == 0) break;
-                        else if (*p == ',' && depth == 0) {
-                            comma = p;
+                        else if (*p == ')' && depth-- == 0) {
+                            if (noargs) end = p;
+                            break;
+                        } else if (*p == ',' && depth == 0) {
+                            if (kernel) end = p;
                             break;
                         }
                     }
             }
-            if (comma) { /* KA__KERNEL_OPEN, the text from '(' to the comma, ')' */
+            if (end && kernel) { /* KA__KERNEL_OPEN, the text from '(' to the comma, ')' */
                 emit(out, &len, to, sizeof to - 1);
-                emit(out, &len, s, (size_t)(comma - s));
+                emit(out, &len, s, (size_t)(paren + 1 - s));
+                emit_name(out, &len, paren + 1, end);
                 emit(out, &len, ")", 1);
-                s = comma;
+                s = end;
                 open = asserts ? 0 : -1;
+                continue;
+            }
+            if (end) { /* KA_KERNEL_NOARGS(X): only X may change */
+                emit(out, &len, b, (size_t)(paren + 1 - b));
+                emit_name(out, &len, paren + 1, end);
+                s = end;
                 continue;
             }
         } else {

@@ -170,6 +170,7 @@ const ka__backend ka__pocl_backend = {
     .version = KA__BACKEND_VERSION,
     .name = "opencl",
     .kind = KA_BACKEND_OPENCL,
+    .flags = KA__BE_SHORT_SYMBOLS,
     .enumerate = ka__cl_enumerate,
     .selects = ka__cl_selects,
     .preferred = ka__cl_preferred,
