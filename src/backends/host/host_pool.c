@@ -279,9 +279,10 @@ void ka__pool_join(ka__pool *p, uint32_t g) {
     if (complete(p, g)) return;
     /* Part 0's slices, then, after POOL_START_NS (a spinning worker has
      * started its own by then), the slices no worker has taken. */
-    uint32_t d = run_part(p, 0, g);
+    add_done(p, run_part(p, 0, g), g); /* counted now: the run may complete without us */
     int64_t start = atomic_load_explicit(&p->start_ns, memory_order_relaxed);
     while (ka__now_ns() - start < POOL_START_NS && !complete(p, g)) ka__cpu_relax();
+    uint32_t d = 0;
     for (uint32_t t = 1; t < p->n; t++) d += run_part(p, t, g);
     add_done(p, d, g);
     /* Until the last slice is counted: spin, then sleep until the completion wakes us. */
