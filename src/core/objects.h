@@ -39,6 +39,9 @@ ka_status ka__fail(ka_status s, const char *fmt, ...) KA_PRINTF(2, 3);
 /* The status of this thread's last ka__fail: for a failure path that learns
  * only that a helper failed (the helper recorded why). */
 ka_status ka__fail_status(void);
+/* The current detail without its "<call>: " prefix (to quote in another,
+ * e.g. a failure another thread recorded). */
+const char *ka__detail_message(void);
 /* Appends text (e.g. a build log) to the current detail, truncating. */
 void ka__append_detail(const char *text);
 /* To the logger; with none, silent, but for KA_LOG_WARN and KA_LOG_ERROR

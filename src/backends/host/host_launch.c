@@ -5,11 +5,15 @@
  * barriers or local memory, work-groups for the others, each group of a
  * kernel with barriers as fibers. A launch of fewer than
  * KA__HOST_INLINE_ITEMS padded work-items runs whole in the calling thread,
- * unless KA_LAUNCH_SPREAD asks for the pool.
+ * unless KA_LAUNCH_SPREAD asks for the pool. A failure in a part is
+ * reported with the message its thread recorded.
  * Nothing here allocates once the device runs. */
 #include "host_internal.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#define KA__HOST_WHY 512
 
 typedef struct run {
     ka__hdev *hd;
@@ -18,6 +22,7 @@ typedef struct run {
     void *const *argv;
     uint64_t rows, cols, groups, group_items;
     _Atomic int32_t status; /* the first failure of a part */
+    char *why;              /* its message, copied in the part's thread */
 } run;
 
 typedef struct item_ctx {
@@ -34,7 +39,8 @@ static void item(void *ctx, uint32_t i) {
 
 static void fail(run *r, ka_status st) {
     int32_t ok = KA_OK;
-    atomic_compare_exchange_strong(&r->status, &ok, (int32_t)st);
+    if (atomic_compare_exchange_strong(&r->status, &ok, (int32_t)st))
+        snprintf(r->why, KA__HOST_WHY, "%s", ka__detail_message());
 }
 
 static void part(void *ctx, uint32_t p, uint32_t n) {
@@ -78,16 +84,14 @@ static void part(void *ctx, uint32_t p, uint32_t n) {
 ka_status ka__host_run_launch(ka__device *d, ka__hcmd *cmd) {
     ka__hdev *hd = d->native;
     const ka__hctx *c = &cmd->ctx;
+    char why[KA__HOST_WHY];
     run r = {hd, cmd->k->bk, c, cmd->argv, c->gsize[1] * c->gsize[2], c->gsize[0],
-             c->ngroups[0] * c->ngroups[1] * c->ngroups[2], c->lsize[0] * c->lsize[1] * c->lsize[2], KA_OK};
+             c->ngroups[0] * c->ngroups[1] * c->ngroups[2], c->lsize[0] * c->lsize[1] * c->lsize[2], KA_OK, why};
     if ((cmd->items < KA__HOST_INLINE_ITEMS && !(cmd->spread && r.groups > 1)) || ka__pool_size(hd->pool) == 1)
         part(&r, 0, 1);
     else ka__pool_run(hd->pool, part, &r);
     ka_status st = (ka_status)atomic_load(&r.status);
-    if (st == KA_ERR_KERNEL_FAILED)
-        return ka__fail(st, "kernel '%s': the work-items of a group did not all reach the same barriers",
-                        cmd->k->name);
-    return st;
+    return st == KA_OK ? KA_OK : ka__fail(st, "kernel '%s': %s", cmd->k->name, r.why);
 }
 
 /* The constants and the argument pointers of a launch into c; values that
