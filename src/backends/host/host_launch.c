@@ -7,7 +7,7 @@
  * KA__HOST_INLINE_ITEMS padded work-items runs whole in the calling thread,
  * unless KA_LAUNCH_SPREAD asks for the pool. A failure in a part is
  * reported with the message its thread recorded.
- * Nothing here allocates once the device runs. */
+ * Nothing here allocates but the fiber sets the device lacks (host_device.c). */
 #include "host_internal.h"
 
 #include <stdio.h>
@@ -62,7 +62,7 @@ static void part(void *ctx, uint32_t p, uint32_t n) {
         return;
     }
     ka__fiberset *fs;
-    ka_status st = ka__host_fs_take(r->hd, &fs);
+    ka_status st = ka__host_fs_take(r->hd, (uint32_t)r->group_items, &fs);
     if (st != KA_OK) {
         fail(r, st);
         return;

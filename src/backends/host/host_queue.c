@@ -65,6 +65,7 @@ ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
         goto fail_thread;
     }
     q->native = hq;
+    atomic_fetch_add(&((ka__hdev *)q->dev->native)->queues, 1);
     return KA_OK;
 fail_thread:
     pthread_cond_destroy(&hq->room);
@@ -91,6 +92,9 @@ void ka__host_queue_release(ka__queue *q) {
     pthread_mutex_destroy(&hq->lock);
     ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
     ka__free(hq, sizeof *hq);
+    ka__hdev *hd = q->dev->native;
+    atomic_fetch_sub(&hd->queues, 1);
+    ka__host_fs_trim(hd);
 }
 
 void ka__host_drain(ka__hqueue *hq) {
