@@ -691,8 +691,9 @@ static ka_status map_set(ka__fiberset *fs, uint32_t nstacks) {
 }
 
 /* A guard page below each stack but the lowest, which has the set's bottom
- * guard: MARKERS or PAGES. *none: the kernel has no markers (nothing is
- * left mapped then). */
+ * guard: MARKERS or PAGES. *none: the kernel has no markers, or refuses them
+ * here (the first failed: EINVAL before Linux 6.13, or a sandbox's EPERM or
+ * ENOSYS); nothing is left mapped then. */
 static ka_status map_guarded(ka__fiberset *fs, uint32_t nstacks, uint8_t guard, bool *none) {
     fs->guard = guard;
     fs->stack_bytes = fs->asked;
@@ -708,7 +709,7 @@ static ka_status map_guarded(ka__fiberset *fs, uint32_t nstacks, uint8_t guard, 
         int r = guard == KA__FG_MARKERS ? madvise(g, len, MADV_GUARD_INSTALL) : mprotect(g, len, PROT_NONE);
         if (r == 0) continue;
         int err = errno;
-        if (guard == KA__FG_MARKERS && i == 1 && err == EINVAL) {
+        if (guard == KA__FG_MARKERS && i == 1) {
             *none = true;
             munmap(fs->map, fs->map_bytes);
             fs->map = NULL;
@@ -746,7 +747,7 @@ static ka_status map_stacks(ka__fiberset *fs, enum ka__fiber_guard guard) {
         if (!none) return st;
         if (guard == KA__FG_MARKERS)
             return ka__fail(KA_ERR_UNSUPPORTED, "fiber set: this kernel has no guard-page markers (MADV_GUARD_INSTALL, "
-                            "Linux 6.13)");
+                            "Linux 6.13), or refuses them");
     }
     if (guard != KA__FG_CANARIES && budget_take(2 * nstacks)) {
         fs->budget = 2 * nstacks;
