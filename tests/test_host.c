@@ -5,8 +5,9 @@
  * barrier-free saxpy are correct across odd sizes and several work-group
  * sizes; dynamic local memory; two threads running one barrier kernel at
  * once keep their groups' local memory apart; an asynchronous launch returns before its
- * kernel, which waits on a host flag, completes. Skipped when no C compiler
- * is found (the device is not listed). */
+ * kernel, which waits on a host flag, completes; a work-item's stack overflow
+ * fails the launch, naming it. Skipped when no C compiler is found (the
+ * device is not listed). */
 #include "test_util.h"
 
 #include <pthread.h>
@@ -315,6 +316,49 @@ static void test_concurrent_groups(void **state) {
     ka_program_release(p);
 }
 
+/* A work-item that reaches a barrier from a frame larger than its fiber
+ * stack (a private array of 300 KiB, in a helper: item 40 of each group of
+ * 64 only) fails the launch with KA_ERR_KERNEL_FAILED naming the kernel and
+ * the overflow, whichever pool thread met it first (reported by the next
+ * wait: the launch is over the pool and returned first); the device runs the next
+ * launch right. Only the array's top byte is written: the frame skips the
+ * guard below the stack, and the barrier finds it. */
+static const char *deep_src =
+    "static __attribute__((noinline)) int deep_barrier(void) {\n"
+    "    volatile char big[300 * 1024];\n"
+    "    big[sizeof big - 1] = 1;\n"
+    "    ka_barrier();\n"
+    "    return big[sizeof big - 1];\n"
+    "}\n"
+    "KA_KERNEL(deep_frame, KA_GLOBAL int *out) {\n"
+    "    int v = 0;\n"
+    "    if (ka_local_id(0) == 40) v = deep_barrier();\n"
+    "    else ka_barrier();\n"
+    "    out[ka_global_id(0)] = v;\n"
+    "}\n";
+
+static void test_stack_overflow(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    ka_program p = build(deep_src, NULL);
+    ka_kernel k;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "deep_frame", NULL, &k));
+    enum { N = 64 * 128 }; /* over the pool */
+    ka_buffer bo;
+    KA_OK_OR_FAIL(ka_buffer_create_zeroed(g_dev, N * sizeof(int), &bo));
+    ka_arg a[] = {ka_arg_buffer(bo)};
+    for (int rep = 0; rep < 2; rep++) {
+        /* A launch over the pool returns first: the next wait reports it. */
+        KA_OK_OR_FAIL(ka_launch(g_q, k, &(ka_range){.dims = 1, .size = {N}, .workgroup = {64}}, a, 1, NULL));
+        KA_EXPECT(KA_ERR_KERNEL_FAILED, ka_queue_finish(g_q));
+        EXPECT_DETAIL("ka_queue_finish", "kernel 'deep_frame'", "stack overflow", "item 40 of a work-group of 64");
+    }
+    print_message("%s\n", ka_last_error());
+    ka_buffer_release(bo);
+    ka_program_release(p);
+    test_block_reduction(state); /* the sets serve the next launches */
+}
+
 static void *watchdog(void *arg) {
     uint32_t *flag = arg;
     for (int i = 0; i < 600 && !__atomic_load_n(flag, __ATOMIC_ACQUIRE); i++) usleep(100000);
@@ -362,6 +406,7 @@ int main(void) {
         cmocka_unit_test(test_saxpy_sizes),   cmocka_unit_test(test_block_reduction),
         cmocka_unit_test(test_group_local),   cmocka_unit_test(test_concurrent_groups),
         cmocka_unit_test(test_async),         cmocka_unit_test(test_num_threads),
+        cmocka_unit_test(test_stack_overflow),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -2,17 +2,25 @@
  * its own: the thread pool (every part once per run, runs started and left
  * to the workers or joined by several threads, long runs of runs, runs from
  * several threads at once, more threads than cores) and the
- * fibers of a work-group (barriers in
- * loops, a work-group reduction through a shared array, divergent barriers
- * refused and the set usable after, sets in pool threads). */
+ * fibers of a work-group (barriers in loops, a work-group reduction through a
+ * shared array, divergent barriers refused and the set usable after, sets in
+ * pool threads) with each guard below the stacks: an overflow faults on a
+ * guard page or fails the group, never resumes an item whose stack it wrote;
+ * the process's budget of guard pages; a failing mapping names its cause.
+ * Then the device's fiber sets: sized to the group launched, a mapping or two
+ * each, not two per stack, at most one kept per pool thread and queue; 64
+ * pool threads running groups of 1024. */
 #include "test_util.h"
 
 #include "../src/backends/host/host_exec.h"
 
+#include <errno.h>
 #include <fenv.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -241,6 +249,71 @@ static void pool_bad_size(void **state) {
 #define MAX_ITEMS 1024
 #define FIBER_STACK (64 * 1024)
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(ASAN)
+#define ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(TSAN)
+#define TSAN 1
+#endif
+#ifndef ASAN
+#define ASAN 0
+#endif
+#ifndef TSAN
+#define TSAN 0
+#endif
+#define SANITIZED (ASAN || TSAN)
+
+/* Every guard a set can be asked for. */
+static const enum ka__fiber_guard guards[] = {KA__FG_AUTO, KA__FG_MARKERS, KA__FG_PAGES, KA__FG_CANARIES};
+static const char *const guard_names[] = {"auto", "markers", "pages", "canaries"};
+#define NGUARDS (sizeof guards / sizeof *guards)
+
+/* A set with the guard asked (AUTO: whichever it got); false where this
+ * kernel has no guard-page markers (Linux before 6.13), said on stderr. */
+static bool make_set(uint32_t n, size_t stack, enum ka__fiber_guard g, ka__fiberset **fs) {
+    ka_status st = ka__fiberset_create(n, stack, g, fs);
+    if (st == KA_ERR_UNSUPPORTED && g == KA__FG_MARKERS) {
+        static bool said;
+        if (!said) fprintf(stderr, "test_host_exec: %s: the cases of MARKERS sets are skipped\n", ka_last_error());
+        said = true;
+        return false;
+    }
+    if (st != KA_OK) fail_msg("a %s set of %u items: %s", guard_names[g], n, ka_last_error());
+    enum ka__fiber_guard got = ka__fiberset_guard(*fs);
+    if (g != KA__FG_AUTO && n > 1 && got != g && !(g == KA__FG_PAGES && got == KA__FG_CANARIES)) /* past the budget */
+        fail_msg("a %s set of %u items got %s", guard_names[g], n, guard_names[got]);
+    assert_int_equal(ka__fiberset_items(*fs), n);
+    return true;
+}
+
+/* Whether this build's mappings are the program's own: TSan maps state of
+ * its own for every fiber (and keeps it), so under TSan the checks of
+ * mapping counts and sizes are left to the other builds (said once). */
+static bool maps_are_ours(void) {
+    static bool said;
+    if (TSAN && !said) fprintf(stderr, "test_host_exec: under TSan, the counts of mappings are not checked\n");
+    said = true;
+    return !TSAN;
+}
+
+/* Lines of /proc/self/maps: the process's mappings. */
+static long maps_lines(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    long n = 0;
+    for (int c; (c = getc(f)) != EOF;) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
 /* A work-group: nbar rounds of write, barrier, read a neighbour's value,
  * barrier; then a tree reduction through the shared array. */
 typedef struct group {
@@ -291,14 +364,15 @@ static void fibers_barriers(void **state) {
     (void)state;
     static const uint32_t sizes[] = {1, 2, 7, 64, 1024};
     static const uint32_t bars[] = {0, 1, 2, 50};
-    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-        ka__fiberset *fs = NULL;
-        assert_int_equal(ka__fiberset_create(sizes[s], FIBER_STACK, &fs), KA_OK);
-        for (size_t b = 0; b < sizeof bars / sizeof *bars; b++)
-            for (int rep = 0; rep < 3; rep++) run_group(fs, &g_group, sizes[s], bars[b]);
-        run_group(fs, &g_group, sizes[s] > 1 ? sizes[s] - 1 : 1, 3); /* fewer items than the set holds */
-        ka__fiberset_destroy(fs);
-    }
+    for (size_t g = 0; g < NGUARDS; g++)
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            ka__fiberset *fs = NULL;
+            if (!make_set(sizes[s], FIBER_STACK, guards[g], &fs)) continue;
+            for (size_t b = 0; b < sizeof bars / sizeof *bars; b++)
+                for (int rep = 0; rep < 3; rep++) run_group(fs, &g_group, sizes[s], bars[b]);
+            run_group(fs, &g_group, sizes[s] > 1 ? sizes[s] - 1 : 1, 3); /* fewer items than the set holds */
+            ka__fiberset_destroy(fs);
+        }
 }
 
 /* Each item keeps values in callee-saved registers and on its stack across
@@ -345,7 +419,7 @@ static void regs_item(void *ctx, uint32_t i) {
 static void fibers_keep_state(void **state) {
     (void)state;
     ka__fiberset *fs = NULL;
-    assert_int_equal(ka__fiberset_create(33, FIBER_STACK, &fs), KA_OK);
+    assert_int_equal(ka__fiberset_create(33, FIBER_STACK, KA__FG_AUTO, &fs), KA_OK);
     regs_ctx c = {0};
     assert_int_equal(ka__fiberset_run(fs, 33, regs_item, &c), KA_OK);
     assert_int_equal(c.bad, 0);
@@ -388,7 +462,7 @@ static void fibers_divergence(void **state) {
         {2, 1, 2, false},
     };
     ka__fiberset *fs = NULL;
-    assert_int_equal(ka__fiberset_create(64, FIBER_STACK, &fs), KA_OK);
+    assert_int_equal(ka__fiberset_create(64, FIBER_STACK, KA__FG_AUTO, &fs), KA_OK);
     for (int rep = 0; rep < 3; rep++) {
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             div_ctx c = {.ret_lo = cases[k].lo, .ret_hi = cases[k].hi, .late = cases[k].late};
@@ -410,9 +484,13 @@ static void rerun_item(void *ctx, uint32_t i) {
 static void fibers_bad_input(void **state) {
     (void)state;
     ka__fiberset *fs = (ka__fiberset *)&fs;
-    assert_int_equal(ka__fiberset_create(0, FIBER_STACK, &fs), KA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ka__fiberset_create(0, FIBER_STACK, KA__FG_AUTO, &fs), KA_ERR_INVALID_ARGUMENT);
     assert_null(fs);
-    assert_int_equal(ka__fiberset_create(4, 0, &fs), KA_OK); /* a minimum stack */
+    fs = (ka__fiberset *)&fs;
+    assert_int_equal(ka__fiberset_create(4, FIBER_STACK, (enum ka__fiber_guard)(KA__FG_CANARIES + 1), &fs),
+                     KA_ERR_INVALID_ARGUMENT);
+    assert_null(fs);
+    assert_int_equal(ka__fiberset_create(4, 0, KA__FG_AUTO, &fs), KA_OK); /* a minimum stack */
     group *g = &g_group;
     memset(g, 0, sizeof *g);
     g->n = 5;
@@ -428,11 +506,9 @@ static void fibers_bad_input(void **state) {
     ka__fiber_barrier(); /* outside a set: nothing to wait for */
 }
 
-/* A fiber that overflows its stack faults on the page below it instead of
- * writing into the next stack down. Item 2 of 3 starts on its fiber once
- * items 0 and 1 wait at the barrier, recurses through 1.5 times its stack
- * and returns (a divergence, so item 1, whose stack it would have
- * overwritten, is never resumed): only the guard page stops it. */
+/* Overflows. Item 2 of 3 starts on its fiber once items 0 and 1 wait at the
+ * barrier (its stack is not the lowest: item 1's lies below) and recurses
+ * through 1.5 times its stack, writing every frame whole. */
 #define GUARD_STACK (256 * 1024)
 static uint32_t __attribute__((noinline)) deep(uint32_t depth) {
     char buf[1024];
@@ -441,18 +517,38 @@ static uint32_t __attribute__((noinline)) deep(uint32_t depth) {
     return depth ? deep(depth - 1) + (uint32_t)buf[0] : (uint32_t)buf[sizeof buf - 1];
 }
 
+/* Item 2 recurses, then every item reaches the barrier: an item resumed on a
+ * stack the recursion wrote would crash or run on garbage. */
 static void overflow_item(void *ctx, uint32_t i) {
-    if (i == 2) {
-        *(volatile uint32_t *)ctx = deep(GUARD_STACK * 3 / 2 / 1024);
-        return;
-    }
+    if (i == 2) *(volatile uint32_t *)ctx = deep(GUARD_STACK * 3 / 2 / 1024);
+    ka__fiber_barrier();
     ka__fiber_barrier();
 }
 
-static void fibers_stack_guard(void **state) {
-    (void)state;
-    ka__fiberset *fs = NULL;
-    assert_int_equal(ka__fiberset_create(3, GUARD_STACK, &fs), KA_OK);
+/* Item 2 reaches the barrier from a frame larger than its stack, of which
+ * nothing is written but its top: the frame skips the guard page or the
+ * canary below the stack, and the barrier's own frame lies below both. */
+#define BIG_FRAME (GUARD_STACK + 32 * 1024)
+static void __attribute__((noinline)) barrier_in_big_frame(void) {
+    volatile char big[BIG_FRAME];
+    big[BIG_FRAME - 1] = 1;
+    ka__fiber_barrier();
+    __asm__ __volatile__("" : : "r"(big) : "memory");
+}
+
+static void big_frame_item(void *ctx, uint32_t i) {
+    (void)ctx;
+    if (i == 2) barrier_in_big_frame();
+    else ka__fiber_barrier();
+}
+
+/* Runs a group of 3 with fn in a child process: the child's exit status (0:
+ * the run failed with KA_ERR_KERNEL_FAILED naming item 2's stack overflow,
+ * and the set then ran a good group; CHILD_WRONG: the run did something
+ * else; another: a sanitizer's report), or the signal that killed it
+ * (negative). */
+#define CHILD_WRONG 3
+static int overflow_in_child(ka__fiberset *fs, ka__item_fn fn) {
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -460,15 +556,163 @@ static void fibers_stack_guard(void **state) {
         signal(SIGSEGV, SIG_DFL); /* cmocka's handler would carry on with the tests here */
         signal(SIGBUS, SIG_DFL);
         uint32_t sink = 0;
-        ka__fiberset_run(fs, 3, overflow_item, &sink);
-        _exit(0); /* no fault: the overflow went unnoticed */
+        ka_status st = ka__fiberset_run(fs, 3, fn, &sink);
+        bool named = strstr(ka_last_error(), "stack overflow") && strstr(ka_last_error(), "item 2 of");
+        if (st != KA_ERR_KERNEL_FAILED || !named) {
+            fprintf(stderr, "overflow run: %s: %s\n", ka_status_name(st), ka_last_error());
+            _exit(CHILD_WRONG);
+        }
+        memset(&g_group, 0, sizeof g_group);
+        g_group.n = 3;
+        g_group.nbar = 2;
+        st = ka__fiberset_run(fs, 3, group_item, &g_group); /* canaries written again, stacks usable */
+        _exit(st == KA_OK && !g_group.bad && g_group.sum == 3 ? 0 : CHILD_WRONG);
     }
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
-    /* Killed by the fault, or a sanitizer's report of it and its exit status. */
-    if (WIFSIGNALED(status)) assert_true(WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS);
-    else assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
-    ka__fiberset_destroy(fs);
+    return WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+/* A guard page stops the recursion (a fault, as a thread's overflow, or a
+ * sanitizer's report of it); a canary stops the group before item 1 resumes
+ * on its overwritten stack (under ASan, the recursion's writes over item 1's
+ * frames may be reported first: ASan poisons their redzones). */
+static void fibers_stack_overflow(void **state) {
+    (void)state;
+    for (size_t g = 0; g < NGUARDS; g++) {
+        ka__fiberset *fs = NULL;
+        if (!make_set(3, GUARD_STACK, guards[g], &fs)) continue;
+        int r = overflow_in_child(fs, overflow_item);
+        bool reported = SANITIZED && r > 0 && r != CHILD_WRONG;
+        if (ka__fiberset_guard(fs) == KA__FG_CANARIES) {
+            if (r != 0 && !(reported && ASAN))
+                fail_msg("canaries: the overflow gave %d, not a clean failure", r);
+        } else if (r != -SIGSEGV && r != -SIGBUS && !reported) {
+            fail_msg("%s: the overflow gave %d, not a fault", guard_names[g], r);
+        }
+        ka__fiberset_destroy(fs);
+    }
+}
+
+/* A barrier below the stack fails the group with every guard: the frame
+ * wrote nothing a guard or canary sees (a compiler that probes large
+ * frames, -fstack-clash-protection, would fault on a guard page instead:
+ * not the case of the compilers this suite is built with). */
+static void fibers_barrier_below_stack(void **state) {
+    (void)state;
+    for (size_t g = 0; g < NGUARDS; g++) {
+        ka__fiberset *fs = NULL;
+        if (!make_set(3, GUARD_STACK, guards[g], &fs)) continue;
+        int r = overflow_in_child(fs, big_frame_item);
+        if (r != 0) fail_msg("%s: a barrier below the stack gave %d, not a clean failure", guard_names[g], r);
+        ka__fiberset_destroy(fs);
+    }
+}
+
+/* PAGES sets take two mappings a stack from a budget of a quarter of
+ * vm.max_map_count shared by the process; past it they get canaries. */
+static void fibers_guard_budget(void **state) {
+    (void)state;
+    long limit = 65530;
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    if (f) {
+        assert_int_equal(fscanf(f, "%ld", &limit), 1);
+        fclose(f);
+    }
+    long expect = limit / 4 / 2046; /* 2 mappings a stack */
+    if (expect > 256) {
+        fprintf(stderr, "test_host_exec: vm.max_map_count = %ld: the budget of PAGES sets is not exhausted here "
+                        "(skipped)\n", limit);
+        skip();
+    }
+    ka__fiberset *sets[258];
+    long before = maps_lines();
+    int n = 0;
+    for (;;) {
+        assert_true(n <= expect);
+        assert_true(make_set(1024, FIBER_STACK, KA__FG_PAGES, &sets[n]));
+        if (ka__fiberset_guard(sets[n++]) == KA__FG_CANARIES) break;
+    }
+    run_group(sets[0], &g_group, 1024, 2); /* not all: TSan counts each item's fiber as a thread, 8128 at most */
+    long pages_sets = n - 1, grown = maps_lines() - before;
+    print_message("%ld PAGES sets of 1023 stacks under vm.max_map_count = %ld, then CANARIES; %ld mappings more\n",
+                  pages_sets, limit, grown);
+    assert_int_equal(pages_sets, expect);
+    if (maps_are_ours()) assert_true(grown <= limit / 4 + 16);
+    run_group(sets[n - 1], &g_group, 1024, 2);
+    for (int i = 0; i < n; i++) ka__fiberset_destroy(sets[i]);
+    if (maps_are_ours()) assert_true(maps_lines() <= before + 16);
+    /* The budget is back. */
+    assert_true(make_set(1024, FIBER_STACK, KA__FG_PAGES, &sets[0]));
+    assert_int_equal(ka__fiberset_guard(sets[0]), KA__FG_PAGES);
+    ka__fiberset_destroy(sets[0]);
+}
+
+/* A set that cannot be mapped says why: with the process at its limit of
+ * mappings, that limit and the count; out of address space, the limit
+ * (ulimit -v). Each in a child, which exits 0 when the message is right. */
+static int in_child(void (*fn)(void)) {
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) fn();
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Fills the process's mappings up (a page each: alternate protections never
+ * merge), then makes a set; then again with one mapping free: the set's own
+ * fits, the split its guard needs does not. */
+static void at_map_limit(void) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    long held = 0;
+    void *last = MAP_FAILED;
+    for (;; held++) {
+        void *m = mmap(NULL, page, (held & 1) ? PROT_READ : PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) break;
+        last = m;
+    }
+    int err = errno;
+    ka__fiberset *fs = NULL;
+    ka_status st = ka__fiberset_create(8, FIBER_STACK, KA__FG_CANARIES, &fs);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ka_last_error());
+    bool ok = err == ENOMEM && st == KA_ERR_OUT_OF_MEMORY && strstr(msg, "vm.max_map_count") && strstr(msg, "limit") &&
+              strstr(msg, "cannot map");
+    fprintf(stderr, "after %ld mappings (%s): %s: %s\n", held, strerror(err), ka_status_name(st), msg);
+    ok = ok && last != MAP_FAILED && munmap(last, page) == 0;
+    st = ka__fiberset_create(8, FIBER_STACK, KA__FG_CANARIES, &fs);
+    snprintf(msg, sizeof msg, "%s", ka_last_error());
+    ok = ok && st == KA_ERR_OUT_OF_MEMORY && strstr(msg, "vm.max_map_count") && strstr(msg, "cannot make the guard");
+    fprintf(stderr, "with one mapping free: %s: %s\n", ka_status_name(st), msg);
+    _exit(ok ? 0 : 1);
+}
+
+/* ulimit -v a little over what the process has: a set of 1023 stacks. */
+static void under_ulimit(void) {
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    bool ok = f && fscanf(f, "%llu", &pages) == 1;
+    if (f) fclose(f);
+    struct rlimit as = {.rlim_cur = pages * (unsigned long long)sysconf(_SC_PAGESIZE) + (16u << 20)};
+    as.rlim_max = as.rlim_cur;
+    ok = ok && setrlimit(RLIMIT_AS, &as) == 0;
+    ka__fiberset *fs = NULL;
+    ka_status st = ka__fiberset_create(1024, FIBER_STACK, KA__FG_AUTO, &fs);
+    ok = ok && st == KA_ERR_OUT_OF_MEMORY && strstr(ka_last_error(), "address space") &&
+         strstr(ka_last_error(), "ulimit -v");
+    fprintf(stderr, "under ulimit -v: %s: %s\n", ka_status_name(st), ka_last_error());
+    _exit(ok ? 0 : 1);
+}
+
+static void fibers_map_failure_named(void **state) {
+    (void)state;
+    ka__fiberset *warm = NULL; /* the children's allocations of a set, made before their mappings run out */
+    assert_int_equal(ka__fiberset_create(8, FIBER_STACK, KA__FG_CANARIES, &warm), KA_OK);
+    ka__fiberset_destroy(warm);
+    if (maps_are_ours()) assert_int_equal(in_child(at_map_limit), 0); /* TSan itself needs mappings to go on */
+    assert_int_equal(in_child(under_ulimit), 0);
 }
 
 /* Each pool thread runs groups on its own set. */
@@ -505,7 +749,7 @@ static void fibers_in_pool_threads(void **state) {
         assert_int_equal(ka__pool_create(n, &p), KA_OK);
         memset(&pg, 0, sizeof pg);
         uint32_t parts = ka__pool_parts(p); /* a set per part: the caller may run a worker's part beside it */
-        for (uint32_t i = 0; i < parts; i++) assert_int_equal(ka__fiberset_create(200, FIBER_STACK, &pg.sets[i]), KA_OK);
+        for (uint32_t i = 0; i < parts; i++) assert_int_equal(ka__fiberset_create(200, FIBER_STACK, KA__FG_AUTO, &pg.sets[i]), KA_OK);
         for (int r = 0; r < 5; r++) ka__pool_run(p, groups_part, &pg);
         for (uint32_t i = 0; i < parts; i++) {
             assert_int_equal(pg.failures[i], 0);
@@ -523,7 +767,7 @@ static void exec_allocations(void **state) {
     ka__pool *p = NULL;
     ka__fiberset *fs = NULL;
     assert_int_equal(ka__pool_create(4, &p), KA_OK);
-    assert_int_equal(ka__fiberset_create(64, FIBER_STACK, &fs), KA_OK);
+    assert_int_equal(ka__fiberset_create(64, FIBER_STACK, KA__FG_AUTO, &fs), KA_OK);
     uint64_t made = atomic_load(&heap()->allocs);
     assert_true(made > 0);
     part_log l = {.nparts = ka__pool_parts(p)};
@@ -537,6 +781,230 @@ static void exec_allocations(void **state) {
     ka__pool_destroy(p);
     assert_int_equal(atomic_load(&heap()->frees), made);
     heap_stop();
+}
+
+/* ---- the device's fiber sets ------------------------------------------------ */
+
+/* Per-group sums through dynamic local memory: a kernel with barriers, any
+ * group size. */
+static const char *bsum_src =
+    "KA_KERNEL(bsum, KA_GLOBAL long *out, KA_CONST(int) in, KA_LOCAL_ARG(long) part) {\n"
+    "    ka_size_t l = ka_local_id(0), n = ka_group_size(0);\n"
+    "    part[l] = in[ka_global_id(0)];\n"
+    "    ka_barrier();\n"
+    "    for (ka_size_t s = 1; s < n; s *= 2) {\n"
+    "        if (l % (2 * s) == 0 && l + s < n) part[l] += part[l + s];\n"
+    "        ka_barrier();\n"
+    "    }\n"
+    "    if (l == 0) out[ka_group_id(0)] = part[0];\n"
+    "}\n";
+
+typedef struct bsum_dev {
+    ka_device dev;
+    ka_queue q;
+    ka_program p;
+    ka_kernel k;
+} bsum_dev;
+
+/* The host device with a pool of `threads` (KA_NUM_THREADS), bsum built;
+ * false (said on stderr) where there is no host device. */
+static bool bsum_open(bsum_dev *b, const char *threads) {
+    const char *old = getenv("KA_NUM_THREADS");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("KA_NUM_THREADS", threads, 1);
+    ka_status st = ka_device_open("host", &b->dev);
+    if (saved) setenv("KA_NUM_THREADS", saved, 1);
+    else unsetenv("KA_NUM_THREADS");
+    free(saved);
+    if (st != KA_OK) {
+        fprintf(stderr, "test_host_exec: no host device (%s): the device's cases are skipped\n", ka_last_error());
+        return false;
+    }
+    KA_OK_OR_FAIL(ka_queue_create(b->dev, NULL, &b->q));
+    KA_OK_OR_FAIL(ka_program_build(b->dev, bsum_src, NULL, &b->p));
+    KA_OK_OR_FAIL(ka_kernel_get(b->p, "bsum", NULL, &b->k));
+    return true;
+}
+
+static void bsum_close(bsum_dev *b) {
+    ka_program_release(b->p);
+    ka_queue_release(b->q);
+    KA_OK_OR_FAIL(ka_device_close(b->dev));
+}
+
+/* Launches bsum over `groups` groups of wg items and checks every sum. */
+static void bsum_run(bsum_dev *b, uint32_t wg, uint32_t groups) {
+    size_t n = (size_t)wg * groups;
+    int *in = malloc(n * sizeof *in);
+    long *out = calloc(groups, sizeof *out);
+    assert_non_null(in);
+    assert_non_null(out);
+    for (size_t i = 0; i < n; i++) in[i] = (int)(i * 2654435761u % 1001) - 500;
+    ka_buffer bi, bo;
+    KA_OK_OR_FAIL(ka_buffer_create_with(b->dev, n * sizeof *in, in, &bi));
+    KA_OK_OR_FAIL(ka_buffer_create_zeroed(b->dev, groups * sizeof *out, &bo));
+    ka_arg a[] = {ka_arg_buffer(bo), ka_arg_buffer(bi), ka_arg_local(wg * sizeof(long))};
+    KA_OK_OR_FAIL(ka_launch(b->q, b->k, &(ka_range){.dims = 1, .size = {n}, .workgroup = {wg}}, a, 3, NULL));
+    KA_OK_OR_FAIL(ka_buffer_read(b->q, out, bo, 0, groups * sizeof *out));
+    for (uint32_t g = 0; g < groups; g++) {
+        long want = 0;
+        for (size_t i = (size_t)g * wg; i < (size_t)(g + 1) * wg; i++) want += in[i];
+        if (out[g] != want) fail_msg("groups of %u: group %u sum %ld, want %ld", wg, g, out[g], want);
+    }
+    ka_buffer_release(bi);
+    ka_buffer_release(bo);
+    free(in);
+    free(out);
+}
+
+/* Bytes of all the process's mappings. */
+static uint64_t maps_bytes(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[4096];
+    uint64_t sum = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        if (sscanf(line, "%llx-%llx", &lo, &hi) == 2) sum += hi - lo;
+    }
+    fclose(f);
+    return sum;
+}
+
+/* Whether this kernel has guard-page markers: then a set is one mapping. */
+static bool have_markers(void) {
+    ka__fiberset *fs = NULL;
+    if (ka__fiberset_create(2, FIBER_STACK, KA__FG_MARKERS, &fs) != KA_OK) return false;
+    ka__fiberset_destroy(fs);
+    return true;
+}
+
+/* The bytes a set of the device's own takes (its stacks and guards). */
+static uint64_t device_set_bytes(uint32_t items) {
+    uint64_t before = maps_bytes();
+    ka__fiberset *fs = NULL;
+    assert_int_equal(ka__fiberset_create(items, 64 * 1024, KA__FG_AUTO, &fs), KA_OK);
+    uint64_t bytes = maps_bytes() - before;
+    ka__fiberset_destroy(fs);
+    return bytes;
+}
+
+/* One pool thread: the launch's set is made for the group launched (a
+ * 64-item group maps 63 stacks, not 1023) and is a mapping or two, not two a
+ * stack; a launch of larger groups replaces it. */
+static void device_sets_sized(void **state) {
+    (void)state;
+    bsum_dev b;
+    if (!bsum_open(&b, "1")) skip();
+    bool markers = have_markers();
+    long lines0 = maps_lines();
+    uint64_t bytes0 = maps_bytes();
+    bsum_run(&b, 64, 64);
+    long lines1 = maps_lines();
+    uint64_t bytes1 = maps_bytes();
+    bsum_run(&b, 1024, 16);
+    long lines2 = maps_lines();
+    uint64_t bytes2 = maps_bytes();
+    bsum_run(&b, 64, 64); /* the larger set serves smaller groups */
+    if (!maps_are_ours()) {
+        bsum_close(&b);
+        return;
+    }
+    print_message("groups of 64: %+ld mappings, %+lld KiB; then of 1024: %+ld mappings, %+lld KiB (%s)\n",
+                  lines1 - lines0, (long long)(bytes1 - bytes0) / 1024, lines2 - lines1,
+                  (long long)(bytes2 - bytes1) / 1024, markers ? "guard-page markers" : "no markers: PAGES sets");
+    /* The set, and the kernel's thread-local area (ka_arg_local's) this first launch makes. */
+    assert_true(lines1 - lines0 < 16);
+    assert_true(bytes1 - bytes0 <= device_set_bytes(64) + (4u << 20));
+    assert_true(bytes1 - bytes0 < device_set_bytes(1024) / 4);
+    assert_true(lines2 - lines1 < (markers ? 16 : 2 * 1023 + 16));
+    assert_int_equal(maps_lines(), lines2);
+    bsum_close(&b);
+}
+
+/* 64 pool threads on this small machine, groups of 1024 with barriers:
+ * right sums, at most a set per pool thread and queue (the caller may run
+ * late workers' parts: how many sets are made is not fixed), and a mapping
+ * or two each, not two a stack. */
+static void device_many_threads(void **state) {
+    (void)state;
+    bsum_dev b;
+    if (!bsum_open(&b, "64")) skip();
+    bool markers = have_markers();
+    /* TSan counts each item's fiber as a thread (8128 at most): 64 sets of 63 there. */
+    uint32_t wg = TSAN ? 64 : 1024;
+    uint32_t sets0 = ka__fiberset_alive();
+    long lines0 = maps_lines();
+    for (int r = 0; r < 3; r++) bsum_run(&b, wg, 256);
+    long grown = maps_lines() - lines0;
+    uint32_t sets = ka__fiberset_alive() - sets0;
+    print_message("64 threads, groups of %u: %u sets, %+ld mappings\n", wg, sets, grown);
+    assert_true(sets >= 1 && sets <= 64 + 1);
+    /* Each set's mapping, and a thread-local area and heap of each thread that ran the kernel first. */
+    if (maps_are_ours()) assert_true(grown <= (long)sets * (markers ? 1 : 2 * (long)(wg - 1)) + 2 * 64 + 16);
+    bsum_close(&b);
+    assert_int_equal(ka__fiberset_alive(), sets0);
+}
+
+/* Threads that launch at once each hold a set; once their queues are gone
+ * the device keeps a set per pool thread and queue, no more. Each of MEET
+ * threads, its own queue, launches a group whose item 0 waits until all
+ * have arrived (each thread holds its set then), before its barrier. */
+#define MEET 6
+static const char *meet_src =
+    "KA_KERNEL(meet, KA_GLOBAL int *count, int want) {\n"
+    "    if (ka_local_id(0) == 0) {\n"
+    "        ka_atomic_add(&count[0], 1);\n"
+    "        while (((volatile int *)count)[0] < want) {}\n"
+    "    }\n"
+    "    ka_barrier();\n"
+    "}\n";
+
+typedef struct meet_arg {
+    ka_device dev;
+    ka_kernel k;
+    ka_buffer count;
+    ka_status st;
+} meet_arg;
+
+static void *meet_main(void *p) {
+    meet_arg *a = p;
+    ka_queue q;
+    a->st = ka_queue_create(a->dev, NULL, &q);
+    if (a->st != KA_OK) return NULL;
+    ka_arg args[] = {ka_arg_buffer(a->count), ka_arg_i32(MEET)};
+    a->st = ka_launch(q, a->k, &(ka_range){.dims = 1, .size = {2}, .workgroup = {2}}, args, 2, NULL);
+    ka_queue_release(q);
+    return NULL;
+}
+
+static void device_sets_trimmed(void **state) {
+    (void)state;
+    bsum_dev b;
+    if (!bsum_open(&b, "2")) skip();
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(b.dev, meet_src, NULL, &p));
+    meet_arg a[MEET];
+    ka_buffer count;
+    KA_OK_OR_FAIL(ka_buffer_create_zeroed(b.dev, sizeof(int), &count));
+    uint32_t sets0 = ka__fiberset_alive();
+    pthread_t t[MEET];
+    for (int i = 0; i < MEET; i++) {
+        a[i] = (meet_arg){.dev = b.dev, .count = count};
+        KA_OK_OR_FAIL(ka_kernel_get(p, "meet", NULL, &a[i].k));
+        assert_int_equal(pthread_create(&t[i], NULL, meet_main, &a[i]), 0);
+    }
+    for (int i = 0; i < MEET; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        if (a[i].st != KA_OK) fail_msg("thread %d: %s", i, ka_status_name(a[i].st));
+    }
+    uint32_t kept = ka__fiberset_alive() - sets0;
+    print_message("%d threads met in their launches; sets kept after: %u\n", MEET, kept);
+    assert_true(kept <= 2 + 1); /* the pool's 2 threads and bsum_open's queue */
+    ka_buffer_release(count);
+    ka_program_release(p);
+    bsum_close(&b);
+    assert_int_equal(ka__fiberset_alive(), sets0);
 }
 
 /* A generous watchdog: a lost wake-up hangs instead of failing. */
@@ -564,9 +1032,15 @@ int main(int argc, char **argv) {
         cmocka_unit_test(fibers_keep_state),
         cmocka_unit_test(fibers_divergence),
         cmocka_unit_test(fibers_bad_input),
-        cmocka_unit_test(fibers_stack_guard),
+        cmocka_unit_test(fibers_stack_overflow),
+        cmocka_unit_test(fibers_barrier_below_stack),
+        cmocka_unit_test(fibers_guard_budget),
+        cmocka_unit_test(fibers_map_failure_named),
         cmocka_unit_test(fibers_in_pool_threads),
         cmocka_unit_test(exec_allocations),
+        cmocka_unit_test(device_sets_sized),
+        cmocka_unit_test(device_many_threads),
+        cmocka_unit_test(device_sets_trimmed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,8 +31,6 @@ ka_status ka__named(ka_status s, const char *call);
  * "invalid, released or stale event"). Names the call itself: a hot entry's
  * pin comes before anything records it. */
 ka_status ka__fail_handle(int type, const char *call);
-/* The current detail without its "<call>: " prefix (to quote in another). */
-const char *ka__detail_message(void);
 
 /* ---- handles (handle.c) ------------------------------------------------ */
 enum ka__type {

@@ -198,28 +198,66 @@ void ka__host_device_close(ka__device *d) {
     ka__host_guard_fini(hd);
     pthread_mutex_destroy(&hd->defer_lock);
     pthread_mutex_destroy(&hd->guard_lock);
-    while (hd->nfree) ka__fiberset_destroy(hd->fs_free[--hd->nfree]);
+    while (hd->fs_free) {
+        ka__fiberset *fs = hd->fs_free;
+        hd->fs_free = *ka__fiberset_link(fs);
+        ka__fiberset_destroy(fs);
+    }
     ka__pool_destroy(hd->pool);
     ka__free(hd, sizeof *hd);
 }
 
-/* The free fiber sets, under a spin lock; a new set when none is free (as
- * many as work-group runs ever ran at once, up to KA__HOST_FIBERSETS kept). */
-ka_status ka__host_fs_take(ka__hdev *hd, ka__fiberset **out) {
+/* The free fiber sets, under a spin lock. A set holds the stacks of the
+ * group it was made for; a launch of larger groups replaces the sets too
+ * small for them as it meets them. At most one set per pool thread and
+ * queue is kept (what runs at once: a launch over the pool, and one part at
+ * a time in each other launching thread); more runs at once make and free
+ * the sets beyond. */
+static uint32_t fs_keep(const ka__hdev *hd) {
+    return ka__pool_size(hd->pool) + atomic_load_explicit(&hd->nqueues, memory_order_relaxed);
+}
+
+ka_status ka__host_fs_take(ka__hdev *hd, uint32_t items, ka__fiberset **out) {
     ka__spin_lock(&hd->fs_lock);
-    ka__fiberset *fs = hd->nfree ? hd->fs_free[--hd->nfree] : NULL;
-    ka__spin_unlock(&hd->fs_lock);
+    ka__fiberset **at = &hd->fs_free;
+    while (*at && ka__fiberset_items(*at) < items) at = ka__fiberset_link(*at);
+    if (!*at) at = &hd->fs_free; /* none holds such a group: the latest is replaced */
+    ka__fiberset *fs = *at;
     if (fs) {
+        *at = *ka__fiberset_link(fs);
+        hd->nfree--;
+    }
+    ka__spin_unlock(&hd->fs_lock);
+    if (fs && ka__fiberset_items(fs) >= items) {
         *out = fs;
         return KA_OK;
     }
-    return ka__fiberset_create(KA__HOST_MAX_WG, KA__HOST_FIBER_STACK, out);
+    ka__fiberset_destroy(fs);
+    return ka__fiberset_create(items, KA__HOST_FIBER_STACK, KA__FG_AUTO, out);
 }
 
 void ka__host_fs_give(ka__hdev *hd, ka__fiberset *fs) {
     ka__spin_lock(&hd->fs_lock);
-    bool kept = hd->nfree < KA__HOST_FIBERSETS;
-    if (kept) hd->fs_free[hd->nfree++] = fs;
+    bool kept = hd->nfree < fs_keep(hd);
+    if (kept) {
+        *ka__fiberset_link(fs) = hd->fs_free;
+        hd->fs_free = fs;
+        hd->nfree++;
+    }
     ka__spin_unlock(&hd->fs_lock);
     if (!kept) ka__fiberset_destroy(fs);
+}
+
+void ka__host_fs_trim(ka__hdev *hd) {
+    for (;;) {
+        ka__spin_lock(&hd->fs_lock);
+        ka__fiberset *fs = hd->nfree > fs_keep(hd) ? hd->fs_free : NULL;
+        if (fs) {
+            hd->fs_free = *ka__fiberset_link(fs);
+            hd->nfree--;
+        }
+        ka__spin_unlock(&hd->fs_lock);
+        if (!fs) return;
+        ka__fiberset_destroy(fs);
+    }
 }

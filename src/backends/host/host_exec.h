@@ -44,17 +44,37 @@ void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx);
 /* ---- fibers ---------------------------------------------------------------
  * A fiber set runs the work-items of one work-group in one thread, each on
  * its own small stack; ka__fiber_barrier() inside an item suspends it until
- * every item of the group has reached a barrier, then all continue. One set
- * per pool thread, made before any launch (stacks are mapped once). */
+ * every item of the group has reached a barrier, then all continue. A set
+ * holds the stacks of groups of up to max_items items, in one mapping made
+ * at its creation; the launch takes a set per part of its run from the
+ * device's free list (host_device.c). */
 typedef struct ka__fiberset ka__fiberset;
 typedef void (*ka__item_fn)(void *ctx, uint32_t item);
 
-ka_status ka__fiberset_create(uint32_t max_items, size_t stack_bytes, ka__fiberset **out);
+/* What stands below each stack to catch an overflow (host_fiber.c says what
+ * each catches and what it costs in mappings). */
+enum ka__fiber_guard {
+    KA__FG_AUTO,     /* MARKERS where the kernel has them, else PAGES */
+    KA__FG_MARKERS,  /* a guard page as a page-table marker (Linux 6.13); fails where there is none */
+    KA__FG_PAGES,    /* a PROT_NONE guard page while the process's budget of mappings allows, else CANARIES */
+    KA__FG_CANARIES, /* a pattern at each stack's low end, checked at every switch */
+};
+
+ka_status ka__fiberset_create(uint32_t max_items, size_t stack_bytes, enum ka__fiber_guard guard,
+                              ka__fiberset **out);
 void ka__fiberset_destroy(ka__fiberset *fs);
+uint32_t ka__fiberset_items(const ka__fiberset *fs);             /* max_items */
+/* The guard its stacks got; AUTO for a set of one item, which has none. */
+enum ka__fiber_guard ka__fiberset_guard(const ka__fiberset *fs);
+/* A link the engine never reads: the owner's free list. */
+ka__fiberset **ka__fiberset_link(ka__fiberset *fs);
+/* The sets alive in the process (for tests). */
+uint32_t ka__fiberset_alive(void);
 /* Runs item(ctx, i) for every i in [0, n), n <= max_items, as fibers of the
  * calling thread; returns when all have returned. KA_ERR_KERNEL_FAILED when
  * the items did not all reach the same barriers (some returned while others
- * wait at a barrier): the waiting ones are abandoned, never resumed. */
+ * wait at a barrier), or an item overflowed its stack: the waiting ones are
+ * abandoned, never resumed. */
 ka_status ka__fiberset_run(ka__fiberset *fs, uint32_t n, ka__item_fn item, void *ctx);
 /* Called by a kernel's ka_barrier() in fiber mode; in the thread running a set. */
 void ka__fiber_barrier(void);

@@ -24,9 +24,6 @@
 #define KA__HOST_BLOB 4096u
 
 /* ---- the device (host_device.c) ------------------------------------------- */
-/* Fiber sets kept for reuse. */
-#define KA__HOST_FIBERSETS 64u
-
 struct ka__hqueue;
 struct ka__hdefer;
 struct ka__hguard;
@@ -35,9 +32,10 @@ typedef struct ka__hdev {
     char cc[4096];            /* the compiler's path, chosen at open */
     char target[256];         /* the cache key's target (ka__host_build_target) */
     ka__pool *pool;
-    _Atomic uint32_t fs_lock; /* the free fiber sets */
+    _Atomic uint32_t nqueues; /* alive: with the pool's threads, the fiber sets kept */
+    _Atomic uint32_t fs_lock; /* the free fiber sets: */
     uint32_t nfree;
-    ka__fiberset *fs_free[KA__HOST_FIBERSETS];
+    ka__fiberset *fs_free;    /* last given back first, linked by ka__fiberset_link */
     /* Releases deferred until the commands enqueued before them have run
      * (host_defer.c), and the queues they wait for; under defer_lock. */
     pthread_mutex_t defer_lock;
@@ -53,9 +51,12 @@ typedef struct ka__hdev {
 
 /* Resolves the compiler ($KA_CC, else cc, gcc, clang on PATH) into out. */
 ka_status ka__host_find_cc(char *out, size_t cap);
-/* A fiber set for one thread's run of work-groups; given back after. */
-ka_status ka__host_fs_take(ka__hdev *hd, ka__fiberset **out);
+/* A fiber set for one thread's run of work-groups of `items` items; given
+ * back after. */
+ka_status ka__host_fs_take(ka__hdev *hd, uint32_t items, ka__fiberset **out);
 void ka__host_fs_give(ka__hdev *hd, ka__fiberset *fs);
+/* Frees the free sets beyond what can run at once (a queue was released). */
+void ka__host_fs_trim(ka__hdev *hd);
 
 /* ---- programs and kernels (host_program.c, host_source.c) ------------------ */
 /* The same layout as ka__hctx of include/ka_kernel_c.h. */

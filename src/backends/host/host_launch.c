@@ -7,7 +7,8 @@
  * fewer than KA__HOST_INLINE_ITEMS padded work-items runs whole in the
  * calling thread, unless KA_LAUNCH_SPREAD asks for the pool; a larger one
  * starts a run of the pool and returns, and the next command of the queue
- * (or a wait) joins it. Nothing here allocates once the device runs. */
+ * (or a wait) joins it. Nothing here allocates but the fiber sets the device
+ * lacks (host_device.c). */
 #include "host_internal.h"
 
 #include <stdio.h>
@@ -56,7 +57,7 @@ static void body(run *r, uint32_t p, uint32_t n, ka__fiberset *volatile *fsp) {
         return;
     }
     ka__fiberset *fs;
-    ka_status st = ka__host_fs_take(r->hd, &fs);
+    ka_status st = ka__host_fs_take(r->hd, (uint32_t)r->group_items, &fs);
     if (st != KA_OK) {
         fail(r, st);
         return;

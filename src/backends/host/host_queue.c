@@ -99,6 +99,7 @@ ka_status ka__host_queue_create(ka__queue *q, const ka_queue_config *cfg) {
     }
     q->native = hq;
     ka__host_queue_listed(q->dev->native, hq, true);
+    atomic_fetch_add(&((ka__hdev *)q->dev->native)->nqueues, 1);
     return KA_OK;
 fail_thread:
     pthread_cond_destroy(&hq->room);
@@ -130,6 +131,9 @@ void ka__host_queue_release(ka__queue *q) {
     pthread_mutex_destroy(&hq->lock);
     ka__free(hq->ring, KA__HOST_RING * sizeof *hq->ring);
     ka__free(hq, sizeof *hq);
+    ka__hdev *hd = q->dev->native;
+    atomic_fetch_sub(&hd->nqueues, 1);
+    ka__host_fs_trim(hd);
 }
 
 void ka__host_drain(ka__hqueue *hq) {
