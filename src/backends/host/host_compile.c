@@ -220,11 +220,11 @@ out:
     return st;
 }
 
-ka_status ka__host_compile(const char *cc, const char *user, const char *name, const char *options, void **bin,
-                           size_t *n) {
+ka_status ka__host_compile(const char *cc, const char *head, const char *user, const char *name, const char *options,
+                           void **bin, size_t *n) {
     char *src;
     size_t len;
-    ka_status st = ka__host_compose(user, NULL, name, &src, &len);
+    ka_status st = ka__host_compose(head, user, NULL, name, &src, &len);
     if (st != KA_OK) return st;
     void *pre = NULL;
     size_t plen = 0;
@@ -244,7 +244,7 @@ ka_status ka__host_compile(const char *cc, const char *user, const char *name, c
      * __clang__ is defined. */
     const char *m = strstr(text, "ka__scan_cc");
     bool gcc = m && strncmp(m + 11, " 1", 2) != 0;
-    st = ka__host_compose(user, text, name, &src, &len);
+    st = ka__host_compose(head, user, text, name, &src, &len);
     ka__free(text, plen + 1);
     if (st != KA_OK) return st;
     st = run(cc, src, options, false, gcc, bin, n);

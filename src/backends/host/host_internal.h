@@ -71,15 +71,17 @@ typedef struct ka__hkern {
     } fn;
 } ka__hkern;
 
-/* The source the compiler gets (host_source.c): the scan pass's (pre NULL),
- * or the build pass's with the entries of the kernels the scan found in pre;
- * the user's source under `#line 1 "name"` (name NULL: "<program source>"). */
-ka_status ka__host_compose(const char *user, const char *pre, const char *name, char **src, size_t *len);
-/* Compiles the user's source with options (both passes): *bin (ka__alloc'd,
- * *n bytes) the shared object, or KA_ERR_BUILD_FAILED with the compiler's
- * log in the detail. */
-ka_status ka__host_compile(const char *cc, const char *user, const char *name, const char *options, void **bin,
-                           size_t *n);
+/* The source the compiler gets (host_source.c): head (the defines' lines,
+ * NULL: none), then the scan pass's (pre NULL), or the build pass's with the
+ * entries of the kernels the scan found in pre; the user's source under
+ * `#line 1 "name"` (name NULL: "<program source>"). */
+ka_status ka__host_compose(const char *head, const char *user, const char *pre, const char *name, char **src,
+                           size_t *len);
+/* Compiles the user's source after head (the defines' lines, NULL: none)
+ * with options (both passes): *bin (ka__alloc'd, *n bytes) the shared
+ * object, or KA_ERR_BUILD_FAILED with the compiler's log in the detail. */
+ka_status ka__host_compile(const char *cc, const char *head, const char *user, const char *name, const char *options,
+                           void **bin, size_t *n);
 /* Writes bin to a temporary file and loads it (RTLD_NOW | RTLD_LOCAL);
  * failures through ka__build_fail (a cached object's are only logged). */
 ka_status ka__host_load(const ka__build *b, const void *bin, size_t n, ka__hprog **out);
