@@ -3,10 +3,13 @@
  * another user could write; the compiler runs under limits (a compiler that
  * hangs, an #include of a FIFO or of /dev/zero, a huge log, a huge output: a
  * clear KA_ERR_BUILD_FAILED naming the limit, nothing left running, nothing
- * read whole); the limits' variables are parsed strictly. Skipped when no C
- * compiler is found. No case depends on timing: the limits are what is
- * checked, and a wait for killed processes to be gone is bounded only
- * against a hang. */
+ * read whole); the limits' variables are parsed strictly; a directory is
+ * never taken for the compiler; standard headers can follow the prelude; a
+ * misspelled built-in or an undefined function is a build error. With
+ * --no-cc (ctest sets $KA_CC to no program), the host device is not listed
+ * and opening it says why. Skipped when no C compiler is found. No case
+ * depends on timing: the limits are what is checked, and a wait for killed
+ * processes to be gone is bounded only against a hang. */
 #include "test_util.h"
 
 #include <dirent.h>
@@ -411,7 +414,107 @@ static void test_cc_limit_values(void **state) {
     KA_OK_OR_FAIL(ka_device_close(d));
 }
 
-int main(void) {
+/* Item 11: a directory is not a compiler: $KA_CC naming one is refused at
+ * open, and a directory named cc early on PATH is passed over. */
+static void test_cc_directory(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    char dir[64], sub[128], path[4096];
+    make_dir(dir);
+    env_saved c = env_set("KA_CC", dir);
+    ka_device d;
+    KA_EXPECT(KA_ERR_BACKEND_UNAVAILABLE, ka_device_open("host", &d));
+    EXPECT_DETAIL("$KA_CC", dir, "not an executable program");
+    env_restore(&c);
+    snprintf(sub, sizeof sub, "%s/cc", dir);
+    if (mkdir(sub, 0755) != 0) fail_msg("mkdir: %s", strerror(errno));
+    const char *old = getenv("PATH");
+    snprintf(path, sizeof path, "%s:%s", dir, old ? old : "/usr/bin:/bin");
+    env_saved pa = env_set("PATH", path), cu = env_set("KA_CC", NULL);
+    KA_OK_OR_FAIL(ka_device_open("host", &d));
+    env_restore(&pa);
+    env_restore(&cu);
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(d, "KA_KERNEL(one, KA_GLOBAL int *out) { if (ka_in_range()) out[0] = 9; }\n", NULL, &p));
+    assert_int_equal(run_one(d, p), 9);
+    ka_program_release(p);
+    KA_OK_OR_FAIL(ka_device_close(d));
+    remove_tree(dir);
+}
+
+/* Item 11: the common standard headers after the prelude, and the dialect's
+ * select() still OpenCL's after <stdlib.h> declared POSIX select(2). */
+static void test_std_headers(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    const char *s = "#include <stdlib.h>\n#include <math.h>\n#include <string.h>\n#include <stdint.h>\n"
+                    "#include <stdio.h>\n#include <stddef.h>\n#include <limits.h>\n#include <float.h>\n"
+                    "KA_KERNEL(one, KA_GLOBAL int *out) {\n"
+                    "    if (!ka_in_range()) return;\n"
+                    "    int32_t v = abs(-3) + (int)strlen(\"ab\") + (int)sqrt(16.0) + select(10, 20, 1);\n"
+                    "    out[0] = v;\n"
+                    "}\n";
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, s, NULL, &p));
+    assert_int_equal(run_one(g_dev, p), 3 + 2 + 4 + 20);
+    ka_program_release(p);
+}
+
+/* Item 11: a misspelled built-in is a compile error naming the user's line
+ * (not an undefined symbol at load); a function declared and never defined
+ * fails at the link, in the build log. */
+static void test_undefined_names(void **state) {
+    (void)state;
+    NEED_DEVICE();
+    ka_program p;
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_program_build(g_dev,
+                                                    "KA_KERNEL(bad, KA_GLOBAL int *a) {\n"
+                                                    "    if (!ka_in_range()) return;\n"
+                                                    "    a[ka_global_idx(0)] = 1;\n"
+                                                    "}\n",
+                                                    NULL, &p));
+    EXPECT_DETAIL("build log", "program:3:", "ka_global_idx");
+    KA_EXPECT(KA_ERR_BUILD_FAILED, ka_program_build(g_dev,
+                                                    "int helper_nowhere(int);\n"
+                                                    "KA_KERNEL(bad, KA_GLOBAL int *a) {\n"
+                                                    "    if (ka_in_range()) a[0] = helper_nowhere(1);\n"
+                                                    "}\n",
+                                                    NULL, &p));
+    EXPECT_DETAIL("build log", "helper_nowhere");
+    if (strstr(ka_last_error(), "loading the compiled kernels"))
+        fail_msg("an undefined function found at load, not at the build: %s", ka_last_error());
+}
+
+/* --no-cc: $KA_CC names no program from the start (ctest's environment):
+ * the host device is not listed, and opening it says why. */
+static void test_no_cc(void **state) {
+    (void)state;
+    const char *cc = getenv("KA_CC");
+    if (!cc) fail_msg("--no-cc wants $KA_CC set to a path of no program");
+    uint32_t n;
+    KA_OK_OR_FAIL(ka_device_count(&n));
+    for (uint32_t i = 0; i < n; i++) {
+        ka_device_info di;
+        KA_OK_OR_FAIL(ka_device_describe(i, &di));
+        assert_int_not_equal(di.backend, KA_BACKEND_HOST);
+    }
+    static const char *const sels[] = {"host", "host:0"};
+    ka_device d;
+    for (int i = 0; i < 2; i++) {
+        KA_EXPECT(KA_ERR_BACKEND_UNAVAILABLE, ka_device_open(sels[i], &d));
+        EXPECT_DETAIL("ka_device_open: ", "$KA_CC", cc, "not an executable program");
+    }
+    env_saved s = env_set("KA_DEVICE", "host");
+    KA_EXPECT(KA_ERR_BACKEND_UNAVAILABLE, ka_device_open(NULL, &d));
+    EXPECT_DETAIL("$KA_CC", cc);
+    env_restore(&s);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--no-cc")) {
+        const struct CMUnitTest t[] = {cmocka_unit_test(test_no_cc)};
+        return cmocka_run_group_tests(t, NULL, NULL);
+    }
     static const ka_allocator a = {max_alloc, max_free, NULL};
     ka_set_allocator(&a);
     const struct CMUnitTest tests[] = {
@@ -419,6 +522,8 @@ int main(void) {
         cmocka_unit_test(test_cc_fifo),       cmocka_unit_test(test_cc_dev_zero),
         cmocka_unit_test(test_cc_huge_log),   cmocka_unit_test(test_cc_huge_output),
         cmocka_unit_test(test_cc_limits_applied), cmocka_unit_test(test_cc_limit_values),
+        cmocka_unit_test(test_cc_directory),
+        cmocka_unit_test(test_std_headers),   cmocka_unit_test(test_undefined_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

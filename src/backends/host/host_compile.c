@@ -463,11 +463,15 @@ static ka_status run(const ka__hdev *hd, const char *source, const char *options
     snprintf(lscratch, sizeof lscratch, "-DKA__LSCRATCH=%u", KA__HOST_LOCAL_MEM);
     /* -ffp-contract=off: a * b + c rounds twice, as OpenCL's and CUDA's
      * builds here do; -fno-math-errno lets sqrt vectorize; char is signed
-     * as in the dialect; -w: a kernel's warnings are not errors. */
-    char *argv[24 + MAX_OPTS] = {(char *)hd->cc, "-std=gnu11", "-fsigned-char", "-w", lscratch};
+     * as in the dialect. Warnings are left on, shown only with an error; a
+     * call of an undeclared function (a misspelled built-in) is an error
+     * naming its line, and -z defs makes any symbol left undefined one at
+     * the link rather than at dlopen. */
+    char *argv[24 + MAX_OPTS] = {(char *)hd->cc, "-std=gnu11", "-fsigned-char", "-Werror=implicit-function-declaration",
+                                 lscratch};
     int argc = 5;
     static const char *const compile[] = {"-O3", "-march=native", "-fPIC", "-shared", "-ffp-contract=off",
-                                          "-fno-math-errno"};
+                                          "-fno-math-errno", "-Wl,-z,defs"};
     if (pre) {
         argv[argc++] = "-E";
         argv[argc++] = "-P";

@@ -13,10 +13,12 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-/* An executable file at the path dir/name (dir NULL: name itself). */
+/* An executable regular file at the path dir/name (dir NULL: name itself):
+ * a directory is searchable, so access(X_OK) alone would take one. */
 static bool exe_at(const char *dir, size_t dl, const char *name, char *out, size_t cap) {
     int n = dir ? snprintf(out, cap, "%.*s/%s", (int)dl, dir, name) : snprintf(out, cap, "%s", name);
-    return n > 0 && (size_t)n < cap && access(out, X_OK) == 0;
+    struct stat st;
+    return n > 0 && (size_t)n < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0;
 }
 
 /* name as the shell finds it: a path when it holds a '/', else along $PATH. */
@@ -37,7 +39,8 @@ ka_status ka__host_find_cc(char *out, size_t cap) {
     const char *env = getenv("KA_CC");
     if (env && *env) {
         if (find_exe(env, out, cap)) return KA_OK;
-        return ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "host: $KA_CC is '%s', which is not an executable program", env);
+        return ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "host: $KA_CC is '%s', which is not an executable program "
+                        "(a regular file with execute permission, a path or a name on PATH)", env);
     }
     static const char *const names[] = {"cc", "gcc", "clang"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -182,7 +185,9 @@ static void make_target(ka__hdev *hd) {
 ka_status ka__host_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
     char cc[4096];
     *n = 0;
-    if (ka__host_find_cc(cc, sizeof cc) != KA_OK) return KA_OK; /* not listed: `ka info` says why */
+    /* Not listed; ka_device_open("host") says why (the core asks again). */
+    ka_status st = ka__host_find_cc(cc, sizeof cc);
+    if (st != KA_OK) return st;
     uint32_t threads;
     (void)thread_count(&threads); /* a bad value: the default here, and ka_device_open says why */
     if (cap) fill_info(&out[0], threads);
