@@ -251,22 +251,57 @@ static void test_cc_timeout(void **state) {
     remove_tree(dir);
 }
 
+/* Whether a live process has text in its command line, from /proc. */
+static bool cmdline_alive(const char *text) {
+    DIR *d = opendir("/proc");
+    bool alive = false;
+    for (struct dirent *e; d && !alive && (e = readdir(d));) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        char path[300], buf[4096], st[512];
+        snprintf(path, sizeof path, "/proc/%.256s/cmdline", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++) buf[i] = buf[i] ? buf[i] : ' ';
+        buf[n] = 0;
+        if (!strstr(buf, text)) continue;
+        snprintf(path, sizeof path, "/proc/%.256s/stat", e->d_name);
+        f = fopen(path, "r");
+        n = f ? fread(st, 1, sizeof st - 1, f) : 0;
+        if (f) fclose(f);
+        st[n] = 0;
+        const char *c = strrchr(st, ')');
+        alive = c && c[1] == ' ' && c[2] != 'Z' && c[2] != 'X';
+    }
+    if (d) closedir(d);
+    return alive;
+}
+
 /* Item 3: a kernel that includes a FIFO (the compiler waits for a writer
- * forever) fails within the time limit. */
+ * forever) fails within the time limit, and leaves no compiler behind (its
+ * files' directory is under this test's $TMPDIR: no live process names it). */
 static void test_cc_fifo(void **state) {
     (void)state;
     NEED_DEVICE();
-    char dir[64], fifo[128], src[256];
+    char dir[64], tmp[64], fifo[128], src[256];
     make_dir(dir);
+    make_dir(tmp);
     snprintf(fifo, sizeof fifo, "%s/fifo", dir);
     if (mkfifo(fifo, 0600) != 0) fail_msg("mkfifo: %s", strerror(errno));
     snprintf(src, sizeof src, "#include \"%s\"\nKA_KERNEL_NOARGS(k) {}\n", fifo);
     ka_device d = open_with(NULL, "1", NULL);
+    env_saved t = env_set("TMPDIR", tmp);
     ka_program p;
     KA_EXPECT(KA_ERR_BUILD_FAILED, ka_program_build(d, src, NULL, &p));
     EXPECT_DETAIL("time limit of 1 s", "KA_CC_TIMEOUT");
+    env_restore(&t);
+    /* SIGKILL ends them at their next scheduling: bounded only against a hang. */
+    for (int i = 0; i < 6000 && cmdline_alive(tmp); i++) sleep_ms(10);
+    if (cmdline_alive(tmp)) fail_msg("a compiler process working in %s is still alive", tmp);
     KA_OK_OR_FAIL(ka_device_close(d));
     remove_tree(dir);
+    remove_tree(tmp);
 }
 
 /* Whether the host compiler is clang (a build that fails only there). */
