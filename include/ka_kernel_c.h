@@ -108,8 +108,6 @@ ka__scan_cc __clang__
 #define KA_INLINE inline
 
 /* ---- indices -------------------------------------------------------------- */
-#define KA_CTX_PARAM const ka__hctx *restrict ka__c, const ka_size_t ka__g0, const ka_size_t ka__g1, const ka_size_t ka__g2, const int ka__inr
-#define KA_CTX ka__c, ka__g0, ka__g1, ka__g2, ka__inr
 #define ka__nd (ka__c->nd)
 #define ka_global_id(d) ((ka_size_t)((d) == 0 ? ka__g0 : (d) == 1 ? ka__g1 : (d) == 2 ? ka__g2 : 0))
 #if defined(KA_STATIC_WG0)
@@ -121,7 +119,8 @@ ka__scan_cc __clang__
 #define ka_local_id(d) (ka_global_id(d) % ka_group_size(d))
 #define ka_group_id(d) (ka_global_id(d) / ka_group_size(d))
 #define ka_num_groups(d) ((ka_size_t)((d) >= 0 && (d) < 3 ? ka__c->ngroups[(d) < 3 ? (d) : 0] : 1))
-/* ka_ndrange, the linear indices, KA_UNROLL, the scalar type names. */
+/* ka_ndrange, the linear indices, KA_UNROLL, the scalar type names; then
+ * this prelude's own context and unrolling. */
 #include "ka_kernel_common.h"
 #undef KA_CTX_PARAM
 #undef KA_CTX

@@ -220,7 +220,16 @@ KA__FN ulong ka__mul_hi_ul(ulong a, ulong b) { return (ulong)(((unsigned __int12
 #define mad24(a, b, c) ((a) * (b) + (c))
 
 /* ---- selection ---------------------------------------------------------------- */
-#define select(a, b, c) ((c) ? (b) : (a))
+/* select(a, b, c) is OpenCL's; with another count of arguments it stays the
+ * name it is, so a header declaring POSIX select(2) (<stdlib.h> includes
+ * <sys/select.h>) can follow the prelude: the name is not expanded again
+ * inside its own expansion. */
+#define KA__SELECT_PICK(a1, a2, a3, a4, a5, a6, a7, a8, n, ...) n
+#define select(...) \
+    KA__SELECT_PICK(__VA_ARGS__, KA__SELECT_N, KA__SELECT_N, KA__SELECT_N, KA__SELECT_N, KA__SELECT_N, KA__SELECT_3, \
+                    KA__SELECT_N, KA__SELECT_N, )(__VA_ARGS__)
+#define KA__SELECT_3(a, b, c) ((c) ? (b) : (a))
+#define KA__SELECT_N(...) select(__VA_ARGS__)
 KA__FN uint ka__bitselect_u(uint a, uint b, uint c) { return (a & ~c) | (b & c); }
 KA__FN ulong ka__bitselect_ul(ulong a, ulong b, ulong c) { return (a & ~c) | (b & c); }
 KA__FN int ka__bitselect_i(int a, int b, int c) { return (a & ~c) | (b & c); }

@@ -165,6 +165,14 @@ static void composed_source(void **state) {
     assert_int_equal(F.last_target, KA__TARGET_ALT);
     unmake(&f);
     assert_int_equal(F.release, 2);
+    /* The variant's defines come first, as -D options would, and leave the
+     * user's lines as they are. */
+    make(&f, "kernel x", "-DA");
+    f.v.head = "#define A 1 + 2\n";
+    KA_OK_OR_FAIL(ka__build_variant(&f.p, &f.v));
+    assert_string_equal(F.source,
+                        "#define A 1 + 2\nPRELUDE\n#line 1 \"user.k\"\nkernel y\n#line 1 \"fake-appendix\"\nappendix");
+    unmake(&f);
     unsetenv("KA_CACHE");
 }
 

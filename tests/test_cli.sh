@@ -106,6 +106,8 @@ check 1 "build failed" "undefined_thing" -- build "$dir/broken.cl"
 # --- what works ---------------------------------------------------------------
 check 0 --stdout "libka " -- version
 check 0 --stdout "device" -- info
+# The host device not listed, and libka's reason (a directory is no compiler).
+KA_CC=$dir check 0 --stdout "[host] not listed: ka_device_open: host: \$KA_CC is '$dir'" "not an executable program" -- info
 check 0 --stdout '"devices":' -- info --json
 if ! python3 -m json.tool "$dir/out" >/dev/null; then
   fails=$((fails + 1))

@@ -111,14 +111,15 @@ static void test_missing_compiler(void **state) {
 }
 
 /* KA_NUM_THREADS sizes the pool (compute_units); a value that is not a
- * thread count is a clear error at open. A pool of 3 runs a large saxpy
- * right, on as many threads as it has. */
+ * thread count is a clear error at open: plain digits, a blank on either
+ * side refused alike. A pool of 3 runs a large saxpy right, on as many
+ * threads as it has. */
 static void test_num_threads(void **state) {
     (void)state;
     NEED_DEVICE();
     const char *old = getenv("KA_NUM_THREADS");
     char *saved = old ? strdup(old) : NULL;
-    static const char *bad[] = {"0", "abc", "-2", "65537", "3x", "99999999999999999999"};
+    static const char *bad[] = {"0", "abc", "-2", "65537", "3x", "99999999999999999999", " 4", "4 ", "+4", "\t4"};
     ka_device d;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         setenv("KA_NUM_THREADS", bad[i], 1);

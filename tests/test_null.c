@@ -1,5 +1,6 @@
 /* The "null" device (runs nothing, completes every command at once): its
- * info, buffers, programs, launches and events. The default device's fixture
+ * info, buffers, programs (their defines checked as on every device),
+ * launches and events. The default device's fixture
  * is open alongside for the cross-device checks. */
 #define KA_TEST_FIXTURE
 #include "test_util.h"
@@ -145,6 +146,24 @@ static void test_null_long_name(void **state) {
     KA_OK_OR_FAIL(ka_program_release(p));
 }
 
+/* Defines are checked by the core, so the null device, which compiles
+ * nothing, refuses the same ones the others do and takes the same ones. */
+static void test_null_defines(void **state) {
+    (void)state;
+    const char *good[] = {"VAL=1 + 2", "F(x)=((x) + 1)", "FLAG"}, *bad[] = {"A\nB"};
+    ka_build_options og = {.defines = good, .num_defines = 3}, ob = {.defines = bad, .num_defines = 1};
+    ka_program p;
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(n_dev, "KA_KERNEL_NOARGS(k) { }\n", &ob, &p));
+    EXPECT_DETAIL("ka_build_options.defines[0]", "line break");
+    KA_OK_OR_FAIL(ka_program_build(n_dev, "KA_KERNEL_NOARGS(k) { }\n", &og, &p));
+    ka_kernel k;
+    ka_kernel_config cfg = {.defines = "-DVAL=1 + 2"}, ok = {.defines = "-DW=4 -UFLAG"};
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_kernel_get(p, "k", &cfg, &k));
+    EXPECT_DETAIL("ka_kernel_config.defines", "'+'");
+    KA_OK_OR_FAIL(ka_kernel_get(p, "k", &ok, &k));
+    KA_OK_OR_FAIL(ka_program_release(p));
+}
+
 static void test_null_events(void **state) {
     (void)state;
     ka_queue q;
@@ -246,6 +265,7 @@ int main(void) {
         cmocka_unit_test(test_null_buffers),
         cmocka_unit_test(test_null_programs_and_launch),
         cmocka_unit_test(test_null_long_name),
+        cmocka_unit_test(test_null_defines),
         cmocka_unit_test(test_null_events),
         cmocka_unit_test(test_null_gpu_workgroups),
     };

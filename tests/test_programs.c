@@ -1,7 +1,8 @@
 /* Programs and kernel lookup on the default device: build options and
- * defines, build failures and their log, kernels not found, the kernel and
- * variant caches, bad static configurations, a release's stale kernels, and
- * long kernel names (in a process of their own: PoCL 3.1 aborted on them). */
+ * defines (a define's whole value, the ones refused), build failures and
+ * their log, kernels not found, the kernel and variant caches, bad static
+ * configurations, a release's stale kernels, and long kernel names (in a
+ * process of their own: PoCL 3.1 aborted on them). */
 #define _GNU_SOURCE
 #define KA_TEST_FIXTURE
 #include "test_util.h"
@@ -57,6 +58,79 @@ static void test_program_build_bad_defines(void **state) {
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, "KA_KERNEL_NOARGS(k) {}\n", &o3, &p));
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, NULL, NULL, &p));
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, "KA_KERNEL_NOARGS(k) {}\n", NULL, NULL));
+}
+
+/* A define's whole value is the macro's replacement on every back-end (the
+ * host compiler took "VAL=1 + 2" as VAL 1; PoCL refused it); a name alone is
+ * 1, "NAME=" empty, a function-like macro takes its parameters. A
+ * configuration's defines string adds -D and -U options to its variant. */
+static void test_defines_whole_value(void **state) {
+    (void)state;
+    const char *src = "KA_KERNEL(defs, KA_GLOBAL int *out) {\n"
+                      "    if (!ka_in_range()) return;\n"
+                      "    out[0] = VAL * 10;\n"
+                      "    out[1] = TWICE(3 + 1);\n"
+                      "    out[2] = FLAG;\n"
+                      "    out[3] = EMPTY 5;\n"
+                      "#ifdef GONE\n    out[4] = 1;\n#else\n    out[4] = 0;\n#endif\n"
+                      "#ifdef EXTRA\n    out[5] = EXTRA;\n#else\n    out[5] = -1;\n#endif\n"
+                      "}\n";
+    const char *defs[] = {"VAL=1 + 2", "TWICE(x)=((x) * 2)", "FLAG", "EMPTY=", "GONE", "C=1 /* a closed comment */"};
+    ka_build_options o = {.defines = defs, .num_defines = 6};
+    ka_program p;
+    KA_OK_OR_FAIL(ka_program_build(g_dev, src, &o, &p));
+    ka_kernel k, kc;
+    KA_OK_OR_FAIL(ka_kernel_get(p, "defs", NULL, &k));
+    ka_kernel_config cfg = {.defines = " -UGONE  -D EXTRA=4\t"};
+    KA_OK_OR_FAIL(ka_kernel_get(p, "defs", &cfg, &kc));
+    ka_buffer b = make_buffer(g_dev, 6 * sizeof(int));
+    ka_arg a[] = {ka_arg_buffer(b)};
+    /* VAL * 10 is 1 + 2 * 10: the replacement is text, as with -D. */
+    static const int want[2][6] = {{21, 8, 1, 5, 1, -1}, {21, 8, 1, 5, 0, 4}};
+    for (int v = 0; v < 2; v++) {
+        int out[6];
+        KA_OK_OR_FAIL(ka_launch(g_q, v ? kc : k, &(ka_range){.dims = 1, .size = {1}}, a, 1, NULL));
+        KA_OK_OR_FAIL(ka_buffer_read(g_q, out, b, 0, sizeof out));
+        for (int i = 0; i < 6; i++)
+            if (out[i] != want[v][i]) fail_msg("%s: out[%d] = %d, want %d", v ? "configured" : "default", i, out[i], want[v][i]);
+    }
+    KA_OK_OR_FAIL(ka_buffer_release(b));
+    KA_OK_OR_FAIL(ka_program_release(p));
+}
+
+/* A define that cannot be a line of its own is refused, naming it, on every
+ * back-end; so is a configuration's word that is not a -D or -U option
+ * (blanks separate them: a value there cannot hold one). */
+static void test_defines_refused(void **state) {
+    (void)state;
+    static const char *const bad[] = {"A\nB", "A=1\n#define B 2", "A=\r", "1BAD", "A B=1", "A-B", "F(x=1", "F(1)=2",
+                                      "F(x)y=1", "V=1\\", "V=/* open", " A"};
+    ka_program p = {5};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ka_build_options o = {.defines = &bad[i], .num_defines = 1};
+        KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(g_dev, "KA_KERNEL_NOARGS(k) {}\n", &o, &p));
+        EXPECT_DETAIL("ka_program_build: ", "ka_build_options.defines[0]");
+        assert_int_equal(p.id, 0);
+    }
+    static const char *const bad_cfg[] = {"-DVAL=1 + 2", "N=4", "-D", "-U", "-UX=1", "-DA\nB", "-cl-fast-relaxed-math",
+                                          "-D 1X"};
+    KA_OK_OR_FAIL(ka_program_build(g_dev, "KA_KERNEL_NOARGS(k) {}\n", NULL, &p));
+    for (size_t i = 0; i < sizeof bad_cfg / sizeof *bad_cfg; i++) {
+        ka_kernel k = {5};
+        ka_kernel_config cfg = {.defines = bad_cfg[i]};
+        KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_kernel_get(p, "k", &cfg, &k));
+        EXPECT_DETAIL("ka_kernel_get: ", "ka_kernel_config.defines");
+        assert_int_equal(k.id, 0);
+    }
+    EXPECT_DETAIL("'-D 1X'");
+    ka_kernel_config plus = {.defines = "-DVAL=1 + 2"};
+    ka_kernel k;
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_kernel_get(p, "k", &plus, &k));
+    EXPECT_DETAIL("'+'", "a value cannot hold one");
+    uint32_t builds;
+    KA_OK_OR_FAIL(ka_program_build_count(p, &builds));
+    assert_int_equal(builds, 1);
+    KA_OK_OR_FAIL(ka_program_release(p));
 }
 
 static void test_program_build_failure_has_log(void **state) {
@@ -382,6 +456,8 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_program_build_with_options_and_defines),
         cmocka_unit_test(test_program_build_bad_defines),
+        cmocka_unit_test(test_defines_whole_value),
+        cmocka_unit_test(test_defines_refused),
         cmocka_unit_test(test_program_build_failure_has_log),
         cmocka_unit_test(test_kernel_not_found),
         cmocka_unit_test(test_kernel_not_declared_with_ka_kernel),

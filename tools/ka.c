@@ -212,12 +212,11 @@ static int cmd_info(int argc, char **argv) {
         print_cache(&ci, 1);
         printf("}\n");
     } else {
-        if (!host_listed(n)) {
-            /* The host back-end lists its device only where it finds a C compiler. */
-            const char *cc = getenv("KA_CC");
-            if (cc && *cc) printf("\n[host] not listed: $KA_CC is '%s', which is not an executable program\n", cc);
-            else printf("\n[host] not listed: no C compiler found (none of cc, gcc, clang on PATH; set $KA_CC)\n");
-        }
+        /* The host back-end lists its device only where it finds a C
+         * compiler; opening it gives libka's reason. */
+        ka_device h;
+        if (!host_listed(n) && ka_device_open("host", &h) != KA_OK) printf("\n[host] not listed: %s\n", ka_last_error());
+        else if (!host_listed(n)) ka_device_close(h);
         printf("\nkernel cache\n");
         print_cache(&ci, 0);
     }

@@ -112,7 +112,10 @@ struct ka__backend {
 
     /* ---- devices: any thread; enumerate once per process (pthread_once) ---- */
     /* Devices this back-end offers; fills up to cap infos (selector, name,
-     * limits), sets *n to the total. A missing driver is n = 0 and KA_OK. */
+     * limits), sets *n to the total. A missing driver is n = 0 and KA_OK;
+     * a failure lists nothing, and ka_device_open of the back-end's name
+     * ("host", "host:0") calls it again and returns its status and detail
+     * (the host back-end: no C compiler, and why). */
     ka_status (*enumerate)(ka_device_info *out, uint32_t cap, uint32_t *n);
     /* May be NULL. A back-end's own selector words ("pocl"): true when sel
      * names device d (an entry of enumerate). Tried before name matching. */

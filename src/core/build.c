@@ -12,29 +12,34 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Prelude, "\n#line 1[ \"file\"]\n", the user's source (rewritten), and when
- * append the appendix under its own #line, NUL-terminated, one allocation
- * of *len bytes. *appended: the appendix was not empty. The file is the
- * program's name (ka_build_options.name), so logs name it and not a
- * driver's temporary file; else the back-end's source_file. */
-static ka_status compose(const ka__program *p, bool append, char **out, size_t *len, bool *appended) {
+/* The variant's defines (its head: #define lines, as -D options would come
+ * before everything), prelude, "\n#line 1[ \"file\"]\n", the user's source
+ * (rewritten), and when append the appendix under its own #line,
+ * NUL-terminated, one allocation of *len bytes. *appended: the appendix was
+ * not empty. The file is the program's name (ka_build_options.name), so logs
+ * name it and not a driver's temporary file; else the back-end's
+ * source_file. */
+static ka_status compose(const ka__program *p, const ka__variant *v, bool append, char **out, size_t *len,
+                         bool *appended) {
     const ka__device *d = p->dev;
     char aline[160];
     const char *file = p->name ? p->name : ka__be_source_file(d);
     static const char l0[] = "\n#line 1 \"", l1[] = "\"\n", bare[] = "\n#line 1\n";
     size_t fl = file ? strlen(file) : 0, ll = file ? sizeof l0 - 1 + fl + sizeof l1 - 1 : sizeof bare - 1;
-    size_t plen = strlen(ka__be_prelude(d));
+    size_t hlen = v->head ? strlen(v->head) : 0, plen = strlen(ka__be_prelude(d));
     size_t ulen = ka__be_source_rewrite(p, NULL);
     size_t alen = append ? ka__be_source_append(p, NULL) : 0;
     int al = alen ? snprintf(aline, sizeof aline, "\n#line 1 \"%s\"\n", ka__be_append_file(d)) : 0;
     if (al < 0 || (size_t)al >= sizeof aline)
         return ka__fail(KA_ERR_INVALID_ARGUMENT, "the %s back-end's file names are too long", ka__be_name(d));
-    size_t total = plen + ll + ulen + (size_t)al + alen + 1;
+    size_t total = hlen + plen + ll + ulen + (size_t)al + alen + 1;
     char *w = ka__alloc(total);
     if (!w) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     *out = w;
     *len = total;
     *appended = alen != 0;
+    if (hlen) memcpy(w, v->head, hlen);
+    w += hlen;
     memcpy(w, ka__be_prelude(d), plen);
     w += plen;
     if (file) {
@@ -76,7 +81,7 @@ static ka_status build_once(ka__program *p, ka__variant *v, uint32_t target, boo
     if (p->includes) b.cache = false; /* the key cannot see the included files */
     char *src = NULL;
     size_t slen = 0;
-    if ((st = compose(p, append, &src, &slen, appended)) != KA_OK) return st;
+    if ((st = compose(p, v, append, &src, &slen, appended)) != KA_OK) return st;
     b.source = src;
     ka__kcache_key key = {.lock = -1, .dir = -1};
     bool cache = b.cache && ka__kcache_enabled();

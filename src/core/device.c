@@ -18,6 +18,8 @@ typedef struct entry {
 static entry devices[KA__MAX_DEVICES];
 static uint32_t ndevices;
 static pthread_once_t enum_once = PTHREAD_ONCE_INIT;
+/* By back-end: its enumerate failed (it lists no device, and can say why). */
+static bool enum_failed[16];
 
 static void enumerate_all(void) {
     for (uint32_t b = 0; b < ka__nbackends; b++) {
@@ -26,7 +28,10 @@ static void enumerate_all(void) {
         if ((be->flags & KA__BE_UNLISTED) || ka__backend_check(be) != KA_OK) continue;
         ka_device_info tmp[16];
         uint32_t n = 0;
-        if (ka__be_enumerate(be, tmp, 16, &n) != KA_OK) continue;
+        if (ka__be_enumerate(be, tmp, 16, &n) != KA_OK) {
+            if (b < sizeof enum_failed / sizeof *enum_failed) enum_failed[b] = true;
+            continue;
+        }
         if (n > 16) n = 16;
         for (uint32_t i = 0; i < n && ndevices < KA__MAX_DEVICES; i++) {
             devices[ndevices].be = be;
@@ -89,6 +94,21 @@ static int select_entry(const char *sel) {
     return -1;
 }
 
+/* Why no device matches a selector that names a back-end ("host",
+ * "host:0") whose enumerate failed: that failure, asked again (the
+ * environment it reads, $KA_CC, may have changed since); KA_OK when the
+ * selector names none such, or the back-end now finds its devices. */
+static ka_status unlisted_reason(const char *sel) {
+    for (uint32_t b = 0; b < ka__nbackends && b < sizeof enum_failed / sizeof *enum_failed; b++) {
+        size_t nl = strlen(ka__backends[b]->name);
+        if (!enum_failed[b] || strncmp(sel, ka__backends[b]->name, nl) || (sel[nl] && sel[nl] != ':')) continue;
+        ka_device_info tmp[16];
+        uint32_t n = 0;
+        return ka__be_enumerate(ka__backends[b], tmp, 16, &n);
+    }
+    return KA_OK;
+}
+
 /* An unlisted back-end named by the whole selector ("null"). */
 static const ka__backend *unlisted(const char *sel) {
     for (uint32_t b = 0; b < ka__nbackends; b++)
@@ -103,11 +123,13 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
     if (!selector || !*selector) selector = getenv("KA_DEVICE");
     const ka__backend *be = selector ? unlisted(selector) : NULL;
     uint32_t local = 0;
+    ka_status st;
     if (!be) {
         pthread_once(&enum_once, enumerate_all);
         int idx = -1;
         if (selector && *selector) {
             idx = select_entry(selector);
+            if (idx < 0 && (st = unlisted_reason(selector)) != KA_OK) return st;
             if (idx < 0)
                 return ka__fail(KA_ERR_NO_DEVICE, "no device matches \"%s\" (%u devices; see `ka info`)",
                                 selector, ndevices);
@@ -120,8 +142,7 @@ ka_status ka_device_open(const char *selector, ka_device *out) {
         be = devices[idx].be;
         local = devices[idx].local_index;
     }
-    ka_status st = ka__backend_check(be);
-    if (st != KA_OK) return st;
+    if ((st = ka__backend_check(be)) != KA_OK) return st;
     ka__device *d = ka__calloc(1, sizeof *d);
     if (!d) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     st = ka__be_device_open(be, d, local);

@@ -146,6 +146,8 @@ struct ka__variant {           /* one native build of a program (build.c) */
     uint64_t defines_hash;     /* [c] */
     char *defines;             /* [c] */
     char *options;             /* [r] the full build options, every target's */
+    char *head;                /* [r] the defines as #define and #undef lines, the program's then the
+                                * configuration's, put before the prelude (build.c); NULL: none */
     bool plain;                /* [r] built without the back-end's appendix (with it, the build failed) */
     void *native;              /* [r] the module for the device (compile, load): cl_program / ka__cu_module * */
     void *alt;                 /* [c] the module for the alternate target: ka__build_alt gives it */
@@ -187,7 +189,8 @@ struct ka__program {
         uint32_t wg[3];
     } *wgdecl;
     uint32_t nwgdecl;          /* [c] */
-    char *options;             /* [c] base compiler options (with defines) */
+    char *options;             /* [c] base compiler options */
+    char *head;                /* [c] ka_build_options.defines as #define lines; NULL: none */
     ka__variant *variants;     /* [c] */
     uint32_t builds;           /* [c] */
     _Atomic uint32_t cache_hits; /* [c] native builds loaded from the persistent cache */

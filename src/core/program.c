@@ -24,25 +24,151 @@ static bool bad_path(const char *d) {
     return false;
 }
 
-/* Options for the default variant: user options, -D defines, -I include
- * directories (extra_dir first, when not NULL), and -DKA__ASSERT when the
- * source calls ka_assert (the kernels then take the assertion record:
- * include/ka_kernel_cl.h). */
+/* Options for the default variant: user options, -I include directories
+ * (extra_dir first, when not NULL), and -DKA__ASSERT when the source calls
+ * ka_assert (the kernels then take the assertion record:
+ * include/ka_kernel_cl.h). The defines are lines of the source (make_head). */
 static char *compose_options(const ka_build_options *o, bool asserts, const char *extra_dir) {
     static const char assert_opt[] = "-DKA__ASSERT ";
     size_t len = 1 + (asserts ? sizeof assert_opt : 0) + (extra_dir ? strlen(extra_dir) + 4 : 0);
     if (o && o->options) len += strlen(o->options) + 1;
-    for (uint32_t i = 0; o && i < o->num_defines; i++) len += strlen(o->defines[i]) + 3; /* "-D" NAME " " */
     for (uint32_t i = 0; o && i < o->num_include_dirs; i++) len += strlen(o->include_dirs[i]) + 4; /* "-I " DIR " " */
     char *s = ka__alloc(len);
     if (!s) return NULL;
     s[0] = 0;
     if (asserts) strcat(s, assert_opt);
     if (o && o->options) strcat(strcat(s, o->options), " ");
-    for (uint32_t i = 0; o && i < o->num_defines; i++) strcat(strcat(strcat(s, "-D"), o->defines[i]), " ");
     if (extra_dir) strcat(strcat(strcat(s, "-I "), extra_dir), " ");
     for (uint32_t i = 0; o && i < o->num_include_dirs; i++) strcat(strcat(strcat(s, "-I "), o->include_dirs[i]), " ");
     return s;
+}
+
+/* ---- defines: #define lines before the prelude ------------------------------
+ * A define given as an option would be split at its blanks by one compiler
+ * and refused by another; as a line of the source, its whole value is the
+ * macro's replacement on every back-end. */
+
+static bool ident_start(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+static const char *skip_blanks(const char *s, const char *e) {
+    while (s < e && (*s == ' ' || *s == '\t')) s++;
+    return s;
+}
+
+/* Past a macro's name in [s, e) as -D takes it: an identifier, or a
+ * function-like macro's with its parameters ("F(a, b)", "G(x, ...)", "H()");
+ * NULL when [s, e) does not start with one. */
+static const char *macro_name_end(const char *s, const char *e) {
+    if (s == e || !ident_start(*s)) return NULL;
+    while (s < e && ka__ident_char(*s)) s++;
+    if (s == e || *s != '(') return s;
+    s = skip_blanks(s + 1, e);
+    if (s < e && *s == ')') return s + 1;
+    for (;;) {
+        if (e - s >= 3 && !memcmp(s, "...", 3)) s += 3;
+        else if (s < e && ident_start(*s)) while (s < e && ka__ident_char(*s)) s++;
+        else return NULL;
+        s = skip_blanks(s, e);
+        if (s < e && *s == ')') return s + 1;
+        if (s == e || *s != ',') return NULL;
+        s = skip_blanks(s + 1, e);
+    }
+}
+
+/* Why the define [d, d + n) cannot be a line of its own, NULL if it can: a
+ * name that is not a macro's, a control character (a line break would end
+ * the #define there), a trailing backslash (it would join the next line), a
+ * comment left open (it would swallow the lines after). undef: "#undef NAME". */
+static const char *define_fault(const char *d, size_t n, bool undef) {
+    const char *e = d + n, *eq = memchr(d, '=', n), *ne = macro_name_end(d, eq ? eq : e);
+    for (const char *c = d; c < e; c++)
+        if ((unsigned char)*c < 32 && *c != '\t') return "it holds a line break or another control character";
+    if (!ne || ne != (eq ? eq : e) || (undef && (eq || memchr(d, '(', n))))
+        return undef ? "the name is not an identifier" : "it is not NAME, NAME=VALUE or NAME(PARAMS)=VALUE";
+    if (n && e[-1] == '\\') return "it ends with a backslash, which would join the next line to it";
+    for (const char *c = d; c + 1 < e; c++)
+        if (c[0] == '/' && c[1] == '*') {
+            const char *close = NULL;
+            for (const char *x = c + 2; x + 1 < e && !close; x++) close = x[0] == '*' && x[1] == '/' ? x : NULL;
+            if (!close) return "it opens a comment (/*) it does not close";
+            c = close + 1;
+        }
+    return NULL;
+}
+
+/* The line of the define [d, d + n) at w (NULL: measured): "#define NAME
+ * VALUE", VALUE 1 when none is given (as -D), or "#undef NAME"; its length. */
+static size_t define_line(const char *d, size_t n, bool undef, char *w) {
+    const char *eq = memchr(d, '=', n);
+    size_t nl = eq ? (size_t)(eq - d) : n;
+    const char *val = eq ? eq + 1 : "1";
+    size_t vl = eq ? n - nl - 1 : 1;
+    size_t len = undef ? 7 + n + 1 : 8 + nl + 1 + vl + 1;
+    if (!w) return len;
+    if (undef) {
+        memcpy(w, "#undef ", 7);
+        memcpy(w + 7, d, n);
+    } else {
+        memcpy(w, "#define ", 8);
+        memcpy(w + 8, d, nl);
+        w[8 + nl] = ' ';
+        memcpy(w + 9 + nl, val, vl);
+    }
+    w[len - 1] = '\n';
+    return len;
+}
+
+/* The lines of a configuration's defines string ("-DN=4 -D M -UX": words
+ * separated by blanks) at w (NULL: measured, and checked); their length in *len. */
+static ka_status config_lines(const char *cfg, char *w, size_t *len) {
+    size_t at = 0;
+    for (const char *s = skip_blanks(cfg, cfg + strlen(cfg)); *s;) {
+        const char *word = s, *e = s;
+        while (*e && *e != ' ' && *e != '\t') e++;
+        bool opt = e - word >= 2 && word[0] == '-' && (word[1] == 'D' || word[1] == 'U'), undef = opt && word[1] == 'U';
+        const char *d = word + 2;
+        if (opt && e - word == 2) { /* "-D NAME": the next word */
+            d = skip_blanks(e, e + strlen(e));
+            for (e = d; *e && *e != ' ' && *e != '\t'; e++) {
+            }
+        }
+        const char *why = !opt ? "it is not a -DNAME[=VALUE] or -UNAME option (blanks separate the options: a value "
+                                 "cannot hold one)"
+                        : d == e ? "a -D or -U without a name" : define_fault(d, (size_t)(e - d), undef);
+        if (why)
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_kernel_config.defines \"%.200s\": '%.*s': %s", cfg,
+                            (int)(e - word > 64 ? 64 : e - word), word, why);
+        at += define_line(d, (size_t)(e - d), undef, w ? w + at : NULL);
+        s = skip_blanks(e, e + strlen(e));
+    }
+    *len = at;
+    return KA_OK;
+}
+
+/* The head of a build: prefix (NULL: none), then the lines of defs (n of
+ * them) and of the configuration's string cfg (NULL: none), into *out, a new
+ * string (NULL when empty). Every define is checked before anything is
+ * allocated. */
+static ka_status make_head(const char *prefix, const char *const *defs, uint32_t n, const char *cfg, char **out) {
+    *out = NULL;
+    size_t pl = prefix ? strlen(prefix) : 0, len = pl, cl = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *why = define_fault(defs[i], strlen(defs[i]), false);
+        if (why)
+            return ka__fail(KA_ERR_INVALID_ARGUMENT, "ka_build_options.defines[%u] \"%.200s\": %s", i, defs[i], why);
+        len += define_line(defs[i], strlen(defs[i]), false, NULL);
+    }
+    ka_status st = cfg ? config_lines(cfg, NULL, &cl) : KA_OK;
+    if (st != KA_OK || len + cl == 0) return st;
+    char *h = ka__alloc(len + cl + 1);
+    if (!h) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
+    if (prefix) memcpy(h, prefix, pl);
+    size_t at = pl;
+    for (uint32_t i = 0; i < n; i++) at += define_line(defs[i], strlen(defs[i]), false, h + at);
+    if (cfg) config_lines(cfg, h + len, &cl);
+    h[len + cl] = 0;
+    *out = h;
+    return KA_OK;
 }
 
 /* The program's name as a #line file name: '"' and '\\' escaped, control
@@ -149,6 +275,7 @@ static void program_free(ka__program *p) {
     }
     ka__strfree(p->source);
     ka__strfree(p->options);
+    ka__strfree(p->head);
     ka__strfree(p->name);
     ka__free(p->log, p->log ? p->log_len + 1 : 0);
     ka__free(p->wgdecl, sizeof *p->wgdecl * p->nwgdecl);
@@ -160,6 +287,7 @@ static void variant_free(ka__program *p, ka__variant *v) {
     pthread_mutex_destroy(&v->alt_lock);
     ka__strfree(v->options);
     ka__strfree(v->defines);
+    ka__strfree(v->head);
     ka__free(v, sizeof *v);
 }
 
@@ -183,6 +311,11 @@ static ka_status variant_build(ka__program *p, const ka__config_key *key, const 
         variant_free(p, v);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
+    ka_status st = make_head(p->head, NULL, 0, v->defines, &v->head);
+    if (st != KA_OK) {
+        variant_free(p, v);
+        return st;
+    }
     char extra[512];
     int n = snprintf(extra, sizeof extra, " -DKA_SUBGROUP_SIZE=%u", key->sg);
     if (key->wg[0])
@@ -193,15 +326,13 @@ static ka_status variant_build(ka__program *p, const ka__config_key *key, const 
                  (unsigned long long)key->nd[0], (unsigned long long)key->nd[1], (unsigned long long)key->nd[2]);
     /* The back-end's own options first (OpenCL: -cl-std, -cl-kernel-arg-info). */
     const char *base = ka__be_build_options(p->dev);
-    size_t len = (base ? strlen(base) + 1 : 0) + strlen(p->options) + strlen(extra) +
-                 (v->defines ? strlen(v->defines) : 0) + 2;
+    size_t len = (base ? strlen(base) + 1 : 0) + strlen(p->options) + strlen(extra) + 1;
     if (!(v->options = ka__alloc(len))) {
         variant_free(p, v);
         return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    snprintf(v->options, len, "%s%s%s%s %s", base ? base : "", base ? " " : "", p->options, extra,
-             v->defines ? v->defines : "");
-    ka_status st = ka__build_variant(p, v);
+    snprintf(v->options, len, "%s%s%s%s", base ? base : "", base ? " " : "", p->options, extra);
+    st = ka__build_variant(p, v);
     if (st != KA_OK) {
         variant_free(p, v);
         return st;
@@ -277,6 +408,8 @@ static ka_status program_build(ka_device dev, const char *source, const ka_build
         st = ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
         goto fail;
     }
+    if ((st = make_head(NULL, opts ? opts->defines : NULL, opts ? opts->num_defines : 0, NULL, &p->head)) != KA_OK)
+        goto fail;
     if ((st = scan_kernels(p)) != KA_OK) goto fail;
     ka__config_key key;
     normalize(d, NULL, &key);

@@ -13,10 +13,12 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-/* An executable file at the path dir/name (dir NULL: name itself). */
+/* An executable regular file at the path dir/name (dir NULL: name itself):
+ * a directory is searchable, so access(X_OK) alone would take one. */
 static bool exe_at(const char *dir, size_t dl, const char *name, char *out, size_t cap) {
     int n = dir ? snprintf(out, cap, "%.*s/%s", (int)dl, dir, name) : snprintf(out, cap, "%s", name);
-    return n > 0 && (size_t)n < cap && access(out, X_OK) == 0;
+    struct stat st;
+    return n > 0 && (size_t)n < cap && stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0;
 }
 
 /* name as the shell finds it: a path when it holds a '/', else along $PATH. */
@@ -37,7 +39,8 @@ ka_status ka__host_find_cc(char *out, size_t cap) {
     const char *env = getenv("KA_CC");
     if (env && *env) {
         if (find_exe(env, out, cap)) return KA_OK;
-        return ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "host: $KA_CC is '%s', which is not an executable program", env);
+        return ka__fail(KA_ERR_BACKEND_UNAVAILABLE, "host: $KA_CC is '%s', which is not an executable program "
+                        "(a regular file with execute permission, a path or a name on PATH)", env);
     }
     static const char *const names[] = {"cc", "gcc", "clang"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -63,22 +66,44 @@ static void cpu_name(char *out, size_t cap) {
     fclose(f);
 }
 
-/* The pool's size: $KA_NUM_THREADS (1 to 65536), else the CPUs this
- * process may run on (its affinity mask, as OpenMP counts them). A value
- * that is not such a number: KA_ERR_INVALID_ARGUMENT, *n the default. */
+/* $name as a plain decimal number in [lo, hi] into *v (unset or "": *v
+ * stays). Digits only, as the other numeric variables are read: a sign, a
+ * blank on either side or a suffix is KA_ERR_INVALID_ARGUMENT naming the
+ * variable, its value and what it wants. */
+static ka_status env_number(const char *name, uint64_t lo, uint64_t hi, const char *want, uint64_t *v) {
+    const char *e = getenv(name);
+    if (!e || !*e) return KA_OK;
+    uint64_t x = 0;
+    const char *s = e;
+    for (; *s >= '0' && *s <= '9' && x <= hi; s++) x = x * 10 + (uint64_t)(*s - '0');
+    if (*s || x < lo || x > hi)
+        return ka__fail(KA_ERR_INVALID_ARGUMENT, "%s='%.64s': want %s, %llu to %llu", name, e, want,
+                        (unsigned long long)lo, (unsigned long long)hi);
+    *v = x;
+    return KA_OK;
+}
+
+/* The pool's size: $KA_NUM_THREADS, else the CPUs this process may run on
+ * (its affinity mask, as OpenMP counts them). A bad value: the error, *n the
+ * default. */
 static ka_status thread_count(uint32_t *n) {
     cpu_set_t set;
     long c = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-    *n = c > 0 ? (uint32_t)c : 1;
-    const char *e = getenv("KA_NUM_THREADS");
-    if (!e || !*e) return KA_OK;
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(e, &end, 10);
-    if (errno || *end || end == e || *e == '-' || *e == '+' || v < 1 || v > 65536)
-        return ka__fail(KA_ERR_INVALID_ARGUMENT, "KA_NUM_THREADS='%.64s': want a number of threads, 1 to 65536", e);
+    uint64_t v = c > 0 ? (uint64_t)c : 1;
+    ka_status st = env_number("KA_NUM_THREADS", 1, 65536, "a number of threads", &v);
     *n = (uint32_t)v;
-    return KA_OK;
+    return st;
+}
+
+/* The compiler's limits: $KA_CC_TIMEOUT seconds and $KA_CC_MEMORY MiB (0:
+ * none), else the defaults. */
+static ka_status cc_limits(ka__cc_limits *l) {
+    uint64_t t = KA__CC_TIMEOUT_S, m = KA__CC_MEMORY_MIB;
+    ka_status st = env_number("KA_CC_TIMEOUT", 0, KA__CC_TIMEOUT_MAX, "seconds (0: no limit)", &t);
+    if (st == KA_OK) st = env_number("KA_CC_MEMORY", 0, KA__CC_MEMORY_MAX, "MiB (0: no limit)", &m);
+    l->timeout_s = (uint32_t)t;
+    l->memory_mib = m;
+    return st;
 }
 
 static void fill_info(ka_device_info *i, uint32_t threads) {
@@ -160,7 +185,9 @@ static void make_target(ka__hdev *hd) {
 ka_status ka__host_enumerate(ka_device_info *out, uint32_t cap, uint32_t *n) {
     char cc[4096];
     *n = 0;
-    if (ka__host_find_cc(cc, sizeof cc) != KA_OK) return KA_OK; /* not listed: `ka info` says why */
+    /* Not listed; ka_device_open("host") says why (the core asks again). */
+    ka_status st = ka__host_find_cc(cc, sizeof cc);
+    if (st != KA_OK) return st;
     uint32_t threads;
     (void)thread_count(&threads); /* a bad value: the default here, and ka_device_open says why */
     if (cap) fill_info(&out[0], threads);
@@ -174,6 +201,7 @@ ka_status ka__host_device_open(ka__device *d, uint32_t index) {
     if (!hd) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     uint32_t threads;
     ka_status st = thread_count(&threads);
+    if (st == KA_OK) st = cc_limits(&hd->lim);
     if (st == KA_OK) st = ka__host_find_cc(hd->cc, sizeof hd->cc);
     if (st == KA_OK) {
         make_target(hd);

@@ -28,8 +28,25 @@ struct ka__hqueue;
 struct ka__hdefer;
 struct ka__hguard;
 
+/* The compiler's default limits ($KA_CC_TIMEOUT, $KA_CC_MEMORY) and their
+ * largest values: room for the primitives' programs on a loaded machine
+ * (docs/API.md, "The host back-end: what it runs, its files, its limits",
+ * has the measurements behind them). */
+#define KA__CC_TIMEOUT_S 300u
+#define KA__CC_MEMORY_MIB 4096u
+#define KA__CC_TIMEOUT_MAX 1000000u
+#define KA__CC_MEMORY_MAX ((uint64_t)1 << 24)
+
+/* What one run of the compiler may take; 0: no limit. */
+typedef struct ka__cc_limits {
+    uint32_t timeout_s;       /* wall clock, then its process group is killed */
+    uint64_t memory_mib;      /* its address space (RLIMIT_AS), each file it writes (RLIMIT_FSIZE),
+                               * and the output libka reads back */
+} ka__cc_limits;
+
 typedef struct ka__hdev {
     char cc[4096];            /* the compiler's path, chosen at open */
+    ka__cc_limits lim;        /* its limits, read at open */
     char target[256];         /* the cache key's target (ka__host_build_target) */
     ka__pool *pool;
     _Atomic uint32_t nqueues; /* alive: with the pool's threads, the fiber sets kept */
@@ -75,7 +92,6 @@ enum ka__hpath { KA__HP_ROWS, KA__HP_GROUPS, KA__HP_ITEMS };
 
 typedef struct ka__hprog {
     void *dl;               /* dlopen handle */
-    char path[256];         /* the loaded file, removed at release */
 } ka__hprog;
 
 typedef struct ka__hkern {
@@ -90,17 +106,19 @@ typedef struct ka__hkern {
     char name[];            /* for a command's failure after the kernel is released */
 } ka__hkern;
 
-/* The source the compiler gets (host_source.c): the scan pass's (pre NULL),
- * or the build pass's with the entries of the kernels the scan found in pre;
- * the user's source under `#line 1 "name"` (name NULL: "<program source>"). */
-ka_status ka__host_compose(const char *user, const char *pre, const char *name, char **src, size_t *len);
-/* Compiles the user's source with options (both passes): *bin (ka__alloc'd,
- * *n bytes) the shared object, or KA_ERR_BUILD_FAILED with the compiler's
- * log in the detail. */
-ka_status ka__host_compile(const char *cc, const char *user, const char *name, const char *options, void **bin,
-                           size_t *n);
-/* Writes bin to a temporary file and loads it (RTLD_NOW | RTLD_LOCAL);
- * failures through ka__build_fail (a cached object's are only logged). */
+/* The source the compiler gets (host_source.c): head (the defines' lines,
+ * NULL: none), then the scan pass's (pre NULL), or the build pass's with the
+ * entries of the kernels the scan found in pre; the user's source under
+ * `#line 1 "name"` (name NULL: "<program source>"). */
+ka_status ka__host_compose(const char *head, const char *user, const char *pre, const char *name, char **src,
+                           size_t *len);
+/* Compiles b's program for hd (both passes) with b's options: *bin
+ * (ka__alloc'd, *n bytes) the shared object, or KA_ERR_BUILD_FAILED with the
+ * compiler's log, or the limit it reached, in the detail. */
+ka_status ka__host_compile(const ka__hdev *hd, const ka__build *b, void **bin, size_t *n);
+/* Writes bin to a file in a private temporary directory and loads it
+ * (RTLD_NOW | RTLD_LOCAL); failures through ka__build_fail (a cached
+ * object's are only logged). */
 ka_status ka__host_load(const ka__build *b, const void *bin, size_t n, ka__hprog **out);
 
 /* The build hooks (backend.h, "builds"). */

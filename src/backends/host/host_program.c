@@ -23,11 +23,10 @@ ka_status ka__host_build_target(ka__build *b) {
 /* The build hooks' compile: the object from the user's source, which the
  * back-end composes itself (host_source.c: its per-kernel entries stand
  * between the prelude and the user's source); b->source, the core's
- * composition of the same prelude and source, keys the cache. */
+ * composition of the same defines, prelude and source, keys the cache. */
 ka_status ka__host_compile_hook(ka__build *b, void **binary, size_t *size, void **module) {
-    ka__hdev *hd = b->prog->dev->native;
     *module = NULL;
-    return ka__host_compile(hd->cc, b->prog->source, b->prog->name, b->options, binary, size);
+    return ka__host_compile(b->prog->dev->native, b, binary, size);
 }
 
 ka_status ka__host_load_hook(ka__build *b, void *binary, size_t size, void **module) {

@@ -1,5 +1,7 @@
-/* The source the host back-end compiles, in two passes. The scan pass is
- * the C prelude, a marker and the user's source, run through the
+/* The source the host back-end compiles, in two passes, each after the
+ * program's defines as #define lines (the variant's head, which the core
+ * composes for every back-end). The scan pass is the C prelude, a marker
+ * and the user's source, run through the
  * preprocessor with KA__SCAN defined: each KA_KERNEL expands to a marker,
  * its name and its parameter list as a string (include/ka_kernel_c.h), then
  * its preprocessed body. So kernels that macros generate are found, and
@@ -425,9 +427,12 @@ static void put_entries(out *o, const kinfo *k, enum ka__hpath path) {
 }
 
 /* pre NULL: the scan pass's source; else the build pass's, with the entries
- * of the kernels in pre (the scan pass's output). */
-static size_t compose(const char *user, const char *pre, const char *name, char *dst, kinfo *ks, char *arena) {
+ * of the kernels in pre (the scan pass's output). The defines' lines (head)
+ * come first, as -D options would. */
+static size_t compose(const char *head, const char *user, const char *pre, const char *name, char *dst, kinfo *ks,
+                      char *arena) {
     out o = {dst, 0};
+    if (head) puts_(&o, head);
     puts_(&o, ka__prelude_c);
     if (!pre) {
         puts_(&o, "\nka__scan_user\n");
@@ -453,7 +458,8 @@ static size_t compose(const char *user, const char *pre, const char *name, char 
     return o.len;
 }
 
-ka_status ka__host_compose(const char *user, const char *pre, const char *name, char **src, size_t *len) {
+ka_status ka__host_compose(const char *head, const char *user, const char *pre, const char *name, char **src,
+                           size_t *len) {
     kinfo *ks = NULL;
     char *arena = NULL;
     size_t alen = 0;
@@ -467,9 +473,9 @@ ka_status ka__host_compose(const char *user, const char *pre, const char *name, 
         }
         if (!ks) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    size_t n = compose(user, pre, name, NULL, ks, arena);
+    size_t n = compose(head, user, pre, name, NULL, ks, arena);
     char *s = ka__alloc(n);
-    if (s) compose(user, pre, name, s, ks, arena);
+    if (s) compose(head, user, pre, name, s, ks, arena);
     if (ks) ka__free(ks, sizeof(kinfo) * MAX_KERNELS);
     if (arena) ka__free(arena, alen + 1);
     if (!s) return ka__fail(KA_ERR_OUT_OF_MEMORY, "out of memory for the host source");
