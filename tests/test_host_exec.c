@@ -78,19 +78,32 @@ static void pool_parts_once_same_thread(void **state) {
 }
 
 /* A started run goes on without its starter: the workers finish it, the
- * done hook runs once, before the run counts as finished; joins from
- * several threads, and of a finished run, return. */
+ * settle hook runs once, before the run counts as finished, and the after
+ * hook once, after: it runs the pool again (the pool is free by then, or
+ * held by the next run, which it helps finish); joins from several threads,
+ * and of a finished run, return. */
 typedef struct done_log {
+    ka__pool *pool;
     part_log *l;
-    _Atomic uint32_t calls;
-    uint64_t runs_seen; /* part 0's count when the hook ran */
+    _Atomic uint32_t calls, afters;
+    uint64_t runs_seen; /* part 0's count when the settle hook ran */
+    part_log inner;     /* the after hook's runs */
 } done_log;
 
-static void log_done(void *ctx) {
+static void log_settle(void *ctx, void *keep[2]) {
     done_log *d = ctx;
     d->runs_seen = d->l->runs[0];
     atomic_fetch_add(&d->calls, 1);
+    keep[0] = d;
 }
+
+static void log_after(void *keep[2]) {
+    done_log *d = keep[0];
+    ka__pool_run(d->pool, log_part, &d->inner);
+    atomic_fetch_add(&d->afters, 1);
+}
+
+static const ka__pool_done log_hooks = {log_settle, log_after};
 
 typedef struct join_arg {
     ka__pool *p;
@@ -110,10 +123,11 @@ static void pool_start_join(void **state) {
         ka__pool *p = NULL;
         assert_int_equal(ka__pool_create(sizes[s], &p), KA_OK);
         part_log l = {.nparts = ka__pool_parts(p)};
-        done_log d = {.l = &l};
+        done_log d = {.pool = p, .l = &l, .inner = {.nparts = ka__pool_parts(p)}};
         uint32_t t = 0;
         for (uint64_t r = 1; r <= 300; r++) {
-            assert_true(ka__pool_start(p, log_part, &l, log_done, &d, &t));
+            while (!ka__pool_start(p, log_part, &l, &log_hooks, &d, &t)) /* an after hook's run holds it */
+                assert_true(ka__pool_help(p));
             switch (r % 3) {
             case 0: /* nobody joins: the workers finish it */
                 while (!ka__pool_finished(p, t)) sched_yield();
@@ -135,8 +149,10 @@ static void pool_start_join(void **state) {
             assert_int_equal(atomic_load(&d.calls), r);
             assert_int_equal(d.runs_seen, r); /* the hook ran after every part */
         }
+        while (atomic_load(&d.afters) != 300) sched_yield(); /* each after hook ran once, and its run */
+        expect_runs(&d.inner, 300);
         /* A second start while a run holds the workers is refused. */
-        assert_true(ka__pool_start(p, log_part, &l, NULL, NULL, &t));
+        while (!ka__pool_start(p, log_part, &l, NULL, NULL, &t)) assert_true(ka__pool_help(p));
         uint32_t t2;
         bool second = ka__pool_start(p, log_part, &l, NULL, NULL, &t2);
         ka__pool_join(p, t);

@@ -5,6 +5,8 @@
  * (its completion). */
 #include "host_internal.h"
 
+#include <stdio.h>
+
 #define CHUNK 64u
 
 struct ka__hev_chunk {
@@ -62,8 +64,18 @@ void ka__host_ev_unref(ka__hev *e) {
     ka__spin_unlock(&hq->ev_lock);
 }
 
+void ka__host_ev_settle(ka__hev *e, ka_status st, const char *why) {
+    if (st != KA_OK) snprintf(e->why, sizeof e->why, "%s", why && *why ? why : ka_strerror(st));
+    atomic_store_explicit(&e->status, st, memory_order_relaxed);
+}
+
 void ka__host_ev_complete(ka__hev *e, ka_status st) {
     atomic_store_explicit(&e->status, st, memory_order_relaxed);
+    ka__host_ev_finish(e);
+}
+
+void ka__host_ev_finish(ka__hev *e) {
+    ka_status st = (ka_status)atomic_load_explicit(&e->status, memory_order_relaxed);
     ka__spin_lock(&e->lock);
     atomic_store_explicit(&e->state, 1, memory_order_release);
     ka__native_cb cb = e->cb;

@@ -13,7 +13,15 @@
  * a run wakes only sleeping workers. */
 typedef struct ka__pool ka__pool;
 typedef void (*ka__pool_fn)(void *ctx, uint32_t part, uint32_t nparts);
-typedef void (*ka__pool_done_fn)(void *ctx);
+/* A run's completion, in the thread that finishes its last part: settle(ctx,
+ * keep) while the run is still the pool's (ctx and what the parts read are
+ * intact), storing in keep what the second step needs; then the run counts
+ * as finished (another may start, ctx may be reused) and after(keep) runs
+ * (may be NULL), which may call the application, start or join runs. */
+typedef struct ka__pool_done {
+    void (*settle)(void *ctx, void *keep[2]);
+    void (*after)(void *keep[2]);
+} ka__pool_done;
 
 /* nthreads >= 1 (1: no worker thread, every run is inline). */
 ka_status ka__pool_create(uint32_t nthreads, ka__pool **out);
@@ -22,23 +30,29 @@ uint32_t ka__pool_size(const ka__pool *p);  /* threads */
 uint32_t ka__pool_parts(const ka__pool *p); /* parts of a run: a few per thread */
 /* Starts a run that calls fn(ctx, i, n) once for every part i in [0, n), n =
  * ka__pool_parts(p), and returns at once with its ticket; the workers run it
- * whether or not anyone joins. done(done_ctx) (may be NULL) is called by the
- * thread that finishes the run's last part, before the run counts as
- * finished; it must not start or join a run of p. false when another run
- * holds the workers (or n is 1): nothing started. Thread t's parts are the
- * t-th n / ka__pool_size(p) consecutive ones, thread 0 a joiner: the same
- * parts go to the same thread on every run while the workers keep up (a
- * static partition keeps each thread's slab of data in its cache). Never
- * allocates. */
-bool ka__pool_start(ka__pool *p, ka__pool_fn fn, void *ctx, ka__pool_done_fn done, void *done_ctx, uint32_t *ticket);
+ * whether or not anyone joins. done (may be NULL) is its completion, with
+ * done_ctx. false when another run holds the workers (or n is 1): nothing
+ * started. Thread t's parts are the t-th n / ka__pool_size(p) consecutive
+ * ones, thread 0 a joiner: the same parts go to the same thread on every
+ * run while the workers keep up (a static partition keeps each thread's
+ * slab of data in its cache). Never allocates. */
+bool ka__pool_start(ka__pool *p, ka__pool_fn fn, void *ctx, const ka__pool_done *done, void *done_ctx, uint32_t *ticket);
 /* Runs the parts of run `ticket` that no thread has started (part 0's
  * first, the others' soon after the start), then returns once the run is
- * finished. Any thread, any number at once; at once for a finished run. */
+ * finished (its settle done; its after may still be running). Any thread,
+ * any number at once; at once for a finished run. */
 void ka__pool_join(ka__pool *p, uint32_t ticket);
 /* Whether run `ticket` is finished (a ticket never goes stale). */
 bool ka__pool_finished(ka__pool *p, uint32_t ticket);
-/* Start and join; when another run holds the workers, runs all n parts
- * itself, in order (correct, not parallel). */
+/* After a start that found the workers held: joins the run in flight so a
+ * retry can start; false where that would wait for the caller itself (a
+ * part of p runs in this thread) or n is 1: run inline instead. */
+bool ka__pool_help(ka__pool *p);
+/* Whether this thread runs a part of p now. */
+bool ka__pool_inside(const ka__pool *p);
+/* Start and join; when another run holds the workers, helps it finish
+ * first; inside a part of p (or with one thread) runs all n parts itself,
+ * in order. */
 void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx);
 
 /* ---- fibers ---------------------------------------------------------------

@@ -240,10 +240,13 @@ void ka__host_cmd_submit(ka__hqueue *hq);
  * joined: its status, and on failure its message in why (NULL: the
  * calling thread's detail). */
 ka_status ka__host_run_launch(struct ka__hqueue *hq, ka__hcmd *c, char *why, size_t cap);
-/* An asynchronous command has completed with st (why: its message):
- * the event, else the queue's record of failures, then the count of
- * completed commands (which may free deferred releases). */
-void ka__host_cmd_done(ka__hqueue *hq, ka__hev *e, ka_status st, const char *why);
+/* An asynchronous command has completed with st (why: its message), in two
+ * steps: settle records it (the event's status, else the queue's record of
+ * failures) and counts it completed; finish, once the queue no longer
+ * counts it pending, completes the event (its callback may use the queue)
+ * and frees the deferred releases it held back. */
+void ka__host_cmd_settle(ka__hqueue *hq, ka__hev *e, ka_status st, const char *why);
+void ka__host_cmd_finish(ka__hdev *hd, ka__hev *e);
 /* A failure for the queue's next wait to return (once): a command's that
  * had no event, or a fault KA_DEBUG caught. Any thread. */
 void ka__host_record_failure(ka__hqueue *hq, ka_status st, const char *why);
@@ -261,7 +264,12 @@ void ka__host_queue_listed(ka__hdev *hd, ka__hqueue *hq, bool add);
 void ka__host_defer_fini(ka__hdev *hd); /* at device close: frees what is left */
 
 ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out);
-void ka__host_ev_complete(ka__hev *e, ka_status st);
+void ka__host_ev_complete(ka__hev *e, ka_status st); /* settle, then finish */
+/* A command's end in two steps: its status (and failure's message) while
+ * its state is still the queue's, then complete: waiters woken, the
+ * callback run, the command's reference dropped. */
+void ka__host_ev_settle(ka__hev *e, ka_status st, const char *why);
+void ka__host_ev_finish(ka__hev *e);
 void ka__host_ev_unref(ka__hev *e);
 ka_status ka__host_events_init(ka__hqueue *hq); /* the first chunk of events */
 void ka__host_events_fini(ka__hqueue *hq);

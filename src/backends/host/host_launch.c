@@ -200,53 +200,125 @@ static ka_status prepare(ka__queue *q, ka__kernel *k, const ka__launch *l, const
     return KA_OK;
 }
 
-/* The queue's pool launch has finished (in the thread that ran its last
- * part; ka__pool_start's done hook). */
-static void prun_done(void *ctx) {
+/* The queue's pool launch has finished its parts (ka__pool_start's hooks,
+ * in the thread that ran its last part): settle copies what the slot holds
+ * while it is still this run's; after completes the event (its callback may
+ * launch again, on this queue too) once the pool and the slot are free. */
+static void prun_settle(void *ctx, void *keep[2]) {
     ka__hprun *pr = ctx;
     ka_status st = (ka_status)atomic_load_explicit(&pr->r.status, memory_order_relaxed);
     if (pr->ev) pr->ev->t1 = ka__now_ns();
-    ka__host_cmd_done(pr->hq, pr->ev, st, pr->r.why);
+    ka__host_cmd_settle(pr->hq, pr->ev, st, pr->r.why);
+    keep[0] = pr->ev;
+    keep[1] = pr->r.hd;
+}
+
+static void prun_after(void *keep[2]) { ka__host_cmd_finish(keep[1], keep[0]); }
+
+static const ka__pool_done prun_hooks = {prun_settle, prun_after};
+
+/* Whether a launch's by-value arguments fit the bytes a slot copies. */
+static bool blob_fits(const ka_arg *args, uint32_t nargs) {
+    size_t blob = 0;
+    for (uint32_t i = 0; i < nargs; i++)
+        if (args[i].kind == KA_ARG_BYTES) blob += (args[i].size + 15) & ~(size_t)15;
+    return blob <= KA__HOST_BLOB;
+}
+
+/* A launch the queue's worker thread runs (e: its event, or NULL, taken
+ * by the command); returns at once. */
+static ka_status launch_ring(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
+                             ka__hev *e) {
+    ka__hqueue *hq = q->native;
+    ka__hcmd *c = ka__host_cmd_begin(hq);
+    ka_status st = prepare(q, k, l, args, nargs, c, true);
+    if (st != KA_OK) {
+        /* the slot stays unused: an empty wait in its place */
+        c->kind = KA__HC_WAIT;
+        c->dep = NULL;
+        c->ev = NULL;
+        ka__host_cmd_submit(hq);
+        if (e) {
+            ka__host_ev_unref(e);
+            ka__host_ev_unref(e);
+        }
+        return st;
+    }
+    c->kind = KA__HC_LAUNCH;
+    c->ev = e;
+    ka__host_cmd_submit(hq);
+    return KA_OK;
 }
 
 /* A launch over the pool that returns before it has run: its arguments
  * copied into the queue's slot, the pool's run started. The launch's
  * thread, or whoever waits, joins the run later (ka__host_drain, the
- * event's wait); the workers finish it if nobody does. */
+ * event's wait); the workers finish it if nobody does. No lock is held
+ * while joining: what the join completes may call back into this queue. */
 static ka_status launch_pool(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs,
                              void **ev) {
     ka__hqueue *hq = q->native;
     ka__hdev *hd = q->dev->native;
     ka__hprun *pr = hq->prun;
     ka__hev *e = NULL;
-    ka__spin_lock(&hq->prun_lock);
-    ka__host_drain(hq); /* in order; and the slot is free once the last run is done */
-    ka_status st = prepare(q, k, l, args, nargs, &pr->cmd, true);
-    if (st == KA_OK && ev) st = ka__host_ev_new(hq, &e);
-    if (st != KA_OK) {
+    ka_status st = ev ? ka__host_ev_new(hq, &e) : KA_OK;
+    if (st != KA_OK) return st;
+    bool here = false; /* run it in this thread: the pool cannot take it */
+    uint32_t g = 0;
+    for (;;) {
+        /* Commands in the worker's ring: in order after them, without
+         * waiting for them. */
+        if (atomic_load_explicit(&hq->pending, memory_order_acquire)) goto ring;
+        /* In order; and the slot is free once the queue's last run is done. */
+        ka__host_drain(hq);
+        ka__spin_lock(&hq->prun_lock);
+        uint64_t t = atomic_load_explicit(&hq->prun_ticket, memory_order_acquire);
+        if (t && !ka__pool_finished(hd->pool, (uint32_t)t)) { /* another thread launched meanwhile */
+            ka__spin_unlock(&hq->prun_lock);
+            continue;
+        }
+        if ((st = prepare(q, k, l, args, nargs, &pr->cmd, true)) != KA_OK) {
+            ka__spin_unlock(&hq->prun_lock);
+            if (e) {
+                ka__host_ev_unref(e);
+                ka__host_ev_unref(e);
+            }
+            return st;
+        }
+        run_init(&pr->r, hq, &pr->cmd);
+        pr->ev = e;
+        if (e) e->t0 = q->profiling ? ka__now_ns() : 0;
+        if (here || ka__pool_start(hd->pool, part, &pr->r, &prun_hooks, pr, &g)) break;
+        /* Another queue's run holds the workers: the queue's worker thread
+         * takes the launch, helps that run finish and runs this one over the
+         * pool, and ka_launch returns at once (inside a part of this pool,
+         * never from a kernel, it runs here). */
         ka__spin_unlock(&hq->prun_lock);
-        return st;
-    }
-    run_init(&pr->r, hq, &pr->cmd);
-    pr->ev = e;
-    if (e) {
-        e->pooled = true;
-        e->t0 = q->profiling ? ka__now_ns() : 0;
+        if (!ka__pool_inside(hd->pool)) goto ring;
+        here = true;
     }
     atomic_fetch_add_explicit(&hq->subm, 1, memory_order_acq_rel);
-    uint32_t t;
-    if (ka__pool_start(hd->pool, part, &pr->r, prun_done, pr, &t)) {
-        if (e) e->ticket = t;
-        atomic_store_explicit(&hq->prun_ticket, KA__HOST_TICKET | t, memory_order_release);
-    } else { /* another queue's run holds the workers: this one runs here */
-        if (e) e->pooled = false;
+    if (!here) {
+        if (e) {
+            e->pooled = true;
+            e->ticket = g;
+        }
+        atomic_store_explicit(&hq->prun_ticket, KA__HOST_TICKET | g, memory_order_release);
+        ka__spin_unlock(&hq->prun_lock);
+    } else {
         uint32_t n = ka__pool_parts(hd->pool);
         for (uint32_t i = 0; i < n; i++) part(&pr->r, i, n);
-        prun_done(pr);
+        void *keep[2];
+        prun_settle(pr, keep);
+        ka__spin_unlock(&hq->prun_lock);
+        prun_after(keep);
     }
-    ka__spin_unlock(&hq->prun_lock);
     if (ev) *ev = e;
     return KA_OK;
+ring:
+    st = launch_ring(q, k, l, args, nargs, e);
+    if (st == KA_OK && ev) *ev = e;
+    return st;
 }
 
 ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, const ka_arg *args, uint32_t nargs, void **ev) {
@@ -263,29 +335,14 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
     if ((l->flags & KA_LAUNCH_ASYNC) || l->items > hq->sync_max_items) {
         ka__hev *e = NULL;
         ka_status st = ev ? ka__host_ev_new(hq, &e) : KA_OK;
-        if (st != KA_OK) return st;
-        ka__hcmd *c = ka__host_cmd_begin(hq);
-        st = prepare(q, k, l, args, nargs, c, true);
-        if (st != KA_OK) {
-            /* the slot stays unused: an empty wait in its place */
-            c->kind = KA__HC_WAIT;
-            c->dep = NULL;
-            c->ev = NULL;
-            ka__host_cmd_submit(hq);
-            if (e) {
-                ka__host_ev_unref(e);
-                ka__host_ev_unref(e);
-            }
-            return st;
-        }
-        c->kind = KA__HC_LAUNCH;
-        c->ev = e;
-        ka__host_cmd_submit(hq);
-        if (ev) *ev = e;
-        return KA_OK;
+        if (st == KA_OK) st = launch_ring(q, k, l, args, nargs, e);
+        if (st == KA_OK && ev) *ev = e;
+        return st;
     }
     uint64_t groups = l->global[0] / l->local[0] * (l->global[1] / l->local[1]) * (l->global[2] / l->local[2]);
-    if (!one_thread(q->dev->native, l->items, (l->flags & KA_LAUNCH_SPREAD) != 0, groups))
+    /* More by-value bytes than a slot copies: run to completion here, the
+     * arguments read where they are. */
+    if (!one_thread(q->dev->native, l->items, (l->flags & KA_LAUNCH_SPREAD) != 0, groups) && blob_fits(args, nargs))
         return launch_pool(q, k, l, args, nargs, ev);
     ka__hcmd c;
     ka_status st = prepare(q, k, l, args, nargs, &c, false);

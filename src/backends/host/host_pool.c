@@ -73,7 +73,7 @@ struct ka__pool {
     alignas(64) _Atomic uint32_t gen; /* futex word of the workers */
     ka__pool_fn fn;
     void *ctx;
-    ka__pool_done_fn done_fn;
+    const ka__pool_done *done_hooks;
     void *done_ctx;
     _Atomic int64_t start_ns; /* when the run was started */
     _Atomic bool stop; /* set with the last bump: workers exit; read by workers that took no part in a run */
@@ -122,12 +122,19 @@ static int take(_Atomic uint64_t *next, uint32_t g) {
     }
 }
 
+/* The pool whose part this thread runs now, if any: a part that runs the
+ * pool again must not wait for the run it is part of. */
+static _Thread_local const ka__pool *in_part;
+
 /* Runs part t's untaken slices of run g; how many it ran. Run g cannot
  * complete while this thread holds a slice it has not counted, so fn and
  * ctx are g's throughout. */
 static uint32_t run_part(ka__pool *p, uint32_t t, uint32_t g) {
     uint32_t d = 0, parts = p->n * POOL_SLICES;
+    const ka__pool *outer = in_part;
+    in_part = p;
     for (int k; (k = take(counter(p, t), g)) >= 0; d++) p->fn(p->ctx, t * POOL_SLICES + (uint32_t)k, parts);
+    in_part = outer;
     return d;
 }
 
@@ -138,16 +145,20 @@ static bool complete(ka__pool *p, uint32_t g) {
 }
 
 /* Adds d slices to run g's done count; the add that counts the last slice
- * completes the run: the done hook, then `completed` and `busy` (after
- * which another run may start and reuse fn, ctx and the counters), then a
- * wake of sleeping joiners (seq_cst: a joiner counts itself asleep, then
- * re-reads completed). */
+ * completes the run: the hooks' settle, then `completed` and `busy` (after
+ * which another run may start and reuse fn, ctx and the counters), a wake
+ * of sleeping joiners (seq_cst: a joiner counts itself asleep, then
+ * re-reads completed), then the hooks' after, which may start or join runs
+ * of its own. */
 static void add_done(ka__pool *p, uint32_t d, uint32_t g) {
     if (!d || atomic_fetch_add(&p->done, d) + d != p->n * POOL_SLICES) return;
-    if (p->done_fn) p->done_fn(p->done_ctx);
+    const ka__pool_done *h = p->done_hooks;
+    void *keep[2] = {NULL, NULL};
+    if (h) h->settle(p->done_ctx, keep);
     atomic_store(&p->completed, g);
     atomic_store_explicit(&p->busy, 0, memory_order_release);
     if (atomic_load(&p->joiners_asleep)) ka__futex_wake_all(&p->completed);
+    if (h && h->after) h->after(keep);
 }
 
 static void *worker_main(void *arg) {
@@ -259,11 +270,11 @@ uint32_t ka__pool_size(const ka__pool *p) { return p->n; }
 
 uint32_t ka__pool_parts(const ka__pool *p) { return p->n * POOL_SLICES; }
 
-bool ka__pool_start(ka__pool *p, ka__pool_fn fn, void *ctx, ka__pool_done_fn done, void *done_ctx, uint32_t *ticket) {
+bool ka__pool_start(ka__pool *p, ka__pool_fn fn, void *ctx, const ka__pool_done *done, void *done_ctx, uint32_t *ticket) {
     if (p->n == 1 || atomic_exchange_explicit(&p->busy, 1, memory_order_acquire)) return false;
     p->fn = fn;
     p->ctx = ctx;
-    p->done_fn = done;
+    p->done_hooks = done;
     p->done_ctx = done_ctx;
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->start_ns, ka__now_ns(), memory_order_relaxed);
@@ -274,6 +285,15 @@ bool ka__pool_start(ka__pool *p, ka__pool_fn fn, void *ctx, ka__pool_done_fn don
 }
 
 bool ka__pool_finished(ka__pool *p, uint32_t ticket) { return complete(p, ticket); }
+
+bool ka__pool_inside(const ka__pool *p) { return in_part == p; }
+
+bool ka__pool_help(ka__pool *p) {
+    if (p->n == 1 || in_part == p) return false;
+    uint32_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
+    if (atomic_load_explicit(&p->busy, memory_order_acquire)) ka__pool_join(p, g);
+    return true;
+}
 
 void ka__pool_join(ka__pool *p, uint32_t g) {
     if (complete(p, g)) return;
@@ -301,12 +321,14 @@ void ka__pool_join(ka__pool *p, uint32_t g) {
 
 void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
     uint32_t g;
-    if (ka__pool_start(p, fn, ctx, NULL, NULL, &g)) {
-        ka__pool_join(p, g);
-        return;
-    }
-    /* One run at a time holds the workers; another (a second thread, or a
-     * part that runs the pool again) does every part itself, in order. */
-    uint32_t parts = p->n * POOL_SLICES;
-    for (uint32_t i = 0; i < parts; i++) fn(ctx, i, parts);
+    /* One run at a time holds the workers: help the one in flight finish,
+     * then start. A part that runs the pool again does every part itself,
+     * in order: its own run cannot finish before it returns. */
+    while (!ka__pool_start(p, fn, ctx, NULL, NULL, &g))
+        if (!ka__pool_help(p)) {
+            uint32_t parts = p->n * POOL_SLICES;
+            for (uint32_t i = 0; i < parts; i++) fn(ctx, i, parts);
+            return;
+        }
+    ka__pool_join(p, g);
 }

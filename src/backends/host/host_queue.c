@@ -24,15 +24,15 @@ void ka__host_record_failure(ka__hqueue *hq, ka_status st, const char *why) {
     ka__queue_mark_asserts(hq->q); /* the waits then ask (assert_take) */
 }
 
-void ka__host_cmd_done(ka__hqueue *hq, ka__hev *e, ka_status st, const char *why) {
-    if (e) {
-        if (st != KA_OK) snprintf(e->why, sizeof e->why, "%s", why && *why ? why : ka_strerror(st));
-        ka__host_ev_complete(e, st);
-    } else if (st != KA_OK) {
-        ka__host_record_failure(hq, st, why);
-    }
+void ka__host_cmd_settle(ka__hqueue *hq, ka__hev *e, ka_status st, const char *why) {
+    if (e) ka__host_ev_settle(e, st, why);
+    else if (st != KA_OK) ka__host_record_failure(hq, st, why);
     atomic_fetch_add_explicit(&hq->done, 1, memory_order_acq_rel);
-    ka__host_reclaim(hq->q->dev->native);
+}
+
+void ka__host_cmd_finish(ka__hdev *hd, ka__hev *e) {
+    if (e) ka__host_ev_finish(e);
+    ka__host_reclaim(hd);
 }
 
 static void *worker(void *arg) {
@@ -56,8 +56,9 @@ static void *worker(void *arg) {
         } else {
             st = ka__host_run_launch(hq, c, why, sizeof why);
         }
-        if (c->ev) c->ev->t1 = ka__now_ns();
-        ka__host_cmd_done(hq, c->ev, st, why);
+        ka__hev *ev = c->ev;
+        if (ev) ev->t1 = ka__now_ns();
+        ka__host_cmd_settle(hq, ev, st, why);
         pthread_mutex_lock(&hq->lock);
         hq->tail++;
         pthread_cond_signal(&hq->room);
@@ -65,6 +66,10 @@ static void *worker(void *arg) {
             atomic_fetch_add_explicit(&hq->drained, 1, memory_order_release);
             ka__futex_wake_all(&hq->drained);
         }
+        /* Not pending any more: its callback may use the queue. */
+        pthread_mutex_unlock(&hq->lock);
+        ka__host_cmd_finish(hq->q->dev->native, ev);
+        pthread_mutex_lock(&hq->lock);
     }
     pthread_mutex_unlock(&hq->lock);
     return NULL;
