@@ -52,7 +52,7 @@ enum {
     /* Kernels whose name is over KA__NAME_DIRECT_MAX characters are looked
      * up by their alias (objects.h): source_rewrite compiles them so. PoCL
      * 3.1 names a file after a kernel's symbol and aborts the process when
-     * that name is over 255 bytes. */
+     * that file's name is over 255 bytes (a symbol over 252). */
     KA__BE_SHORT_SYMBOLS = 1u << 2,
 };
 

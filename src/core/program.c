@@ -85,7 +85,8 @@ static const char *define_fault(const char *d, size_t n, bool undef) {
         if ((unsigned char)*c < 32 && *c != '\t') return "it holds a line break or another control character";
     if (!ne || ne != (eq ? eq : e) || (undef && (eq || memchr(d, '(', n))))
         return undef ? "the name is not an identifier" : "it is not NAME, NAME=VALUE or NAME(PARAMS)=VALUE";
-    if (n && e[-1] == '\\') return "it ends with a backslash, which would join the next line to it";
+    if ((n && e[-1] == '\\') || (n >= 3 && !memcmp(e - 3, "?" "?/", 3)))
+        return "it ends with a backslash (or the trigraph ?" "?/), which would join the next line to it";
     for (const char *c = d; c + 1 < e; c++)
         if (c[0] == '/' && c[1] == '*') {
             const char *close = NULL;

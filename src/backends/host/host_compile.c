@@ -9,7 +9,7 @@
  *
  * The compiler runs from an argument vector (no shell) in a process group of
  * its own, under ka__cc_limits: its address space and the size of each file
- * it writes (RLIMIT_AS, RLIMIT_FSIZE, set between fork and exec), and a
+ * it writes (RLIMIT_AS, RLIMIT_FSIZE, set between vfork and exec), and a
  * deadline after which the whole group is killed. Its TMPDIR is the step's
  * directory. Its stdout and stderr come through a pipe, of which the first
  * LOG_KEEP bytes are kept. */
@@ -161,11 +161,12 @@ static void move_fd(int from, int to) {
     else dup2(from, to);
 }
 
-/* The child, between fork and exec: only async-signal-safe calls (another
- * thread of the parent may hold a lock the child inherits; setrlimit is a
- * plain system call in glibc and musl). Its own process group, its output
- * into the pipe, stdin from /dev/null, the limits, then cc; an exec that
- * fails writes its errno to st. */
+/* The child, between vfork and exec: system calls only, on the parent's
+ * memory (as posix_spawn's child does; it cannot set limits): its own
+ * process group, its output into the pipe, stdin from /dev/null, the
+ * limits, then cc; an exec that fails writes its errno to st. vfork, not
+ * fork: a large process's fork copies its page tables, and under strict
+ * overcommit fails. */
 static __attribute__((noreturn)) void child_exec(const char *cc, char *const *argv, char *const *envp,
                                                  const ka__cc_limits *lim, int out, int st) {
     setpgid(0, 0);
@@ -247,7 +248,7 @@ static ka_status spawn(const char *cc, char *const *argv, char *const *envp, con
         close(out[1]);
         return ka__fail(KA_ERR_IO, "pipe: %s", strerror(e));
     }
-    pid_t pid = fork();
+    pid_t pid = vfork();
     if (pid == 0) child_exec(cc, argv, envp, lim, out[1], st[1]);
     int fe = errno;
     close(out[1]);
@@ -255,7 +256,7 @@ static ka_status spawn(const char *cc, char *const *argv, char *const *envp, con
     if (pid < 0) {
         close(out[0]);
         close(st[0]);
-        return ka__fail(KA_ERR_BUILD_FAILED, "cannot start the C compiler '%s': fork: %s", cc, strerror(fe));
+        return ka__fail(KA_ERR_BUILD_FAILED, "cannot start the C compiler '%s': vfork: %s", cc, strerror(fe));
     }
     setpgid(pid, pid); /* as the child does: whichever runs first makes the group */
     int e = 0;
@@ -276,10 +277,11 @@ static ka_status spawn(const char *cc, char *const *argv, char *const *envp, con
     return KA_OK;
 }
 
-/* Reads what fd has now into lg (past LOG_KEEP only counted); false at its
- * end. wait: block for the first read. */
+/* Reads what fd has now into lg (past LOG_KEEP only counted), at most 256
+ * KiB a call, so a compiler that floods its log still meets its deadline;
+ * false at its end. wait: block for the first read. */
 static bool drain(int fd, ka__cclog *lg, bool wait) {
-    for (;;) {
+    for (int reads = 0; reads < 64; reads++) {
         struct pollfd p = {fd, POLLIN, 0};
         if (!wait && poll(&p, 1, 0) <= 0) return true;
         wait = false;
@@ -292,6 +294,7 @@ static bool drain(int fd, ka__cclog *lg, bool wait) {
         lg->kept += k;
         lg->total += (uint64_t)n;
     }
+    return true;
 }
 
 /* Whether the child has ended (without reaping it: its pid stays its

@@ -86,6 +86,38 @@ static void free_list(ka__hdefer *d) {
     }
 }
 
+/* Waits until every queue of the device has completed what it had
+ * enqueued now (no allocation: up to 16 queues a round, under the lock only
+ * to read them, so a queue released meanwhile is seen gone). */
+static void wait_marks(ka__hdev *hd) {
+    struct {
+        ka__hqueue *hq;
+        uint64_t mark;
+    } w[16];
+    uint32_t n;
+    do {
+        n = 0;
+        pthread_mutex_lock(&hd->defer_lock);
+        for (ka__hqueue *hq = hd->queues; hq && n < 16; hq = hq->next_q)
+            if (busy(hq)) {
+                w[n].hq = hq;
+                w[n++].mark = atomic_load_explicit(&hq->subm, memory_order_acquire);
+            }
+        pthread_mutex_unlock(&hd->defer_lock);
+        for (uint32_t i = 0; i < n; i++)
+            for (;;) {
+                pthread_mutex_lock(&hd->defer_lock);
+                bool listed = false;
+                for (ka__hqueue *hq = hd->queues; hq && !listed; hq = hq->next_q) listed = hq == w[i].hq;
+                bool done = !listed || atomic_load_explicit(&w[i].hq->done, memory_order_acquire) >= w[i].mark;
+                pthread_mutex_unlock(&hd->defer_lock);
+                if (done) break;
+                struct timespec ts = {0, 100000};
+                nanosleep(&ts, NULL);
+            }
+    } while (n == 16);
+}
+
 void ka__host_defer(ka__hdev *hd, enum ka__hdefer_kind kind, void *obj, size_t size) {
     pthread_mutex_lock(&hd->defer_lock);
     uint32_t n = 0;
@@ -97,17 +129,11 @@ void ka__host_defer(ka__hdev *hd, enum ka__hdefer_kind kind, void *obj, size_t s
     }
     ka__hdefer *d = ka__alloc(sizeof *d + (size_t)n * sizeof d->w[0]);
     if (!d) {
-        /* No memory to remember it: wait for those commands instead. */
+        /* No memory to remember it: wait for those commands instead (only
+         * those enqueued so far, as a deferred release would), a few queues
+         * at a time. */
         pthread_mutex_unlock(&hd->defer_lock);
-        for (;;) {
-            pthread_mutex_lock(&hd->defer_lock);
-            bool any = false;
-            for (ka__hqueue *hq = hd->queues; hq && !any; hq = hq->next_q) any = busy(hq);
-            pthread_mutex_unlock(&hd->defer_lock);
-            if (!any) break;
-            struct timespec ts = {0, 100000};
-            nanosleep(&ts, NULL);
-        }
+        wait_marks(hd);
         free_now((uint8_t)kind, obj, size);
         return;
     }

@@ -43,7 +43,9 @@ static struct sigaction old_segv, old_bus;
 
 static void on_fault(int sig, siginfo_t *si, void *uc) {
     ka__hfault *f = cur_fault;
-    if (f) {
+    /* si_code > 0: the kernel's, a fault of this thread's own access; one
+     * another process or thread sent (kill, tgkill) is passed on. */
+    if (f && si->si_code > 0) {
         cur_fault = NULL;
         ka__fiber_escape(); /* off a work-item's fiber: what the sanitizers must hear */
         f->addr = si->si_addr;
@@ -61,9 +63,15 @@ static void on_fault(int sig, siginfo_t *si, void *uc) {
         old->sa_sigaction(sig, si, uc);
     } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
         old->sa_handler(sig);
-    } else {
-        /* The default: returning re-runs the access, which now stops the process. */
+    } else if (si->si_code > 0) {
+        /* The default (an ignored fault would repeat for ever: as the
+         * default too): returning re-runs the access, which now stops the
+         * process. */
         signal(sig, SIG_DFL);
+    } else if (old->sa_handler == SIG_DFL) {
+        /* Sent, not a fault: what the default does with it. */
+        signal(sig, SIG_DFL);
+        raise(sig);
     }
 }
 
