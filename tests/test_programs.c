@@ -75,7 +75,7 @@ static void test_defines_whole_value(void **state) {
                       "#ifdef GONE\n    out[4] = 1;\n#else\n    out[4] = 0;\n#endif\n"
                       "#ifdef EXTRA\n    out[5] = EXTRA;\n#else\n    out[5] = -1;\n#endif\n"
                       "}\n";
-    const char *defs[] = {"VAL=1 + 2", "TWICE(x)=((x) * 2)", "FLAG", "EMPTY=", "GONE", "C=1 /* a closed comment */"};
+    const char *defs[] = {"VAL=1 + 2", "TWICE(x)=((x) * 2)", "FLAG", "EMPTY=", "GONE", "COMMENTED=1 /* a closed comment */"};
     ka_build_options o = {.defines = defs, .num_defines = 6};
     ka_program p;
     KA_OK_OR_FAIL(ka_program_build(g_dev, src, &o, &p));
