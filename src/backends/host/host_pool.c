@@ -10,9 +10,9 @@
  * Each of the n parts of a run (part 0 the starter's, part t worker t's) is
  * POOL_SLICES consecutive slices, taken in order from a counter of the part's
  * own. A worker runs its own slices, then takes the slices still untaken of
- * part 0 and of the other parts, one at a time; so does a thread that joins
- * the run (ka__pool_join): part 0's first, the others' once POOL_START_NS have
- * passed since the start. A run started by a launch that returned so goes on
+ * part 0, and, once POOL_START_NS have passed since the start, of the other
+ * parts, one at a time; so does a thread that joins the run (ka__pool_join):
+ * part 0's first, the others' after POOL_START_NS. A run started by a launch that returned so goes on
  * without its starter, and one whose starter comes back soon (the next launch
  * of a time loop, a wait) runs as before: each thread on the same slices, so
  * the same slab of data, every run. A worker that is asleep or waits for a
@@ -176,12 +176,17 @@ static void *worker_main(void *arg) {
         }
         seen = g;
         if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL; /* ordered by the gen acquire */
-        /* Its own part, then what is left of part 0 and of the others. */
-        uint32_t d = run_part(p, w->part, g);
-        for (uint32_t i = 0; i < p->n; i++) {
-            uint32_t t = (w->part + 1 + i) % p->n;
-            if (t != w->part) d += run_part(p, t, g);
-        }
+        /* Its own part, then what is left of part 0 (the starter may be
+         * away); the others' only once POOL_START_NS have passed: a look at
+         * every counter is a cache miss each, on the run's critical path,
+         * and a worker that has not started by then is asleep or has no
+         * core. */
+        uint32_t d = run_part(p, w->part, g) + run_part(p, 0, g);
+        if (ka__now_ns() - atomic_load_explicit(&p->start_ns, memory_order_relaxed) >= POOL_START_NS)
+            for (uint32_t i = 1; i < p->n; i++) {
+                uint32_t t = (w->part + i) % p->n;
+                if (t) d += run_part(p, t, g);
+            }
         add_done(p, d, g);
     }
 }
