@@ -120,8 +120,15 @@ ka_status ka__host_event_callback(void *ev, ka__native_cb cb, void *ctx) {
 
 ka_status ka__host_event_wait(void *ev) {
     ka__hev *e = ev;
-    /* A pool launch's: help run it (the caller joins at the wait). */
-    if (e->pooled && !atomic_load_explicit(&e->state, memory_order_acquire)) ka__pool_join(e->q->pool, e->ticket);
+    /* A pool launch's: help run it (the caller joins at the wait). Once the
+     * join returns the run is over and the thread that finished it is
+     * completing the event: a moment's spin, not a sleep and a wake. */
+    if (e->pooled && !atomic_load_explicit(&e->state, memory_order_acquire)) {
+        ka__pool_join(e->q->pool, e->ticket);
+        int64_t until = ka__now_ns() + 50000;
+        while (!atomic_load_explicit(&e->state, memory_order_acquire) && ka__now_ns() < until)
+            for (int i = 0; i < 32; i++) ka__cpu_relax();
+    }
     while (!atomic_load_explicit(&e->state, memory_order_acquire)) {
         atomic_fetch_add_explicit(&e->waiters, 1, memory_order_seq_cst);
         if (!atomic_load_explicit(&e->state, memory_order_seq_cst)) ka__futex_wait(&e->state, 0, INT64_MAX);
