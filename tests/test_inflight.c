@@ -12,6 +12,7 @@
  * hanging it; no outcome depends on timing. */
 #include "test_util.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 
@@ -377,6 +378,47 @@ static void big_arguments(void **state) {
     KA_OK_OR_FAIL(ka_device_close(dev));
 }
 
+/* A release with no memory left to remember it waits for the commands
+ * before it instead (the host back-end's fallback), and frees nothing in use
+ * (ASan); the flag is set by another thread, whenever it runs. */
+static _Atomic int fail_allocs;
+static void *maybe_alloc(size_t n, void *u) {
+    (void)u;
+    return atomic_load(&fail_allocs) ? NULL : malloc(n);
+}
+static void plain_free(void *p, size_t n, void *u) {
+    (void)n;
+    (void)u;
+    free(p);
+}
+static void *set_flag(void *arg) {
+    __atomic_store_n(&((held *)arg)->flag[0], 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void release_without_memory(void **state) {
+    (void)state;
+    static const ka_allocator a = {maybe_alloc, plain_free, NULL};
+    ka_set_allocator(&a); /* no libka object is alive between tests */
+    held h;
+    held_open(&h);
+    ka_event ev;
+    KA_OK_OR_FAIL(held_launch(&h, KA_LAUNCH_ASYNC, &ev));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, set_flag, &h), 0);
+    atomic_store(&fail_allocs, 1);
+    ka_status st = ka_buffer_release(h.out);
+    atomic_store(&fail_allocs, 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    KA_OK_OR_FAIL(st);
+    KA_OK_OR_FAIL(ka_event_wait(ev, KA_WAIT_FOREVER));
+    KA_OK_OR_FAIL(ka_event_release(ev));
+    if (info(h.dev)->backend != KA_BACKEND_NULL) expect_ran(&h, "KA_LAUNCH_ASYNC");
+    KA_OK_OR_FAIL(ka_program_release(h.prog));
+    held_close(&h, true);
+    ka_set_allocator(NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(launch_returns_before_run),
@@ -387,6 +429,7 @@ int main(void) {
         cmocka_unit_test(callback_launches),
         cmocka_unit_test(second_queue_returns),
         cmocka_unit_test(big_arguments),
+        cmocka_unit_test(release_without_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

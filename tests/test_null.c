@@ -159,6 +159,10 @@ static void test_null_defines(void **state) {
     ka_build_options ot = {.defines = tri, .num_defines = 1};
     KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(n_dev, "KA_KERNEL_NOARGS(k) { }\n", &ot, &p));
     EXPECT_DETAIL("ka_build_options.defines[0]", "join the next line");
+    const char *splice[] = {"Y=1 \\  "}; /* blanks between the backslash and the line's end splice too */
+    ka_build_options os = {.defines = splice, .num_defines = 1};
+    KA_EXPECT(KA_ERR_INVALID_ARGUMENT, ka_program_build(n_dev, "KA_KERNEL_NOARGS(k) { }\n", &os, &p));
+    EXPECT_DETAIL("ka_build_options.defines[0]", "join the next line");
     KA_OK_OR_FAIL(ka_program_build(n_dev, "KA_KERNEL_NOARGS(k) { }\n", &og, &p));
     ka_kernel k;
     ka_kernel_config cfg = {.defines = "-DVAL=1 + 2"}, ok = {.defines = "-DW=4 -UFLAG"};

@@ -85,7 +85,9 @@ static const char *define_fault(const char *d, size_t n, bool undef) {
         if ((unsigned char)*c < 32 && *c != '\t') return "it holds a line break or another control character";
     if (!ne || ne != (eq ? eq : e) || (undef && (eq || memchr(d, '(', n))))
         return undef ? "the name is not an identifier" : "it is not NAME, NAME=VALUE or NAME(PARAMS)=VALUE";
-    if ((n && e[-1] == '\\') || (n >= 3 && !memcmp(e - 3, "?" "?/", 3)))
+    const char *t = e; /* a splice may have blanks before its newline (GCC, Clang) */
+    while (t > d && (t[-1] == ' ' || t[-1] == '\t')) t--;
+    if ((t > d && t[-1] == '\\') || (t - d >= 3 && !memcmp(t - 3, "?" "?/", 3)))
         return "it ends with a backslash (or the trigraph ?" "?/), which would join the next line to it";
     for (const char *c = d; c + 1 < e; c++)
         if (c[0] == '/' && c[1] == '*') {

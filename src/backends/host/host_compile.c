@@ -168,7 +168,15 @@ static void move_fd(int from, int to) {
  * fork: a large process's fork copies its page tables, and under strict
  * overcommit fails. */
 static __attribute__((noreturn)) void child_exec(const char *cc, char *const *argv, char *const *envp,
-                                                 const ka__cc_limits *lim, int out, int st) {
+                                                 const ka__cc_limits *lim, int out, int st, const sigset_t *mask) {
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) {
+            sa.sa_handler = SIG_DFL;
+            sa.sa_flags = 0;
+            sigaction(sig, &sa, NULL);
+        }
+    }
     setpgid(0, 0);
     move_fd(out, 1);
     move_fd(out, 2);
@@ -179,6 +187,7 @@ static __attribute__((noreturn)) void child_exec(const char *cc, char *const *ar
         setrlimit(RLIMIT_AS, &r);
         setrlimit(RLIMIT_FSIZE, &r);
     }
+    sigprocmask(SIG_SETMASK, mask, NULL);
     execve(cc, argv, envp);
     int e = errno;
     if (write(st, &e, sizeof e) < 0) _exit(127);
@@ -248,9 +257,16 @@ static ka_status spawn(const char *cc, char *const *argv, char *const *envp, con
         close(out[1]);
         return ka__fail(KA_ERR_IO, "pipe: %s", strerror(e));
     }
+    /* No signal handler of the application may run in the child, on the
+     * parent's memory: all blocked across the vfork, the child resets the
+     * handled ones to their default before it unblocks them. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     pid_t pid = vfork();
-    if (pid == 0) child_exec(cc, argv, envp, lim, out[1], st[1]);
+    if (pid == 0) child_exec(cc, argv, envp, lim, out[1], st[1], &old);
     int fe = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(out[1]);
     close(st[1]);
     if (pid < 0) {

@@ -87,35 +87,35 @@ static void free_list(ka__hdefer *d) {
 }
 
 /* Waits until every queue of the device has completed what it had
- * enqueued now (no allocation: up to 16 queues a round, under the lock only
- * to read them, so a queue released meanwhile is seen gone). */
+ * enqueued (no allocation): queue by queue, in the order they were made
+ * (serials), each for its count enqueued when its turn comes. A queue made
+ * later cannot use what is released; one released meanwhile has drained. */
 static void wait_marks(ka__hdev *hd) {
-    struct {
-        ka__hqueue *hq;
-        uint64_t mark;
-    } w[16];
-    uint32_t n;
-    do {
-        n = 0;
+    pthread_mutex_lock(&hd->defer_lock);
+    uint64_t last = 0, upto = hd->serials;
+    pthread_mutex_unlock(&hd->defer_lock);
+    for (;;) {
         pthread_mutex_lock(&hd->defer_lock);
-        for (ka__hqueue *hq = hd->queues; hq && n < 16; hq = hq->next_q)
-            if (busy(hq)) {
-                w[n].hq = hq;
-                w[n++].mark = atomic_load_explicit(&hq->subm, memory_order_acquire);
-            }
+        ka__hqueue *next = NULL;
+        for (ka__hqueue *hq = hd->queues; hq; hq = hq->next_q)
+            if (hq->serial > last && hq->serial <= upto && (!next || hq->serial < next->serial)) next = hq;
+        if (!next) {
+            pthread_mutex_unlock(&hd->defer_lock);
+            return;
+        }
+        uint64_t serial = last = next->serial, mark = atomic_load_explicit(&next->subm, memory_order_acquire);
         pthread_mutex_unlock(&hd->defer_lock);
-        for (uint32_t i = 0; i < n; i++)
-            for (;;) {
-                pthread_mutex_lock(&hd->defer_lock);
-                bool listed = false;
-                for (ka__hqueue *hq = hd->queues; hq && !listed; hq = hq->next_q) listed = hq == w[i].hq;
-                bool done = !listed || atomic_load_explicit(&w[i].hq->done, memory_order_acquire) >= w[i].mark;
-                pthread_mutex_unlock(&hd->defer_lock);
-                if (done) break;
-                struct timespec ts = {0, 100000};
-                nanosleep(&ts, NULL);
-            }
-    } while (n == 16);
+        for (;;) {
+            pthread_mutex_lock(&hd->defer_lock);
+            bool done = true;
+            for (ka__hqueue *hq = hd->queues; hq; hq = hq->next_q)
+                if (hq->serial == serial) done = atomic_load_explicit(&hq->done, memory_order_acquire) >= mark;
+            pthread_mutex_unlock(&hd->defer_lock);
+            if (done) break;
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
+    }
 }
 
 void ka__host_defer(ka__hdev *hd, enum ka__hdefer_kind kind, void *obj, size_t size) {
@@ -171,6 +171,7 @@ void ka__host_queue_listed(ka__hdev *hd, ka__hqueue *hq, bool add) {
     ka__hdefer *ready = NULL;
     pthread_mutex_lock(&hd->defer_lock);
     if (add) {
+        hq->serial = ++hd->serials;
         hq->next_q = hd->queues;
         hd->queues = hq;
     } else {

@@ -208,6 +208,7 @@ ka_status ka__host_device_open(ka__device *d, uint32_t index) {
         fill_info(&d->info, threads);
         st = ka__pool_create(threads, &hd->pool);
     }
+    if (st == KA_OK && (st = ka__host_cb_start(hd)) != KA_OK) ka__pool_destroy(hd->pool);
     if (st == KA_OK) {
         pthread_mutex_init(&hd->defer_lock, NULL);
         pthread_mutex_init(&hd->guard_lock, NULL);
@@ -222,6 +223,10 @@ ka_status ka__host_device_open(ka__device *d, uint32_t index) {
 
 void ka__host_device_close(ka__device *d) {
     ka__hdev *hd = d->native;
+    /* The threads first: none may be in a completion that takes the locks. */
+    ka__host_cb_stop(hd);
+    ka__pool_destroy(hd->pool);
+    hd->pool = NULL;
     ka__host_defer_fini(hd);
     ka__host_guard_fini(hd);
     pthread_mutex_destroy(&hd->defer_lock);
@@ -231,7 +236,6 @@ void ka__host_device_close(ka__device *d) {
         hd->fs_free = *ka__fiberset_link(fs);
         ka__fiberset_destroy(fs);
     }
-    ka__pool_destroy(hd->pool);
     ka__free(hd, sizeof *hd);
 }
 

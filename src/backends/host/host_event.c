@@ -2,10 +2,16 @@
  * caller asked for an event. Each queue keeps a free list, grown by chunks
  * (only when more events are alive at once than ever before) and freed with
  * the queue. Two references: the core's (event_release) and the command's
- * (its completion). */
+ * (its completion). A command completes in two steps: settle marks the event
+ * complete and wakes its waiters, in the thread that finished the command;
+ * finish runs its callback, if one was registered, on the device's callback
+ * thread, never in that thread (a pool worker, a thread of the
+ * application's joining a run, a queue's worker). */
 #include "host_internal.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #define CHUNK 64u
 
@@ -47,6 +53,8 @@ ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out) {
     atomic_store_explicit(&e->refs, 2, memory_order_relaxed);
     e->cb = NULL;
     e->cb_ctx = NULL;
+    e->run_cb = NULL;
+    e->run_ctx = NULL;
     e->t0 = e->t1 = 0;
     e->pooled = false;
     e->ticket = 0;
@@ -67,24 +75,94 @@ void ka__host_ev_unref(ka__hev *e) {
 void ka__host_ev_settle(ka__hev *e, ka_status st, const char *why) {
     if (st != KA_OK) snprintf(e->why, sizeof e->why, "%s", why && *why ? why : ka_strerror(st));
     atomic_store_explicit(&e->status, st, memory_order_relaxed);
+    ka__spin_lock(&e->lock);
+    atomic_store_explicit(&e->state, 1, memory_order_release);
+    e->run_cb = e->cb; /* for finish: a registration from now on runs in its own thread */
+    e->run_ctx = e->cb_ctx;
+    e->cb = NULL;
+    ka__spin_unlock(&e->lock);
+    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) ka__futex_wake_all(&e->state);
 }
 
 void ka__host_ev_complete(ka__hev *e, ka_status st) {
-    atomic_store_explicit(&e->status, st, memory_order_relaxed);
+    ka__host_ev_settle(e, st, NULL);
     ka__host_ev_finish(e);
 }
 
 void ka__host_ev_finish(ka__hev *e) {
-    ka_status st = (ka_status)atomic_load_explicit(&e->status, memory_order_relaxed);
-    ka__spin_lock(&e->lock);
-    atomic_store_explicit(&e->state, 1, memory_order_release);
-    ka__native_cb cb = e->cb;
-    void *ctx = e->cb_ctx;
-    e->cb = NULL;
-    ka__spin_unlock(&e->lock);
-    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) ka__futex_wake_all(&e->state);
-    if (cb) cb(ctx, st);
-    ka__host_ev_unref(e);
+    if (!e->run_cb) {
+        ka__host_ev_unref(e);
+        return;
+    }
+    /* The callback runs on the device's callback thread, never in a thread
+     * that finished the command while it was joining a run or serving a
+     * queue: there it could wait for what that thread holds. */
+    ka__hqueue *hq = e->q;
+    ka__hdev *hd = hq->q->dev->native;
+    atomic_fetch_add_explicit(&hq->cb_inflight, 1, memory_order_relaxed);
+    ka__hev *head = atomic_load_explicit(&hd->cb_head, memory_order_relaxed);
+    do e->cb_next = head;
+    while (!atomic_compare_exchange_weak_explicit(&hd->cb_head, &head, e, memory_order_release, memory_order_relaxed));
+    atomic_fetch_add(&hd->cb_seq, 1); /* seq_cst: then the thread's sleep is seen */
+    if (atomic_load(&hd->cb_asleep)) ka__futex_wake_all(&hd->cb_seq);
+}
+
+/* The device's callback thread: runs the callbacks of completed events in
+ * the order they completed, each event's command reference dropped after. */
+static void *cb_main(void *arg) {
+    ka__hdev *hd = arg;
+    for (;;) {
+        uint32_t seq = atomic_load(&hd->cb_seq);
+        ka__hev *list = atomic_exchange_explicit(&hd->cb_head, NULL, memory_order_acquire);
+        if (!list) {
+            if (atomic_load_explicit(&hd->cb_stop, memory_order_acquire)) return NULL;
+            atomic_store(&hd->cb_asleep, 1); /* seq_cst: then re-read seq */
+            if (atomic_load(&hd->cb_seq) == seq && !atomic_load(&hd->cb_stop)) ka__futex_wait(&hd->cb_seq, seq, INT64_MAX);
+            atomic_store(&hd->cb_asleep, 0);
+            continue;
+        }
+        ka__hev *fifo = NULL; /* pushed last first: reversed */
+        while (list) {
+            ka__hev *next = list->cb_next;
+            list->cb_next = fifo;
+            fifo = list;
+            list = next;
+        }
+        while (fifo) {
+            ka__hev *e = fifo;
+            fifo = e->cb_next;
+            ka__hqueue *hq = e->q;
+            e->run_cb(e->run_ctx, (ka_status)atomic_load_explicit(&e->status, memory_order_relaxed));
+            ka__host_ev_unref(e);
+            atomic_fetch_sub_explicit(&hq->cb_inflight, 1, memory_order_release);
+        }
+    }
+}
+
+ka_status ka__host_cb_start(ka__hdev *hd) {
+    /* As the pool's workers: the application's signal handlers run in its
+     * own threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&hd->cb_thread, NULL, cb_main, hd);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) return ka__fail(KA_ERR_DEVICE, "cannot start the callback thread: %s", strerror(e));
+    hd->cb_started = true;
+    return KA_OK;
+}
+
+void ka__host_cb_stop(ka__hdev *hd) {
+    if (!hd->cb_started) return;
+    atomic_store(&hd->cb_stop, true);
+    atomic_fetch_add(&hd->cb_seq, 1);
+    ka__futex_wake_all(&hd->cb_seq);
+    pthread_join(hd->cb_thread, NULL);
+    hd->cb_started = false;
 }
 
 void ka__host_events_fini(ka__hqueue *hq) {

@@ -54,6 +54,9 @@ bool ka__pool_inside(const ka__pool *p);
  * first; inside a part of p (or with one thread) runs all n parts itself,
  * in order. */
 void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx);
+/* Start and join when the workers are free; else all n parts here, in
+ * order: never waits for another run (whose kernel may wait for the caller). */
+void ka__pool_try_run(ka__pool *p, ka__pool_fn fn, void *ctx);
 
 /* ---- fibers ---------------------------------------------------------------
  * A fiber set runs the work-items of one work-group in one thread, each on

@@ -59,7 +59,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc) {
     }
     /* Not a kernel's: whoever handled it before. */
     const struct sigaction *old = sig == SIGBUS ? &old_bus : &old_segv;
-    if (old->sa_flags & SA_SIGINFO) {
+    if ((old->sa_flags & SA_SIGINFO) && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
         old->sa_sigaction(sig, si, uc);
     } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
         old->sa_handler(sig);

@@ -57,6 +57,7 @@ typedef struct ka__hdev {
      * (host_defer.c), and the queues they wait for; under defer_lock. */
     pthread_mutex_t defer_lock;
     struct ka__hqueue *queues;
+    uint64_t serials;         /* the queues made: each queue's serial */
     struct ka__hdefer *deferred;
     _Atomic uint32_t ndeferred;
     /* KA_DEBUG: the guarded buffers (host_guard.c), under guard_lock; once
@@ -64,6 +65,14 @@ typedef struct ka__hdev {
     pthread_mutex_t guard_lock;
     struct ka__hguard *guards;
     _Atomic bool guarded;
+    /* Completion callbacks run on a thread of their own (host_event.c): a
+     * stack of events pushed by the threads that completed them. */
+    pthread_t cb_thread;
+    bool cb_started;
+    _Atomic(struct ka__hev *) cb_head;
+    _Atomic uint32_t cb_seq;   /* futex word: bumped at each push */
+    _Atomic uint32_t cb_asleep;
+    _Atomic bool cb_stop;
 } ka__hdev;
 
 /* Resolves the compiler ($KA_CC, else cc, gcc, clang on PATH) into out. */
@@ -136,8 +145,11 @@ typedef struct ka__hev {
     _Atomic int32_t status;
     _Atomic uint32_t refs;   /* the core's and the command's */
     _Atomic uint32_t lock;   /* callback registration against completion */
-    ka__native_cb cb;
+    ka__native_cb cb;        /* registered, not yet run (under lock) */
     void *cb_ctx;
+    ka__native_cb run_cb;    /* taken at settle, for the callback thread */
+    void *run_ctx;
+    struct ka__hev *cb_next; /* the device's callback stack */
     int64_t t0, t1;          /* profiling queues: the command's start and end */
     uint32_t ticket;         /* a pool run's: a wait joins it (pooled) */
     bool pooled;
@@ -204,7 +216,11 @@ typedef struct ka__hqueue {
     /* Commands enqueued (ring or pool) and completed: a deferred release
      * waits until `done` reaches what `subm` was. */
     _Atomic uint64_t subm, done;
+    /* Completions still under way: pool runs' after steps, callbacks on the
+     * callback thread; the queue's release waits for both. */
+    _Atomic uint32_t afters, cb_inflight;
     struct ka__hqueue *next_q;       /* the device's queues (defer_lock) */
+    uint64_t serial;                 /* its place among them, in the order made */
     /* Commands given to the worker: slots [tail, head) of ring, under lock. */
     pthread_mutex_t lock;
     pthread_cond_t more, room;
@@ -238,8 +254,9 @@ ka__hcmd *ka__host_cmd_begin(ka__hqueue *hq);
 void ka__host_cmd_submit(ka__hqueue *hq);
 /* Runs a launch command (in the worker or the caller), the pool's parts
  * joined: its status, and on failure its message in why (NULL: the
- * calling thread's detail). */
-ka_status ka__host_run_launch(struct ka__hqueue *hq, ka__hcmd *c, char *why, size_t cap);
+ * calling thread's detail). helper: the queue's worker, which may help
+ * another queue's run finish first; the caller runs all parts itself then. */
+ka_status ka__host_run_launch(struct ka__hqueue *hq, ka__hcmd *c, char *why, size_t cap, bool helper);
 /* An asynchronous command has completed with st (why: its message), in two
  * steps: settle records it (the event's status, else the queue's record of
  * failures) and counts it completed; finish, once the queue no longer
@@ -265,11 +282,16 @@ void ka__host_defer_fini(ka__hdev *hd); /* at device close: frees what is left *
 
 ka_status ka__host_ev_new(ka__hqueue *hq, ka__hev **out);
 void ka__host_ev_complete(ka__hev *e, ka_status st); /* settle, then finish */
-/* A command's end in two steps: its status (and failure's message) while
- * its state is still the queue's, then complete: waiters woken, the
- * callback run, the command's reference dropped. */
+/* A command's end in two steps: settle, in the thread that finished it,
+ * while what it used is still the queue's: its status (and failure's
+ * message), complete, waiters woken; then finish: its callback, if any, to
+ * the device's callback thread, which drops the command's reference after
+ * it (else dropped here). */
 void ka__host_ev_settle(ka__hev *e, ka_status st, const char *why);
 void ka__host_ev_finish(ka__hev *e);
+/* The device's callback thread (started at open, stopped at close). */
+ka_status ka__host_cb_start(ka__hdev *hd);
+void ka__host_cb_stop(ka__hdev *hd);
 void ka__host_ev_unref(ka__hev *e);
 ka_status ka__host_events_init(ka__hqueue *hq); /* the first chunk of events */
 void ka__host_events_fini(ka__hqueue *hq);

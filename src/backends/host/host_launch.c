@@ -130,12 +130,13 @@ static bool one_thread(const ka__hdev *hd, uint64_t items, bool spread, uint64_t
     return (items < KA__HOST_INLINE_ITEMS && !(spread && groups > 1)) || ka__pool_size(hd->pool) == 1;
 }
 
-ka_status ka__host_run_launch(ka__hqueue *hq, ka__hcmd *cmd, char *why, size_t cap) {
+ka_status ka__host_run_launch(ka__hqueue *hq, ka__hcmd *cmd, char *why, size_t cap, bool helper) {
     ka__hdev *hd = hq->q->dev->native;
     run r;
     run_init(&r, hq, cmd);
     if (one_thread(hd, cmd->items, cmd->spread, r.groups)) part(&r, 0, 1);
-    else ka__pool_run(hd->pool, part, &r);
+    else if (helper) ka__pool_run(hd->pool, part, &r);
+    else ka__pool_try_run(hd->pool, part, &r);
     ka_status st = (ka_status)atomic_load(&r.status);
     if (st == KA_OK) return KA_OK;
     if (why) snprintf(why, cap, "%s", r.why);
@@ -208,12 +209,17 @@ static void prun_settle(void *ctx, void *keep[2]) {
     ka__hprun *pr = ctx;
     ka_status st = (ka_status)atomic_load_explicit(&pr->r.status, memory_order_relaxed);
     if (pr->ev) pr->ev->t1 = ka__now_ns();
+    atomic_fetch_add_explicit(&pr->hq->afters, 1, memory_order_relaxed); /* the queue's release waits for after */
     ka__host_cmd_settle(pr->hq, pr->ev, st, pr->r.why);
     keep[0] = pr->ev;
-    keep[1] = pr->r.hd;
+    keep[1] = pr->hq;
 }
 
-static void prun_after(void *keep[2]) { ka__host_cmd_finish(keep[1], keep[0]); }
+static void prun_after(void *keep[2]) {
+    ka__hqueue *hq = keep[1];
+    ka__host_cmd_finish(hq->q->dev->native, keep[0]);
+    atomic_fetch_sub_explicit(&hq->afters, 1, memory_order_release); /* last: hq may go now */
+}
 
 static const ka__pool_done prun_hooks = {prun_settle, prun_after};
 
@@ -349,6 +355,6 @@ ka_status ka__host_launch(ka__queue *q, ka__kernel *k, const ka__launch *l, cons
     if (st != KA_OK) return st;
     ka__host_drain(hq);
     int64_t t0 = q->profiling ? ka__now_ns() : 0;
-    st = ka__host_run_launch(hq, &c, NULL, 0);
+    st = ka__host_run_launch(hq, &c, NULL, 0, false);
     return ka__host_done_event(q, t0, st, ev);
 }

@@ -21,8 +21,9 @@
  * one that wakes late still runs the rest of its part.
  *
  * The slices done are counted (one add per thread and run); the add that
- * counts the last slice completes the run: it calls the run's done hook,
- * stores the run's generation in `completed` and lets the next run start.
+ * counts the last slice completes the run: the hooks' settle, then the
+ * run's generation stored in `completed` and the next run let start, then
+ * the hooks' after (which may itself start or join runs).
  * Joiners spin a bounded time on `completed`, then sleep on it, and the
  * completion wakes them only when one says it sleeps. Runs are sequential
  * (one holds the workers at a time), so a run whose generation is no longer
@@ -177,12 +178,15 @@ static void *worker_main(void *arg) {
         seen = g;
         if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL; /* ordered by the gen acquire */
         /* Its own part, then what is left of part 0 (the starter may be
-         * away); the others' only once POOL_START_NS have passed: a look at
-         * every counter is a cache miss each, on the run's critical path,
-         * and a worker that has not started by then is asleep or has no
-         * core. */
-        uint32_t d = run_part(p, w->part, g) + run_part(p, 0, g);
-        if (ka__now_ns() - atomic_load_explicit(&p->start_ns, memory_order_relaxed) >= POOL_START_NS)
+         * away), counted at once; the others' only once POOL_START_NS have
+         * passed and the run is not over: a look at every counter is a cache
+         * miss each, on the run's critical path, and a worker that has not
+         * started by then is asleep or has no core. */
+        add_done(p, run_part(p, w->part, g) + run_part(p, 0, g), g);
+        int64_t sweep = atomic_load_explicit(&p->start_ns, memory_order_relaxed) + POOL_START_NS;
+        while (!complete(p, g) && ka__now_ns() < sweep) ka__cpu_relax();
+        uint32_t d = 0;
+        if (!complete(p, g))
             for (uint32_t i = 1; i < p->n; i++) {
                 uint32_t t = (w->part + i) % p->n;
                 if (t) d += run_part(p, t, g);
@@ -322,6 +326,16 @@ void ka__pool_join(ka__pool *p, uint32_t g) {
         if (atomic_load(&p->gen) == g && atomic_load(&p->completed) != g) ka__futex_wait(&p->completed, c, INT64_MAX);
         atomic_fetch_sub_explicit(&p->joiners_asleep, 1, memory_order_relaxed);
     }
+}
+
+void ka__pool_try_run(ka__pool *p, ka__pool_fn fn, void *ctx) {
+    uint32_t g;
+    if (ka__pool_start(p, fn, ctx, NULL, NULL, &g)) {
+        ka__pool_join(p, g);
+        return;
+    }
+    uint32_t parts = p->n * POOL_SLICES;
+    for (uint32_t i = 0; i < parts; i++) fn(ctx, i, parts);
 }
 
 void ka__pool_run(ka__pool *p, ka__pool_fn fn, void *ctx) {

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* A failure with no event to carry it: kept for the next wait on the queue
  * (the first one, until a wait takes it). */
@@ -54,7 +55,7 @@ static void *worker(void *arg) {
                 ka__host_ev_unref(c->dep);
             }
         } else {
-            st = ka__host_run_launch(hq, c, why, sizeof why);
+            st = ka__host_run_launch(hq, c, why, sizeof why, true);
         }
         ka__hev *ev = c->ev;
         if (ev) ev->t1 = ka__now_ns();
@@ -123,6 +124,13 @@ fail_ring:
 void ka__host_queue_release(ka__queue *q) {
     ka__hqueue *hq = q->native;
     ka__host_drain(hq);
+    /* The completions still under way use the queue's events: a run's after
+     * step in the thread that finished it, callbacks on the callback thread. */
+    while (atomic_load_explicit(&hq->afters, memory_order_acquire) ||
+           atomic_load_explicit(&hq->cb_inflight, memory_order_acquire)) {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&hq->lock);
     hq->stop = true;
     pthread_cond_signal(&hq->more);
