@@ -167,6 +167,19 @@ static void move_fd(int from, int to) {
  * limits, then cc; an exec that fails writes its errno to st. vfork, not
  * fork: a large process's fork copies its page tables, and under strict
  * overcommit fails. */
+/* AddressSanitizer's builds fork: a vfork child on the parent's stack
+ * poisons and unpoisons its shadow, which the parent then misreads. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_FORK() fork()
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_FORK() fork()
+#endif
+#endif
+#ifndef SPAWN_FORK
+#define SPAWN_FORK() vfork()
+#endif
+
 static __attribute__((noreturn)) void child_exec(const char *cc, char *const *argv, char *const *envp,
                                                  const ka__cc_limits *lim, int out, int st, const sigset_t *mask) {
     for (int sig = 1; sig < NSIG; sig++) {
@@ -263,7 +276,7 @@ static ka_status spawn(const char *cc, char *const *argv, char *const *envp, con
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t pid = vfork();
+    pid_t pid = SPAWN_FORK();
     if (pid == 0) child_exec(cc, argv, envp, lim, out[1], st[1], &old);
     int fe = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);

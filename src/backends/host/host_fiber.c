@@ -619,6 +619,12 @@ void ka__fiberset_abandon(ka__fiberset *fs) {
     if (fs->escaped) {
         __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
         fs->escaped = false;
+        /* The jump left from a fiber's stack, so AddressSanitizer's longjmp
+         * cleared nothing here: the frames it abandoned on the thread's stack,
+         * below this one, keep their redzones' poison; clear it. */
+        char here;
+        if ((const char *)fs->thread_bottom < &here)
+            __asan_unpoison_memory_region(fs->thread_bottom, (size_t)(&here - (const char *)fs->thread_bottom));
     }
 #endif
     group_failed(fs, FAIL_DIVERGED); /* its items abandoned, as after a divergence */
